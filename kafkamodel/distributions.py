@@ -1,0 +1,113 @@
+"""Latency distributions as scenarios write them, and fast samplers for them.
+
+A distribution is a number (a constant, in ms) or a mapping
+``{dist: constant, value}``, ``{dist: exponential, mean}``,
+``{dist: lognormal, median, sigma}`` or ``{dist: uniform, low, high}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+# parameters each distribution takes, in the order the sampler wants them
+DIST_PARAMS: dict[str, tuple[str, ...]] = {
+    "constant": ("value",),
+    "exponential": ("mean",),
+    "lognormal": ("median", "sigma"),
+    "uniform": ("low", "high"),
+}
+
+
+def check_distribution(value: Any, path: str) -> list[str]:
+    """Problems with a distribution spec, each as 'path: rule'."""
+    if isinstance(value, bool):
+        return [f"{path}: must be a number of ms or a mapping with 'dist', got {value!r}"]
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            return [f"{path}: must be a finite number >= 0 (ms), got {value!r}"]
+        return []
+    if not isinstance(value, Mapping):
+        return [f"{path}: must be a number of ms or a mapping with 'dist', got {type(value).__name__}"]
+    kind = value.get("dist")
+    if kind not in DIST_PARAMS:
+        return [f"{path}.dist: must be one of {', '.join(DIST_PARAMS)}, got {kind!r}"]
+    problems = []
+    wanted = DIST_PARAMS[kind]
+    for key in value:
+        if key != "dist" and key not in wanted:
+            problems.append(f"{path}.{key}: unknown parameter for dist {kind}; it takes {', '.join(wanted)}")
+    for key in wanted:
+        if key not in value:
+            problems.append(f"{path}.{key}: required for dist {kind}")
+            continue
+        v = value[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            problems.append(f"{path}.{key}: must be a finite number, got {v!r}")
+        elif v < 0 or (key in ("mean", "median") and v == 0):
+            rule = "> 0" if key in ("mean", "median") else ">= 0"
+            problems.append(f"{path}.{key}: must be {rule}, got {v!r}")
+    if not problems and kind == "uniform" and value["low"] > value["high"]:
+        problems.append(f"{path}.low: must not exceed high ({value['high']}), got {value['low']}")
+    return problems
+
+
+def normalise(value: Any) -> dict:
+    """The mapping form of a (valid) distribution spec."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"dist": "constant", "value": float(value)}
+
+
+def mean_of(spec: Any) -> float:
+    """The distribution's mean, in ms."""
+    d = normalise(spec)
+    kind = d["dist"]
+    if kind == "constant":
+        return float(d["value"])
+    if kind == "exponential":
+        return float(d["mean"])
+    if kind == "lognormal":
+        return float(d["median"]) * math.exp(d["sigma"] ** 2 / 2)
+    return (d["low"] + d["high"]) / 2
+
+
+class Sampler:
+    """Draws from one distribution with one generator, a block at a time.
+
+    Drawing values one by one from NumPy costs a microsecond each; a block
+    of 4096 drawn at once and handed out from a list costs a tenth of that.
+    """
+
+    __slots__ = ("_draw", "_block", "_i", "_constant")
+
+    BLOCK = 4096
+
+    def __init__(self, spec: Any, rng: np.random.Generator):
+        d = normalise(spec)
+        kind = d["dist"]
+        self._constant = float(d["value"]) if kind == "constant" else None
+        if kind == "exponential":
+            mean = float(d["mean"])
+            self._draw = lambda n: rng.exponential(mean, n)
+        elif kind == "lognormal":
+            mu, sigma = math.log(d["median"]), float(d["sigma"])
+            self._draw = lambda n: rng.lognormal(mu, sigma, n)
+        elif kind == "uniform":
+            low, high = float(d["low"]), float(d["high"])
+            self._draw = lambda n: rng.uniform(low, high, n)
+        else:
+            c = self._constant
+            self._draw = lambda n: np.full(n, c)
+        self._block: list[float] = []
+        self._i = 0
+
+    def __call__(self) -> float:
+        i = self._i
+        if i >= len(self._block):
+            self._block = self._draw(self.BLOCK).tolist()
+            i = 0
+        self._i = i + 1
+        return self._block[i]

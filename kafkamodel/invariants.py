@@ -1,0 +1,94 @@
+"""Safety properties, named as in the TLA+ specifications of Kafka's protocol.
+
+Each takes a running (or finished) simulation and returns its violations as
+strings; an empty list means the property holds. They are measured and
+reported at the end of every run (and after every event with
+``debug.invariants: true``), never asserted away.
+"""
+
+from __future__ import annotations
+
+
+def _common_prefix(a: list, b: list) -> int:
+    """Number of leading entries two logs share."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def diverging_offsets(a: list, b: list, upto: int) -> int:
+    """Offsets below `upto` where two logs hold different batches."""
+    start = _common_prefix(a, b)
+    i, j = start, start
+    diff = 0
+    while i < len(a) and j < len(b):
+        a0, a1, _, ab = a[i]
+        b0, b1, _, bb = b[j]
+        lo, hi = max(a0, b0), min(a1, b1, upto)
+        if lo >= upto:
+            break
+        if hi > lo and (ab != bb or a0 != b0):
+            diff += hi - lo
+        if a1 <= b1:
+            i += 1
+        else:
+            j += 1
+    return diff
+
+
+def leader_in_isr(sim) -> list[str]:
+    """The controller's leader is a member of the controller's ISR."""
+    if sim.quorum:
+        return []
+    return [
+        f"{part.name}: leader {part.leader} not in isr {list(part.isr)}"
+        for part in sim.partitions
+        if part.leader >= 0 and part.leader not in part.isr
+    ]
+
+
+def committed_prefixes_agree(sim) -> list[str]:
+    """Any two replicas agree on every offset below both their high watermarks."""
+    problems = []
+    for part in sim.partitions:
+        reps = [sim.replicas[part.index][b] for b in part.replicas]
+        for x in range(len(reps)):
+            for y in range(x + 1, len(reps)):
+                a, b = reps[x], reps[y]
+                upto = min(a.high_watermark, b.high_watermark)
+                n = diverging_offsets(a.log, b.log, upto)
+                if n:
+                    problems.append(f"{part.name}: brokers {a.broker} and {b.broker} differ on {n} committed offsets")
+    return problems
+
+
+def no_committed_record_lost(sim) -> list[str]:
+    """Every batch some leader's HW covered is in the log of the partition's current (or last) leader."""
+    committed = sim.b_committed
+    part_of = sim.b_partition
+    wanted: dict[int, set] = {}
+    for b, c in enumerate(committed):
+        if c:
+            wanted.setdefault(part_of[b], set()).add(b)
+    problems = []
+    for p, batches in wanted.items():
+        part = sim.partitions[p]
+        log = sim.replicas[p][part.last_leader].log
+        missing = batches.difference(e[3] for e in log)
+        if missing:
+            records = sum(sim.b_count[b] for b in missing)
+            problems.append(f"{part.name}: {records} committed records missing from leader {part.last_leader}")
+    return problems
+
+
+PROPERTIES = {
+    "leader_in_isr": leader_in_isr,
+    "committed_prefixes_agree": committed_prefixes_agree,
+    "no_committed_record_lost": no_committed_record_lost,
+}
+
+
+def check_all(sim) -> dict[str, list[str]]:
+    return {name: prop(sim) for name, prop in PROPERTIES.items()}

@@ -1,0 +1,40 @@
+"""The event kernel: a heap of (time, sequence, action, args).
+
+Ties in time resolve by the order of scheduling, so a run is the same every
+time. There is no global state; an exception in an action propagates.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from itertools import count
+from typing import Any, Callable
+
+
+class Kernel:
+    __slots__ = ("now", "_heap", "_seq", "after_event")
+
+    def __init__(self) -> None:
+        self.now = 0.0  # simulated time, ms
+        self._heap: list = []  # (time, sequence, action, args)
+        self._seq = count()  # tie-breaker: scheduling order
+        self.after_event: Callable[[], None] | None = None  # debug hook run after each event
+
+    def schedule(self, at: float, action: Callable[..., Any], *args: Any) -> None:
+        """Run action(*args) at time `at` (never in the past)."""
+        heappush(self._heap, (at if at > self.now else self.now, next(self._seq), action, args))
+
+    def run(self, until: float) -> None:
+        """Process events up to and including time `until`."""
+        heap, seq_push = self._heap, heappush
+        hook = self.after_event
+        while heap and heap[0][0] <= until:
+            at, _, action, args = heappop(heap)
+            self.now = at
+            action(*args)
+            if hook is not None:
+                hook()
+        self.now = until
+
+    def pending(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,505 @@
+"""Leader and follower: appends, fetches, HW, ISR, truncation.
+
+Transitions are named actor + verb as in Kafka's TLA+ specification
+(``leader_handle_produce``, ``follower_fetch``, ``leader_shrink_isr``,
+``leader_expand_isr``, ``leader_advance_high_watermark``, ``become_leader``,
+``become_follower_and_truncate``). The protocol variants are strategies:
+
+* commit rule: ``IsrCommit`` (HW = min LEO over the ISR) or
+  ``QuorumCommit`` (HW = the majority's LEO, current-epoch entries only);
+* lag rule: ``TimeLagRule`` (>= 0.9: not caught up for
+  replica.lag.time.max.ms, checked every half period) or ``CountLagRule``
+  (0.8: no fetch for replica.lag.time.max.ms, or more than
+  replica.lag.max.messages behind; checked every period, as 0.8 did);
+* truncation: ``HighWatermarkTruncation`` (before 0.11) or
+  ``LeaderEpochTruncation`` (KIP-101 with KIP-279's refinement).
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+
+from .producer import ALL, NONE, NOT_ENOUGH_REPLICAS, NOT_LEADER
+from .state import CONTROL, Replica
+
+CLIENT = -1
+
+
+# ---- strategies ---------------------------------------------------------------
+
+
+class IsrCommit:
+    """Kafka: HW is the minimum LEO over the ISR; since 3.7 it holds while the ISR < min.insync.replicas."""
+
+    name = "isr"
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def new_high_watermark(self, rep: Replica) -> int:
+        if len(rep.isr) < self.sim.partitions[rep.partition].min_isr:
+            return rep.high_watermark
+        hw = rep.log_end_offset
+        leo = rep.follower_leo
+        me = rep.broker
+        for f in rep.isr:
+            if f != me:
+                v = leo.get(f, -1)
+                if v < hw:
+                    hw = v
+        return hw
+
+
+class QuorumCommit:
+    """Majority commit: HW is the LEO a majority has reached, Raft's current-epoch rule applied."""
+
+    name = "quorum"
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def new_high_watermark(self, rep: Replica) -> int:
+        part = self.sim.partitions[rep.partition]
+        leos = sorted((rep.follower_leo.get(f, -1) for f in part.replicas if f != rep.broker), reverse=True)
+        leos.insert(0, rep.log_end_offset)
+        leos.sort(reverse=True)
+        hw = leos[self.sim.majority[rep.partition] - 1]
+        if hw <= rep.high_watermark:
+            return rep.high_watermark
+        # Raft: a leader commits by counting only entries of its own epoch
+        i = rep.entry_index(hw - 1)
+        if i >= len(rep.log) or rep.log[i][2] != rep.leader_epoch:
+            return rep.high_watermark
+        return hw
+
+
+def make_commit_rule(sim):
+    return QuorumCommit(sim) if sim.quorum else IsrCommit(sim)
+
+
+class TimeLagRule:
+    """Kafka >= 0.9 (KIP-16): out of sync when not caught up for replica.lag.time.max.ms."""
+
+    name = "time"
+
+    def __init__(self, cfg: dict):
+        self.max_lag_ms = float(cfg["replica.lag.time.max.ms"])
+        self.check_every_ms = self.max_lag_ms / 2
+
+    def out_of_sync(self, rep: Replica, f: int, now: float) -> bool:
+        return now - rep.last_caught_up_ms.get(f, now) > self.max_lag_ms
+
+
+class CountLagRule(TimeLagRule):
+    """Kafka 0.8: stuck (no fetch for replica.lag.time.max.ms) or more than replica.lag.max.messages behind."""
+
+    name = "count"
+
+    def __init__(self, cfg: dict):
+        super().__init__(cfg)
+        self.max_messages = int(cfg["replica.lag.max.messages"])
+        self.check_every_ms = self.max_lag_ms  # 0.8 ran its isr-expiration task every replica.lag.time.max.ms
+
+    def out_of_sync(self, rep: Replica, f: int, now: float) -> bool:
+        if now - rep.last_fetch_ms.get(f, now) > self.max_lag_ms:
+            return True
+        return rep.log_end_offset - rep.follower_leo.get(f, 0) > self.max_messages
+
+
+def make_lag_rule(cfg: dict):
+    return CountLagRule(cfg) if cfg["replica.lag.max.messages"] is not None else TimeLagRule(cfg)
+
+
+class HighWatermarkTruncation:
+    """Before 0.11: a follower truncates its log to its own HW, then fetches."""
+
+    name = "high_watermark"
+
+    def begin(self, sim, rep: Replica) -> None:
+        sim.follower_truncate(rep, rep.high_watermark, "to local high watermark")
+        sim.follower_fetch(rep)
+
+
+class LeaderEpochTruncation:
+    """0.11+ (KIP-101, KIP-279): ask the leader where our last epoch ends, truncate there."""
+
+    name = "leader_epoch"
+
+    def begin(self, sim, rep: Replica) -> None:
+        if not rep.log:
+            sim.follower_fetch(rep)
+            return
+        sim.follower_query_epoch(rep)
+
+
+def make_truncation(name: str):
+    return LeaderEpochTruncation() if name == "leader_epoch" else HighWatermarkTruncation()
+
+
+# ---- the protocol ---------------------------------------------------------------
+
+
+class ReplicationActor:
+    def start_replication(self) -> None:
+        """t=0: every preferred replica leads with a full ISR; followers start fetching."""
+        now = self.kernel.now
+        for part in self.partitions:
+            for b, rep in self.replicas[part.index].items():
+                rep.leader_epoch = part.leader_epoch
+                rep.leader = part.leader
+                if b == part.leader:
+                    rep.is_leader = True
+                    rep.isr = set(part.isr)
+                    for f in part.replicas:
+                        rep.last_caught_up_ms[f] = now
+                        rep.last_fetch_ms[f] = now
+                        rep.follower_leo[f] = 0
+            for b, rep in self.replicas[part.index].items():
+                if b != part.leader:
+                    self.follower_fetch(rep)
+        for b in range(len(self.brokers)):
+            self.start_broker_timers(b)
+
+    def start_broker_timers(self, b: int) -> None:
+        self.timer(b, self.lag_rule.check_every_ms, self.leader_shrink_isr, b)
+        self.timer(b, float(self.broker_cfg["replica.high.watermark.checkpoint.interval.ms"]), self.broker_checkpoint_hw, b)
+        self.timer(b, float(self.broker_cfg["replica.socket.timeout.ms"]), self.follower_check_socket_timeout, b)
+
+    def follower_check_socket_timeout(self, b: int) -> None:
+        """A follower whose leader has not answered for replica.socket.timeout.ms resends its request."""
+        timeout = float(self.broker_cfg["replica.socket.timeout.ms"])
+        now = self.kernel.now
+        for p in self.partitions_of[b]:
+            rep = self.replicas[p][b]
+            if not rep.is_leader and rep.leader >= 0 and now - rep.last_heard_ms >= timeout:
+                rep.fetch_session += 1
+                self._follower_resend(rep)
+        self.timer(b, timeout / 2, self.follower_check_socket_timeout, b)
+
+    def _follower_resend(self, rep: Replica) -> None:
+        rep.last_heard_ms = self.kernel.now
+        if rep.awaiting_epoch:
+            self.follower_query_epoch(rep)
+        else:
+            self.follower_fetch(rep)
+
+    def broker_checkpoint_hw(self, b: int) -> None:
+        """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash."""
+        for p in self.partitions_of[b]:
+            rep = self.replicas[p][b]
+            rep.hw_checkpoint = rep.high_watermark
+        self.timer(b, float(self.broker_cfg["replica.high.watermark.checkpoint.interval.ms"]), self.broker_checkpoint_hw, b)
+
+    # ---- produce ------------------------------------------------------------
+
+    def leader_handle_produce(self, broker: int, b: int, attempt: int) -> None:
+        rep = self.replicas[self.b_partition[b]][broker]
+        pc = self.producer_cfg[self.b_producer[b]]
+        acks = pc.acks
+        if not rep.is_leader:
+            if acks:
+                self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_LEADER, -1))
+            return
+        if acks == ALL and not self.quorum and len(rep.isr) < self.partitions[rep.partition].min_isr:
+            self.stats["not_enough_replicas_errors"] += 1
+            self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_ENOUGH_REPLICAS, -1))
+            return
+        if attempt > 1 and pc.idempotent:
+            found = self._leader_find_batch(rep, b)
+            if found is not None:  # a resend of a batch already in the log: answer with its offsets
+                base, end = found
+                if acks == ALL and rep.high_watermark < end:
+                    insort(rep.pending, (end, b, attempt, base))
+                elif acks:
+                    self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NONE, base))
+                return
+        base = rep.log_end_offset
+        end = base + self.b_count[b]
+        rep.log.append((base, end, rep.leader_epoch, b))
+        rep.bases.append(base)
+        rep.log_end_offset = end
+        if acks == 1:
+            self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NONE, base))
+        elif acks == ALL:
+            rep.pending.append((end, b, attempt, base))
+        if rep.parked:
+            self._leader_wake_parked(rep)
+        self.leader_advance_high_watermark(rep)
+
+    def _leader_find_batch(self, rep: Replica, b: int):
+        """(base, end) of batch b among the last 5 batches of its producer in this log."""
+        producer = self.b_producer[b]
+        seen = 0
+        for base, end, _, batch in reversed(rep.log):
+            if batch >= 0 and self.b_producer[batch] == producer:
+                if batch == b:
+                    return base, end
+                seen += 1
+                if seen >= 5:
+                    return None
+        return None
+
+    def leader_advance_high_watermark(self, rep: Replica) -> None:
+        hw = self.commit_rule.new_high_watermark(rep)
+        old = rep.high_watermark
+        if hw <= old:
+            return
+        rep.high_watermark = hw
+        now = self.kernel.now
+        log = rep.log
+        i = rep.entry_index(old)
+        visible, committed = self.b_visible_ms, self.b_committed
+        while i < len(log) and log[i][0] < hw:
+            b = log[i][3]
+            if b >= 0 and not committed[b]:
+                committed[b] = True
+                visible[b] = now
+            i += 1
+        pending = rep.pending
+        if pending and pending[0][0] <= hw:
+            k = 0
+            send, respond, broker = self.send, self.producer_handle_response, rep.broker
+            while k < len(pending) and pending[k][0] <= hw:
+                _, b, attempt, base = pending[k]
+                send(broker, CLIENT, respond, (b, attempt, NONE, base))
+                k += 1
+            del pending[:k]
+
+    # ---- fetch --------------------------------------------------------------
+
+    def follower_fetch(self, rep: Replica) -> None:
+        """Send the next fetch to the leader; one is outstanding at a time."""
+        leader = rep.leader
+        if leader < 0 or rep.is_leader:
+            return
+        self.stats["fetch_requests"] += 1
+        self.send(rep.broker, leader, self.leader_handle_fetch,
+                  (leader, rep.partition, rep.broker, rep.log_end_offset, rep.leader_epoch, rep.fetch_session), True,
+                  refused=self._follower_refused)
+
+    def follower_query_epoch(self, rep: Replica) -> None:
+        """OffsetsForLeaderEpoch for the epoch of our last entry (KIP-101)."""
+        rep.awaiting_epoch = True
+        leader = rep.leader
+        self.send(rep.broker, leader, self.leader_handle_epoch_query,
+                  (leader, rep.partition, rep.broker, rep.last_epoch(), rep.fetch_session), refused=self._follower_refused)
+
+    def _follower_refused(self, leader: int, p: int, f: int, *rest) -> None:
+        """The leader's process is down: back off, then try again (the controller may name a new leader)."""
+        self.follower_handle_fetch_error(f, p, rest[-1])
+
+    def leader_handle_fetch(self, broker: int, p: int, f: int, offset: int, epoch: int, session: int) -> None:
+        rep = self.replicas[p][broker]
+        if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
+            self.send(broker, f, self.follower_handle_fetch_error, (f, p, session), True)
+            return
+        if offset > rep.log_end_offset:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
+            self.send(broker, f, self.follower_handle_out_of_range, (f, p, session, rep.log_end_offset), True)
+            return
+        now = self.kernel.now
+        leo = rep.log_end_offset
+        if offset >= leo:
+            rep.last_caught_up_ms[f] = now
+        elif offset >= rep.last_fetch_leader_leo.get(f, leo + 1):
+            rep.last_caught_up_ms[f] = rep.last_fetch_ms[f]
+        rep.last_fetch_ms[f] = now
+        rep.last_fetch_leader_leo[f] = leo
+        rep.follower_leo[f] = offset
+        if f in rep.isr or self.quorum:
+            self.leader_advance_high_watermark(rep)
+        elif offset >= rep.high_watermark and offset >= rep.epoch_start_offset:
+            self.leader_expand_isr(rep, f)
+        if leo > offset:
+            self._leader_answer_fetch(rep, f, offset, session)
+        else:
+            rep.parked[f] = (offset, now, session)
+            if f not in rep.timer_armed:
+                rep.timer_armed.add(f)
+                self.timer(broker, self.fetch_wait_ms, self._leader_fetch_wait_expired, rep, f)
+
+    @property
+    def fetch_wait_ms(self) -> float:
+        return float(self.broker_cfg["replica.fetch.wait.max.ms"])
+
+    def _leader_answer_fetch(self, rep: Replica, f: int, offset: int, session: int) -> None:
+        log = rep.log
+        i = rep.entry_index(offset)
+        budget = self.broker_cfg["replica.fetch.max.bytes"]
+        b_bytes = self.b_bytes
+        j = i
+        n = len(log)
+        size = 0
+        while j < n:
+            b = log[j][3]
+            size += b_bytes[b] if b >= 0 else 0
+            if size > budget and j > i:
+                break
+            j += 1
+        self.send(rep.broker, f, self.follower_handle_fetch_response,
+                  (f, rep.partition, session, log[i:j], rep.high_watermark), True, nbytes=size)
+
+    def _leader_wake_parked(self, rep: Replica) -> None:
+        leo = rep.log_end_offset
+        for f, (offset, _, session) in list(rep.parked.items()):
+            if leo > offset:
+                del rep.parked[f]
+                self._leader_answer_fetch(rep, f, offset, session)
+
+    def _leader_fetch_wait_expired(self, rep: Replica, f: int) -> None:
+        parked = rep.parked.get(f)
+        if parked is None:
+            rep.timer_armed.discard(f)
+            return
+        offset, at, session = parked
+        due = at + self.fetch_wait_ms
+        if self.kernel.now + 1e-9 < due:  # parked again since the timer was set
+            self.timer(rep.broker, due - self.kernel.now, self._leader_fetch_wait_expired, rep, f)
+            return
+        rep.timer_armed.discard(f)
+        del rep.parked[f]
+        self.send(rep.broker, f, self.follower_handle_fetch_response, (f, rep.partition, session, [], rep.high_watermark), True)
+
+    def follower_handle_fetch_response(self, f: int, p: int, session: int, entries: list, leader_hw: int) -> None:
+        rep = self.replicas[p][f]
+        if rep.fetch_session != session or rep.is_leader:
+            return
+        rep.last_heard_ms = self.kernel.now
+        if entries:
+            if entries[0][0] != rep.log_end_offset:  # not contiguous: refetch from our LEO
+                self.follower_fetch(rep)
+                return
+            rep.log.extend(entries)
+            rep.bases.extend([e[0] for e in entries])
+            rep.log_end_offset = entries[-1][1]
+        leo = rep.log_end_offset
+        rep.high_watermark = leader_hw if leader_hw < leo else leo
+        self.follower_fetch(rep)
+
+    def follower_handle_fetch_error(self, f: int, p: int, session: int) -> None:
+        rep = self.replicas[p][f]
+        if rep.fetch_session != session or rep.is_leader:
+            return
+        rep.last_heard_ms = self.kernel.now
+        self.timer(f, float(self.broker_cfg["replica.fetch.backoff.ms"]), self._follower_retry, rep, session)
+
+    def _follower_retry(self, rep: Replica, session: int) -> None:
+        if rep.fetch_session == session and not rep.is_leader and rep.leader >= 0:
+            self._follower_resend(rep)
+
+    def follower_handle_out_of_range(self, f: int, p: int, session: int, leader_leo: int) -> None:
+        rep = self.replicas[p][f]
+        if rep.fetch_session != session or rep.is_leader:
+            return
+        rep.last_heard_ms = self.kernel.now
+        self.follower_truncate(rep, leader_leo, "offset out of range: to leader's log end offset")
+        self.follower_fetch(rep)
+
+    # ---- ISR ----------------------------------------------------------------
+
+    def leader_shrink_isr(self, b: int) -> None:
+        """The periodic isr-expiration task of broker b."""
+        now = self.kernel.now
+        rule = self.lag_rule
+        if not self.quorum:
+            for p in self.partitions_of[b]:
+                rep = self.replicas[p][b]
+                if not rep.is_leader:
+                    continue
+                out = [f for f in rep.isr if f != b and rule.out_of_sync(rep, f, now)]
+                if out and self.controller_alter_isr(rep, rep.isr.difference(out)):
+                    self.stats["isr_shrinks"] += 1
+                    self.event("isr_shrink", p, b, f"removed {sorted(out)}; isr now {sorted(rep.isr)}")
+                    self.leader_advance_high_watermark(rep)
+                    self.note_availability()
+        self.timer(b, rule.check_every_ms, self.leader_shrink_isr, b)
+
+    def leader_expand_isr(self, rep: Replica, f: int) -> None:
+        if self.controller_alter_isr(rep, rep.isr | {f}):
+            self.stats["isr_expands"] += 1
+            self.event("isr_expand", rep.partition, rep.broker, f"added {f}; isr now {sorted(rep.isr)}")
+            self.leader_advance_high_watermark(rep)
+            self.note_availability()
+
+    # ---- leadership changes -----------------------------------------------------
+
+    def broker_handle_leader_and_isr(self, b: int, p: int, leader: int, epoch: int, isr: tuple) -> None:
+        """The controller's LeaderAndIsr request reaches broker b."""
+        rep = self.replicas[p][b]
+        if epoch < rep.leader_epoch:
+            return  # stale
+        if leader == b:
+            if rep.is_leader and epoch == rep.leader_epoch:
+                rep.isr = set(isr)  # an ISR change made by the controller
+                self.leader_advance_high_watermark(rep)
+            else:
+                self.become_leader(rep, epoch, isr)
+        elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
+            self.become_follower_and_truncate(rep, leader, epoch)
+        self.note_availability()
+
+    def become_leader(self, rep: Replica, epoch: int, isr: tuple) -> None:
+        now = self.kernel.now
+        rep.is_leader = True
+        rep.leader = rep.broker
+        rep.leader_epoch = epoch
+        rep.fetch_session += 1
+        rep.reset_leader_state()
+        rep.isr = set(isr)
+        rep.epoch_start_offset = rep.log_end_offset
+        for f in self.partitions[rep.partition].replicas:
+            rep.last_caught_up_ms[f] = now
+            rep.last_fetch_ms[f] = now
+        if self.quorum:  # KRaft-style: a leader opens its epoch with a control record
+            base = rep.log_end_offset
+            rep.log.append((base, base + 1, epoch, CONTROL))
+            rep.bases.append(base)
+            rep.log_end_offset = base + 1
+        self.event("become_leader", rep.partition, rep.broker, f"epoch {epoch}, LEO {rep.log_end_offset}, HW {rep.high_watermark}")
+        self.leader_advance_high_watermark(rep)
+
+    def _resign(self, rep: Replica) -> None:
+        """Stop leading: waiting produce requests are answered NOT_LEADER_OR_FOLLOWER."""
+        if rep.is_leader:
+            for _, b, attempt, _ in rep.pending:
+                self.send(rep.broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_LEADER, -1))
+            rep.reset_leader_state()
+            rep.is_leader = False
+
+    def become_follower_and_truncate(self, rep: Replica, leader: int, epoch: int) -> None:
+        self._resign(rep)
+        rep.leader = leader
+        rep.leader_epoch = epoch
+        rep.fetch_session += 1
+        rep.awaiting_epoch = False
+        rep.last_heard_ms = self.kernel.now
+        if leader >= 0:
+            self.truncation.begin(self, rep)
+
+    def follower_truncate(self, rep: Replica, offset: int, why: str) -> None:
+        removed = rep.truncate_to(offset)
+        if removed:
+            self.stats["truncated_offsets"] += removed
+            self.event("truncation", rep.partition, rep.broker, f"{why}: removed {removed} offsets, LEO now {rep.log_end_offset}")
+
+    def leader_handle_epoch_query(self, broker: int, p: int, f: int, epoch: int, session: int) -> None:
+        """OffsetsForLeaderEpoch: where does `epoch` end in the leader's log?"""
+        rep = self.replicas[p][broker]
+        if not rep.is_leader:
+            self.send(broker, f, self.follower_handle_fetch_error, (f, p, session))
+            return
+        found, end = rep.end_offset_for_epoch(epoch)
+        self.send(broker, f, self.follower_handle_epoch_answer, (f, p, session, found, end))
+
+    def follower_handle_epoch_answer(self, f: int, p: int, session: int, epoch: int, end: int) -> None:
+        rep = self.replicas[p][f]
+        if rep.fetch_session != session or rep.is_leader:
+            return
+        rep.awaiting_epoch = False
+        rep.last_heard_ms = self.kernel.now
+        if epoch < 0:  # UNDEFINED: the leader has no epoch this old; fall back to the HW
+            target = rep.high_watermark
+        else:
+            _, own_end = rep.end_offset_for_epoch(epoch)  # KIP-279: where that epoch ends in our log
+            target = min(end, own_end) if own_end >= 0 else end
+        self.follower_truncate(rep, target, f"to end of leader epoch {epoch}")
+        self.follower_fetch(rep)

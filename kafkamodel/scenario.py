@@ -1,0 +1,328 @@
+"""Load, validate and derive scenarios.
+
+``load_scenario(path_or_dict)`` reads YAML written with Kafka's property
+names, fills Kafka's current defaults, and checks every key: each problem is
+reported as ``field.path: rule``. A ``Scenario`` is immutable;
+``with_overrides`` derives a new one, which is how sweeps vary parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from .schema import LISTS, REQUIRED, SECTIONS, TOP, Key
+
+
+class ScenarioError(ValueError):
+    """A scenario broke one or more rules; ``problems`` lists them all."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        first = self.problems[0] if self.problems else "invalid scenario"
+        more = len(self.problems) - 1
+        super().__init__(first + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain dict/list copy of a frozen scenario value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _unknown(key: str, valid: Mapping[str, Key], path: str) -> str:
+    near = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
+    hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(valid)}"
+    return f"{path}: unknown key{hint}"
+
+
+def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -> dict:
+    """Defaults filled in and each key checked; nested sections recurse."""
+    if not isinstance(given, Mapping):
+        problems.append(f"{path or 'scenario'}: must be a mapping, got {type(given).__name__}")
+        return {k: (None if spec.default is REQUIRED else copy.deepcopy(spec.default)) for k, spec in keys.items()}
+    out: dict[str, Any] = {}
+    prefix = f"{path}." if path else ""
+    for key in given:
+        if not isinstance(key, str) or key not in keys:
+            problems.append(_unknown(str(key), keys, prefix + str(key)))
+    for key, spec in keys.items():
+        where = prefix + key
+        if key in given:
+            value = given[key]
+            found = spec.check(value, where)
+            problems.extend(found)
+            nested = getattr(spec.check, "keys", None)
+            if nested is not None and isinstance(value, Mapping) and not found:
+                value = _fill(value, nested, where, problems)
+            out[key] = value
+        elif spec.default is REQUIRED:
+            problems.append(f"{where}: required")
+            out[key] = None
+        else:
+            out[key] = copy.deepcopy(spec.default)
+    return out
+
+
+_LEADER_TARGET = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
+    """Rules that relate fields to each other."""
+    brokers = s["brokers"] if isinstance(s["brokers"], int) else 0
+    duration = s["duration.ms"]
+    broker = s["broker"]
+    topics: dict[str, dict] = {}
+    for i, t in enumerate(s["topics"]):
+        name, rf = t["name"], t["replication.factor"]
+        if name in topics:
+            problems.append(f"topics[{i}].name: duplicate topic {name!r}")
+        topics[name] = t
+        if isinstance(rf, int) and brokers and rf > brokers:
+            problems.append(f"topics[{i}].replication.factor: {rf} exceeds brokers ({brokers})")
+        own = t["min.insync.replicas"]
+        # the broker-wide value is a default, applied as min(min.insync.replicas, RF) (KAFKA_FACTS.md);
+        # a topic's own value above its RF is a mistake: no acks=all write could ever succeed
+        if isinstance(own, int) and isinstance(rf, int) and own > rf:
+            problems.append(
+                f"topics[{i}].min.insync.replicas: {own} exceeds topics[{i}].replication.factor ({rf}); "
+                "no acks=all write could succeed"
+            )
+    if not s["topics"] and (s["producers"] or s["faults"]):
+        problems.append("topics: at least one topic is needed")
+    given_producers = given.get("producers") or []
+    for i, p in enumerate(s["producers"]):
+        where = f"producers[{i}]"
+        if p["topic"] is not None and p["topic"] not in topics:
+            near = difflib.get_close_matches(str(p["topic"]), list(topics), n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else f"; topics are {', '.join(topics) or 'none'}"
+            problems.append(f"{where}.topic: no topic named {p['topic']!r}{hint}")
+        if p["rate.per.s"] == 0 and p["burst"] is None:
+            problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
+        if all(isinstance(p[k], (int, float)) for k in ("linger.ms", "request.timeout.ms", "delivery.timeout.ms")):
+            if p["delivery.timeout.ms"] < p["linger.ms"] + p["request.timeout.ms"]:
+                problems.append(
+                    f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
+                    f"({p['linger.ms'] + p['request.timeout.ms']:g}), got {p['delivery.timeout.ms']:g}"
+                )
+        if p["stop.ms"] is not None and isinstance(p["start.ms"], (int, float)) and p["stop.ms"] <= p["start.ms"]:
+            problems.append(f"{where}.stop.ms: must be after start.ms ({p['start.ms']:g}), got {p['stop.ms']:g}")
+        explicit = given_producers[i].get("enable.idempotence") if i < len(given_producers) and isinstance(given_producers[i], Mapping) else None
+        is_all = p["acks"] in ("all", -1)
+        if explicit is True and not is_all:
+            problems.append(f"{where}.enable.idempotence: true needs acks=all, got acks={p['acks']}")
+        elif explicit is True and p["retries"] == 0:
+            problems.append(f"{where}.enable.idempotence: true needs retries > 0")
+        if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
+            p["enable.idempotence"] = bool(is_all and p["retries"] > 0)
+        p["acks"] = "all" if p["acks"] == -1 else p["acks"]
+    for i, f in enumerate(s["faults"]):
+        where = f"faults[{i}]"
+        at = f["at.ms"]
+        if isinstance(at, (int, float)) and isinstance(duration, (int, float)) and at >= duration:
+            problems.append(f"{where}.at.ms: {at:g} is outside the run (duration.ms {duration:g})")
+        target = f["broker"]
+        if isinstance(target, bool) or target is None:
+            problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
+        elif isinstance(target, int):
+            if not 0 <= target < brokers:
+                problems.append(f"{where}.broker: no broker {target}; ids are 0..{brokers - 1}")
+        elif isinstance(target, str):
+            m = _LEADER_TARGET.match(target)
+            if not m:
+                problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
+            elif m["topic"] not in topics:
+                problems.append(f"{where}.broker: no topic named {m['topic']!r}")
+            elif int(m["partition"]) >= topics[m["topic"]]["partitions"]:
+                problems.append(
+                    f"{where}.broker: topic {m['topic']!r} has partitions 0..{topics[m['topic']]['partitions'] - 1}, "
+                    f"not {m['partition']}"
+                )
+            elif f["kind"] == "restart":
+                problems.append(f"{where}.broker: restart needs a broker id (a crashed broker leads nothing)")
+        else:
+            problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
+        if f["kind"] in ("isolate", "pause", "slow") and f["duration.ms"] is None:
+            problems.append(f"{where}.duration.ms: required for kind {f['kind']}")
+        if f["kind"] == "restart" and f["duration.ms"] is not None:
+            problems.append(f"{where}.duration.ms: not used by kind restart")
+
+
+def validate(given: Any) -> dict:
+    """The scenario with defaults filled, or ScenarioError with every problem."""
+    problems: list[str] = []
+    if not isinstance(given, Mapping):
+        raise ScenarioError([f"scenario: must be a mapping of keys, got {type(given).__name__}"])
+    allowed = {**TOP, **{k: None for k in SECTIONS}, **{k: None for k in LISTS}}
+    top_keys = {k: v for k, v in allowed.items()}
+    for key in given:
+        if key not in top_keys:
+            problems.append(_unknown(str(key), top_keys, str(key)))
+    s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
+    for name, keys in SECTIONS.items():
+        s[name] = _fill(given.get(name) or {}, keys, name, problems)
+    for name, keys in LISTS.items():
+        items = given.get(name)
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            problems.append(f"{name}: must be a list, got {type(items).__name__}")
+            items = []
+        s[name] = [_fill(item, keys, f"{name}[{i}]", problems) for i, item in enumerate(items)]
+    if not problems:
+        _cross_checks(s, given, problems)
+    if problems:
+        raise ScenarioError(problems)
+    return s
+
+
+class Scenario(Mapping):
+    """An immutable, validated scenario; read it like a dict."""
+
+    def __init__(self, given: Mapping):
+        self._given = _freeze(given)  # what the user wrote (overrides apply to it)
+        self._resolved = _freeze(validate(thaw(self._given)))  # with Kafka's defaults filled
+
+    def __getitem__(self, key: str) -> Any:
+        return self._resolved[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._resolved)
+
+    def __len__(self) -> int:
+        return len(self._resolved)
+
+    def __repr__(self) -> str:
+        return f"Scenario({self['name']!r}, seed={self['seed']})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scenario) and thaw(self._resolved) == thaw(other._resolved)
+
+    def __hash__(self) -> int:
+        return hash(yaml.safe_dump(self.to_dict(), sort_keys=True))
+
+    @property
+    def given(self) -> dict:
+        """A copy of what the scenario's author wrote, before defaults."""
+        return thaw(self._given)
+
+    def to_dict(self) -> dict:
+        """A plain copy of the resolved scenario."""
+        return thaw(self._resolved)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "Scenario":
+        """A new scenario with some values replaced; this one is unchanged.
+
+        Keys are paths: ``seed``, ``duration.ms``, ``broker.min.insync.replicas``,
+        ``topics[0].replication.factor``, ``producers[*].acks`` (every item),
+        ``network.latency.ms``. A value that is a mapping replaces the old
+        value whole.
+        """
+        given = thaw(self._given)
+        for path, value in overrides.items():
+            _set_path(given, path, copy.deepcopy(value))
+        return Scenario(given)
+
+
+_ITEM = re.compile(r"^(?P<list>[a-z]+)\[(?P<index>\d+|\*)\]\.(?P<key>.+)$")
+
+
+def _set_path(given: dict, path: str, value: Any) -> None:
+    m = _ITEM.match(path)
+    if m:
+        name, index, key = m["list"], m["index"], m["key"]
+        if name not in LISTS:
+            raise ScenarioError([f"{path}: no list named {name!r}; lists are {', '.join(LISTS)}"])
+        items = given.get(name) or []
+        chosen = range(len(items)) if index == "*" else [int(index)]
+        for i in chosen:
+            if i >= len(items):
+                raise ScenarioError([f"{path}: {name} has {len(items)} item(s)"])
+            _set_nested(items[i], key, value, LISTS[name], f"{name}[{i}]")
+        return
+    head, _, rest = path.partition(".")
+    if head in SECTIONS and rest:
+        section = given.setdefault(head, {}) or {}
+        given[head] = section
+        section[rest] = value
+        return
+    if path in TOP or path in SECTIONS or path in LISTS:
+        given[path] = value
+        return
+    raise ScenarioError([_unknown(path, {**TOP, **SECTIONS, **LISTS}, path)])
+
+
+def _set_nested(item: dict, key: str, value: Any, keys: Mapping[str, Key], where: str) -> None:
+    """Set key in a list item; ``burst.records`` reaches into a nested section."""
+    if key in keys:
+        item[key] = value
+        return
+    head, _, rest = key.partition(".")
+    nested = getattr(keys.get(head, Key(None, lambda v, p: [])).check, "keys", None)
+    if nested is not None and rest:
+        sub = item.get(head) or {}
+        sub[rest] = value
+        item[head] = sub
+        return
+    raise ScenarioError([_unknown(key, keys, f"{where}.{key}")])
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (the second would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_scenario(source: "str | Path | Mapping | Scenario") -> Scenario:
+    """A Scenario from a YAML path, a YAML string, a dict, or a Scenario."""
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, Mapping):
+        return Scenario(source)
+    text_or_path = str(source)
+    path = Path(text_or_path)
+    if isinstance(source, Path) or ("\n" not in text_or_path and (path.suffix in (".yaml", ".yml") or path.exists())):
+        if not path.is_file():
+            raise ScenarioError([f"{path}: no such scenario file"])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError([f"{path}: cannot read scenario file ({exc})"]) from None
+        origin = str(path)
+    else:
+        text, origin = text_or_path, "scenario"
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else (f" position {exc.position}" if hasattr(exc, "position") else "")
+        reason = " ".join(str(getattr(exc, "problem", None) or getattr(exc, "reason", None) or exc).split())
+        raise ScenarioError([f"{origin}:{where} not valid YAML ({reason})"]) from None
+    if data is None:
+        raise ScenarioError([f"{origin}: empty scenario"])
+    return Scenario(data)

@@ -1,0 +1,187 @@
+"""The scenario schema: every key, its Kafka default and its rule.
+
+Keys are Kafka's own property names where Kafka has one. Each entry is a
+``Key(default, check)``; ``check(value, path)`` returns a list of problems,
+each a line ``path: rule``. Defaults are today's Kafka (see
+KAFKA_FACTS.md); a scenario asks for older behaviour explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .distributions import check_distribution
+
+Check = Callable[[Any, str], "list[str]"]
+
+REQUIRED = object()  # marks a key without a default
+
+
+@dataclass(frozen=True)
+class Key:
+    default: Any  # Kafka's default, or REQUIRED
+    check: Check  # returns the problems with a value, as 'path: rule'
+    doc: str = ""  # one line shown by `python -m kafkamodel keys`
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> Check:
+    def check(v: Any, path: str) -> list[str]:
+        if isinstance(v, bool) or not isinstance(v, int):
+            return [f"{path}: must be an integer, got {v!r}"]
+        if lo is not None and v < lo:
+            return [f"{path}: must be >= {lo}, got {v}"]
+        if hi is not None and v > hi:
+            return [f"{path}: must be <= {hi}, got {v}"]
+        return []
+
+    return check
+
+
+def number(lo: float | None = None, *, positive: bool = False, hi: float | None = None) -> Check:
+    def check(v: Any, path: str) -> list[str]:
+        if not _is_number(v):
+            return [f"{path}: must be a finite number, got {v!r}"]
+        if positive and v <= 0:
+            return [f"{path}: must be > 0, got {v}"]
+        if lo is not None and v < lo:
+            return [f"{path}: must be >= {lo}, got {v}"]
+        if hi is not None and v > hi:
+            return [f"{path}: must be <= {hi}, got {v}"]
+        return []
+
+    return check
+
+
+def boolean(v: Any, path: str) -> list[str]:
+    return [] if isinstance(v, bool) else [f"{path}: must be true or false, got {v!r}"]
+
+
+def text(v: Any, path: str) -> list[str]:
+    return [] if isinstance(v, str) and v else [f"{path}: must be a non-empty string, got {v!r}"]
+
+
+def choice(*options: Any) -> Check:
+    def check(v: Any, path: str) -> list[str]:
+        if v in options and not isinstance(v, bool):
+            return []
+        shown = ", ".join(str(o) for o in options)
+        return [f"{path}: must be one of {shown}, got {v!r}"]
+
+    return check
+
+
+def optional(inner: Check) -> Check:
+    def check(v: Any, path: str) -> list[str]:
+        return [] if v is None else inner(v, path)
+
+    if hasattr(inner, "keys"):  # an optional nested section is still filled and checked
+        check.keys = inner.keys  # type: ignore[attr-defined]
+    return check
+
+
+def distribution(v: Any, path: str) -> list[str]:
+    return check_distribution(v, path)
+
+
+def acks(v: Any, path: str) -> list[str]:
+    if v in ("all", -1, 0, 1) and not isinstance(v, bool):
+        return []
+    return [f"{path}: must be 0, 1, all or -1, got {v!r}"]
+
+
+def _section(keys: Mapping[str, Key]) -> Check:
+    """A nested mapping of keys (for burst: and keys:), checked by the loader."""
+
+    def check(v: Any, path: str) -> list[str]:
+        return [] if isinstance(v, Mapping) else [f"{path}: must be a mapping, got {type(v).__name__}"]
+
+    check.keys = keys  # type: ignore[attr-defined]
+    return check
+
+
+MAX_INT = 2147483647
+
+TOP: dict[str, Key] = {
+    "name": Key("scenario", text, "a name for the run"),
+    "seed": Key(0, integer(0, 2**63 - 1), "root of the run's numpy SeedSequence"),
+    "duration.ms": Key(60000, number(positive=True, hi=1e9), "simulated time"),
+    "replication": Key("isr", choice("isr", "quorum"), "isr (Kafka) or quorum (majority commit, Raft-like election)"),
+    "brokers": Key(3, integer(1, 1000), "number of brokers, ids 0..n-1"),
+    "timeline.interval.ms": Key(None, optional(number(positive=True)), "timeline sampling period (default duration/400)"),
+    "debug.invariants": Key(False, boolean, "evaluate the safety properties after every event (slow)"),
+}
+
+BROKER: dict[str, Key] = {
+    "min.insync.replicas": Key(1, integer(1, 1000), "acks=all needs an ISR at least this large"),
+    "unclean.leader.election.enable": Key(False, boolean, "elect an out-of-sync replica when no ISR member is alive"),
+    "replica.lag.time.max.ms": Key(30000, number(positive=True), "out of sync after not catching up for this long"),
+    "replica.lag.max.messages": Key(None, optional(integer(1)), "0.8's count rule (removed in 0.9); null = off"),
+    "replica.fetch.wait.max.ms": Key(500, number(positive=True), "a follower fetch long-polls this long"),
+    "replica.fetch.max.bytes": Key(1048576, integer(1), "bytes a fetch response carries (at least one batch)"),
+    "replica.fetch.backoff.ms": Key(1000, number(lo=0), "follower pause after a fetch error"),
+    "replica.socket.timeout.ms": Key(30000, number(positive=True), "a follower resends a request unanswered this long"),
+    "replica.high.watermark.checkpoint.interval.ms": Key(5000, number(positive=True), "how often the HW is written to disk"),
+    "zookeeper.session.timeout.ms": Key(18000, number(positive=True), "controller declares a silent broker dead after this"),
+    "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follower truncation: pre-0.11 HW or KIP-101/279 epochs"),
+}
+
+NETWORK: dict[str, Key] = {
+    "latency.ms": Key({"dist": "lognormal", "median": 0.5, "sigma": 0.5}, distribution, "one-way message latency"),
+    "bandwidth.mbps": Key(None, optional(number(positive=True)), "adds bytes/bandwidth to messages carrying records; null = off"),
+}
+
+TOPIC: dict[str, Key] = {
+    "name": Key(REQUIRED, text, "topic name"),
+    "partitions": Key(1, integer(1, 100000), "num.partitions"),
+    "replication.factor": Key(1, integer(1, 1000), "default.replication.factor is 1 in Kafka"),
+    "min.insync.replicas": Key(None, optional(integer(1, 1000)), "topic override of the broker setting"),
+    "unclean.leader.election.enable": Key(None, optional(boolean), "topic override of the broker setting"),
+}
+
+BURST: dict[str, Key] = {
+    "records": Key(REQUIRED, integer(1, 10**8), "records sent at once"),
+    "every.ms": Key(REQUIRED, number(positive=True), "period of the bursts"),
+    "start.ms": Key(0, number(lo=0), "time of the first burst"),
+}
+
+KEYS: dict[str, Key] = {
+    "cardinality": Key(REQUIRED, integer(1, 10**9), "keys are key-0 .. key-(n-1), drawn uniformly"),
+}
+
+PRODUCER: dict[str, Key] = {
+    "topic": Key(REQUIRED, text, "topic written to"),
+    "rate.per.s": Key(0, number(lo=0, hi=1e8), "Poisson arrival rate of records"),
+    "burst": Key(None, optional(_section(BURST)), "periodic bursts: {records, every.ms, start.ms}"),
+    "start.ms": Key(0, number(lo=0), "first possible send"),
+    "stop.ms": Key(None, optional(number(lo=0)), "no sends from here on (default: end of run)"),
+    "acks": Key("all", acks, "0, 1 or all (-1)"),
+    "linger.ms": Key(5, number(lo=0), "batch wait (5 since Kafka 4.0, 0 before)"),
+    "batch.size": Key(16384, integer(1), "bytes per batch"),
+    "record.size.bytes": Key(100, integer(1), "serialized size of one record (not a Kafka property)"),
+    "retries": Key(MAX_INT, integer(0, MAX_INT), "resends of a failed batch"),
+    "retry.backoff.ms": Key(100, number(lo=0), "wait before a resend"),
+    "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
+    "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation"),
+    "enable.idempotence": Key(None, optional(boolean), "producer id + sequence; default true when acks=all"),
+    "partitioner": Key("default", choice("default", "round_robin"), "default: murmur2 for keys, round robin for null keys"),
+    "keys": Key(None, optional(_section(KEYS)), "null (no keys) or {cardinality}"),
+}
+
+FAULT_KINDS = ("crash", "restart", "isolate", "pause", "slow")
+
+FAULT: dict[str, Key] = {
+    "at.ms": Key(REQUIRED, number(lo=0), "when the fault starts"),
+    "kind": Key(REQUIRED, choice(*FAULT_KINDS), "what happens"),
+    "broker": Key(REQUIRED, lambda v, p: [], "a broker id or leader:TOPIC-P"),
+    "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash then restarts)"),
+    "factor": Key(10, number(lo=1), "slow: fetch messages take this many times longer"),
+}
+
+SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK}
+LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "faults": FAULT}

@@ -1,0 +1,103 @@
+"""Theory: acks=all produce latency against the order-statistics prediction.
+
+With every one-way message an independent Exp(mean) draw and records far
+enough apart that nothing queues, an acks=all write costs
+
+    request (1 hop) + commit delay + response (1 hop)
+
+where the commit delay is an order statistic of the followers' round trips
+(fetch response to the follower + its next fetch back to the leader, each a
+sum of two exponentials, i.e. Gamma(2, mean)):
+
+* ISR: the slowest of the RF-1 followers (the maximum);
+* quorum: the ceil((RF-1)/2)-th smallest, so that with the leader a majority has it.
+
+The prediction is computed here from those distributions by numerical
+integration and convolution, independently of the model.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kafkamodel import simulate
+
+MEAN = 1.0  # ms, one-way latency mean
+GRID = 0.002  # ms, integration step
+T_MAX = 60.0  # ms, far into the tail
+
+
+def gamma2_cdf(t: np.ndarray) -> np.ndarray:
+    x = t / MEAN
+    return 1.0 - np.exp(-x) * (1.0 + x)
+
+
+def order_statistic_cdf(t: np.ndarray, k: int, n: int) -> np.ndarray:
+    """CDF of the k-th smallest of n iid Gamma(2, MEAN) round trips."""
+    F = gamma2_cdf(t)
+    return sum(math.comb(n, j) * F**j * (1 - F) ** (n - j) for j in range(k, n + 1))
+
+
+def predicted_latency(rf: int, mode: str) -> tuple[float, float]:
+    """(mean, p99) of request + order statistic + response."""
+    followers = rf - 1
+    k = followers if mode == "isr" else math.ceil(followers / 2)
+    t = np.arange(0.0, T_MAX, GRID)
+    commit_cdf = order_statistic_cdf(t, k, followers)
+    commit_pdf = np.gradient(commit_cdf, GRID)
+    hops_pdf = (t / MEAN**2) * np.exp(-t / MEAN)  # request + response: Gamma(2, MEAN)
+    n = 2 * len(t)
+    total_pdf = np.fft.irfft(np.fft.rfft(commit_pdf, n) * np.fft.rfft(hops_pdf, n), n)[: len(t)] * GRID
+    total_cdf = np.cumsum(total_pdf) * GRID
+    mean_commit = float(np.sum(1.0 - commit_cdf) * GRID)
+    mean = 2 * MEAN + mean_commit
+    p99 = float(t[np.searchsorted(total_cdf, 0.99)])
+    return mean, p99
+
+
+def test_prediction_is_right_for_a_case_with_a_closed_form():
+    # RF=2 ISR: commit delay is one Gamma(2) round trip, so the latency is Gamma(4, MEAN): mean 4
+    mean, p99 = predicted_latency(2, "isr")
+    assert mean == pytest.approx(4 * MEAN, rel=1e-3)
+    # Gamma(4, 1) 99th percentile is 10.0451
+    assert p99 == pytest.approx(10.0451 * MEAN, rel=2e-3)
+
+
+def scenario(rf: int, mode: str, records: int) -> dict:
+    every = 100.0  # ms between records: >> the few-ms round trips, so nothing queues
+    return {
+        "name": f"theory-{mode}-rf{rf}",
+        "seed": 11 + rf,
+        "duration.ms": records * every,
+        "replication": mode,
+        "brokers": rf,
+        "broker": {"replica.fetch.wait.max.ms": 10**9},  # a parked fetch never expires mid-test
+        "network": {"latency.ms": {"dist": "exponential", "mean": MEAN}},
+        "topics": [{"name": "t", "partitions": 1, "replication.factor": rf}],
+        "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "burst": {"records": 1, "every.ms": every}}],
+    }
+
+
+@pytest.mark.parametrize("mode", ["isr", "quorum"])
+@pytest.mark.parametrize("rf", [3, 5])
+def test_acks_all_latency_matches_order_statistics(rf, mode):
+    result = simulate(scenario(rf, mode, records=30_000))
+    s = result.summary
+    assert s["records_acked"] == s["records_sent"] == 30_000
+    mean, p99 = predicted_latency(rf, mode)
+    assert s["produce_latency_ms_mean"] == pytest.approx(mean, rel=0.03)
+    assert s["produce_latency_ms_p99"] == pytest.approx(p99, rel=0.05)
+
+
+def test_quorum_is_faster_than_isr_and_the_gap_grows_with_rf():
+    gaps = []
+    for rf in (3, 5):
+        isr, quorum = predicted_latency(rf, "isr")[0], predicted_latency(rf, "quorum")[0]
+        sim_isr = simulate(scenario(rf, "isr", 5_000)).summary["produce_latency_ms_mean"]
+        sim_quorum = simulate(scenario(rf, "quorum", 5_000)).summary["produce_latency_ms_mean"]
+        assert sim_quorum < sim_isr
+        gaps.append((sim_isr - sim_quorum, isr - quorum))
+    assert gaps[1][0] > gaps[0][0]
