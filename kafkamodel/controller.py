@@ -1,60 +1,126 @@
 """The controller: broker liveness, leader elections, ISR metadata.
 
-It stands for ZooKeeper plus the controller broker (or KRaft's quorum
-controller) and does not fail here. A broker that stops answering (crashed,
-isolated, paused) is declared dead ``zookeeper.session.timeout.ms`` after it
-went silent; a broker that comes back registers again. Elections:
+ZooKeeper (node ``CONTROLLER``) never fails; the controller *role* runs on a
+broker (the lowest id at start) and fails with it. A broker that stops
+answering ZooKeeper (crashed, isolated, paused, cut from it) loses its
+session ``zookeeper.session.timeout.ms`` after it went silent; a broker that
+comes back registers again. When the controller's own session expires, the
+lowest-id healthy broker takes the role over and rebuilds its view from
+ZooKeeper (``controller_resync``): nothing the old controller knew is lost.
 
-* ``isr``: the first live replica of the ISR in assignment order; with
-  unclean.leader.election.enable and no live ISR member, the first live
-  replica at all (its missing records are lost); otherwise the partition is
-  offline and its ISR keeps the last leader.
+Elections (``controller_elect_leader``):
+
+* ``isr``: the first live replica of the ISR in assignment order; else, with
+  ``eligible.leader.replicas.enable`` (KIP-966), the first live member of the
+  ELR; else, with ``unclean.leader.election.enable``, the first live replica
+  at all (its missing records are lost); else the partition is offline and
+  its ISR keeps the last leader.
 * ``quorum``: the most up-to-date live replica (last epoch, then LEO), and
   only while a majority of the replicas is alive, as a Raft vote would.
+* preferred: every ``leader.imbalance.check.interval.seconds``, a broker that
+  leads fewer than (100 - ``leader.imbalance.per.broker.percentage``)% of the
+  partitions it is preferred for takes them back where it is in the ISR.
 """
 
 from __future__ import annotations
 
 from .state import Partition, Replica
 
-CONTROLLER = -2
+CONTROLLER = -2  # ZooKeeper / the metadata log: reachable unless a broker is cut from it
 
 
 class ControllerActor:
     def init_controller(self) -> None:
-        self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers the controller believes alive
+        self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers with a live session, as the controller saw
+        self.controller_broker = 0  # the broker holding the controller role (-1: none can)
+        self.elr_enabled = bool(self.broker_cfg["eligible.leader.replicas.enable"])
+
+    def start_controller(self) -> None:
+        cfg = self.broker_cfg
+        if cfg["auto.leader.rebalance.enable"] and not self.quorum:
+            every = float(cfg["leader.imbalance.check.interval.seconds"]) * 1000.0
+            self.kernel.schedule(every, self.controller_check_preferred_leaders, every)
+
+    # ---- liveness ---------------------------------------------------------------
+
+    @property
+    def session_timeout_ms(self) -> float:
+        return float(self.broker_cfg["zookeeper.session.timeout.ms"])
+
+    def controller_active(self) -> bool:
+        c = self.controller_broker
+        return c >= 0 and self.brokers[c].healthy
+
+    def session_alive(self, b: int) -> bool:
+        """Does ZooKeeper still hold broker b's session?"""
+        since = self.brokers[b].unhealthy_since
+        return since is None or self.kernel.now - since < self.session_timeout_ms
 
     def health_changed(self, b: int) -> None:
-        """Call after any change to a broker's up/paused/isolated state."""
+        """Call after any change to a broker's up/paused/isolated/cut state."""
         broker = self.brokers[b]
         now = self.kernel.now
         if not broker.healthy and broker.unhealthy_since is None:
             broker.unhealthy_since = now
             broker.episode += 1
-            timeout = float(self.broker_cfg["zookeeper.session.timeout.ms"])
-            self.kernel.schedule(now + timeout, self.controller_session_expired, b, broker.episode)
+            self.kernel.schedule(now + self.session_timeout_ms, self.controller_session_expired, b, broker.episode)
         elif broker.healthy and broker.unhealthy_since is not None:
             broker.unhealthy_since = None
             broker.episode += 1
+            if self.controller_broker < 0:  # nobody could hold the role: this broker takes it
+                self.controller_failover()
             # it answers again: it registers (if it was declared dead) and gets the current state
             self.send(b, CONTROLLER, self.controller_handle_registration, (b,))
         self.note_availability()
 
     def controller_session_expired(self, b: int, episode: int) -> None:
-        if self.brokers[b].episode != episode or b not in self.live_brokers:
+        if self.brokers[b].episode != episode:
             return
-        self.controller_broker_failed(b, "session expired")
+        if b == self.controller_broker:
+            self.controller_failover()
+        elif self.controller_active() and b in self.live_brokers:
+            self.controller_broker_failed(b, "session expired")
+
+    def controller_failover(self) -> None:
+        """The controller's session is gone: the lowest-id healthy broker takes over from ZooKeeper's state."""
+        old = self.controller_broker
+        healthy = [b.id for b in self.brokers if b.healthy and b.id != old]
+        if not healthy:
+            self.controller_broker = -1
+            self.event("controller_lost", -1, old, "no healthy broker can take the controller role")
+            return
+        self.controller_broker = healthy[0]
+        self.event("controller_failover", -1, healthy[0], f"was {old}")
+        self.controller_resync()
+
+    def controller_resync(self) -> None:
+        """A new controller reads the broker registrations and partition states, and acts on what changed."""
+        alive = {b.id for b in self.brokers if self.session_alive(b.id)}
+        gone = sorted(self.live_brokers - alive)
+        self.live_brokers -= set(gone)  # all of them, before any election picks one
+        for b in gone:
+            self.controller_broker_failed(b, "session expired (seen by the new controller)")
+        for broker in self.brokers:
+            # registered now: a new controller sees a live broker, not the restart that preceded it
+            if broker.id in alive and (broker.id not in self.live_brokers or broker.restarted) and broker.healthy:
+                broker.restarted = False
+                self.controller_handle_registration(broker.id)
+        for part in self.partitions:
+            if part.leader < 0 or part.leader not in self.live_brokers:
+                self.controller_elect_leader(part)
+            else:
+                self._controller_send(part)
+        self.note_availability()
 
     def controller_broker_failed(self, b: int, why: str) -> None:
-        live = self.live_brokers
-        live.discard(b)
+        self.live_brokers.discard(b)
         self.event("broker_failure_detected", -1, b, why)
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             if part.leader == b:
                 self.controller_elect_leader(part)
             elif not self.quorum and b in part.isr and len(part.isr) > 1:
-                part.isr = tuple(r for r in part.isr if r != b)
+                self._controller_set_isr(part, tuple(r for r in part.isr if r != b))
                 self.event("isr_shrink", p, b, f"controller removed dead broker {b}; isr now {list(part.isr)}")
                 self.stats["isr_shrinks"] += 1
                 self._controller_send(part)
@@ -62,25 +128,38 @@ class ControllerActor:
 
     def controller_handle_registration(self, b: int) -> None:
         """Broker b (re)registers: restarted, healed from isolation, or resumed."""
-        live = self.live_brokers
         broker = self.brokers[b]
         if not broker.healthy:
             return
+        if not self.controller_active():
+            return  # the next controller's resync will see the registration
+        live = self.live_brokers
         if b in live and broker.restarted:
             # a restart faster than the session timeout: the new process fences the old one
             self.controller_broker_failed(b, "restarted before its session expired")
         broker.restarted = False
         if b not in live:
             live.add(b)
-            self.event("broker_registered", -1, b, "")
+            self.event("broker_registered", -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
+        if broker.unclean_shutdown and self.elr_enabled:
+            # KIP-966: a replica that lost power may miss acknowledged data; it is no longer electable as in sync
+            for p in self.partitions_of[b]:
+                part = self.partitions[p]
+                if b in part.isr and part.leader != b:
+                    self._controller_set_isr(part, tuple(r for r in part.isr if r != b))
+                part.elr = tuple(r for r in part.elr if r != b)
+        broker.unclean_shutdown = False
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             if part.leader < 0:
                 self.controller_elect_leader(part)
         for p in self.partitions_of[b]:
             part = self.partitions[p]
-            self.send(CONTROLLER, b, self.broker_handle_leader_and_isr, (b, p, part.leader, part.leader_epoch, part.isr))
+            self.send(self.controller_broker, b, self.broker_handle_leader_and_isr,
+                      (b, p, part.leader, part.leader_epoch, part.isr))
         self.note_availability()
+
+    # ---- elections ------------------------------------------------------------------
 
     def controller_elect_leader(self, part: Partition) -> None:
         live = self.live_brokers
@@ -95,9 +174,12 @@ class ControllerActor:
             kind = "quorum"
         else:
             candidates = [r for r in part.replicas if r in part.isr and r in live]
+            eligible = [r for r in part.replicas if r in part.elr and r in live] if self.elr_enabled else []
             if candidates:
                 leader = candidates[0]
                 isr = tuple(r for r in part.isr if r in live)
+            elif eligible:
+                leader, isr, kind = eligible[0], (eligible[0],), "eligible leader replica"
             elif part.unclean and any(r in live for r in part.replicas):
                 leader = next(r for r in part.replicas if r in live)
                 isr = (leader,)
@@ -105,9 +187,15 @@ class ControllerActor:
             else:
                 leader, isr = -1, part.isr
         old = part.leader
+        if leader < 0 and old < 0:
+            return  # still offline: nothing changes, no new epoch
+        at_risk = self._offsets_beyond(part, leader) if kind == "unclean" else 0
         part.leader = leader
         part.leader_epoch += 1
-        part.isr = isr
+        if not self.quorum:
+            self._controller_set_isr(part, isr)
+        else:
+            part.isr = isr
         if leader < 0:
             self.event("partition_offline", part.index, old, f"no eligible replica; isr {list(isr)}")
         else:
@@ -115,20 +203,62 @@ class ControllerActor:
             self.stats["leader_elections"] += 1
             if kind == "unclean":
                 self.stats["unclean_leader_elections"] += 1
-            self.event("leader_election", part.index, leader, f"{kind}: epoch {part.leader_epoch}, isr {list(isr)}, was {old}")
+            detail = f"{kind}: epoch {part.leader_epoch}, isr {list(part.isr)}, was {old}"
+            if at_risk:
+                detail += f"; {at_risk} offsets other replicas hold beyond its log end are lost"
+            self.event("leader_election", part.index, leader, detail)
         self._controller_send(part)
+
+    def _offsets_beyond(self, part: Partition, leader: int) -> int:
+        reps = self.replicas[part.index]
+        return max(reps[r].log_end_offset for r in part.replicas) - reps[leader].log_end_offset
+
+    def controller_check_preferred_leaders(self, every: float) -> None:
+        """auto.leader.rebalance.enable: move leadership back to preferred replicas."""
+        self.kernel.schedule(self.kernel.now + every, self.controller_check_preferred_leaders, every)
+        if not self.controller_active():
+            return
+        threshold = float(self.broker_cfg["leader.imbalance.per.broker.percentage"]) / 100.0
+        for b in sorted(self.live_brokers):
+            preferred = [part for part in self.partitions if part.replicas[0] == b]
+            elsewhere = [part for part in preferred if part.leader != b]
+            if not preferred or len(elsewhere) / len(preferred) <= threshold:
+                continue
+            for part in elsewhere:
+                if b in part.isr and self.brokers[b].healthy:
+                    old = part.leader
+                    part.leader = b
+                    part.leader_epoch += 1
+                    part.last_leader = b
+                    self.stats["leader_elections"] += 1
+                    self.event("leader_election", part.index, b, f"preferred: epoch {part.leader_epoch}, was {old}")
+                    self._controller_send(part)
+        self.note_availability()
+
+    # ---- ISR metadata ---------------------------------------------------------------
+
+    def _controller_set_isr(self, part: Partition, new_isr: tuple) -> None:
+        """Store a new ISR; with ELR, members removed while it is below min.insync.replicas stay electable."""
+        old = part.isr
+        part.isr = new_isr
+        if self.elr_enabled:
+            if len(new_isr) < part.min_isr:
+                part.elr = tuple(r for r in part.replicas if (r in part.elr or r in old) and r not in new_isr)
+            else:
+                part.elr = ()
 
     def _controller_send(self, part: Partition) -> None:
         """LeaderAndIsr to every live replica of the partition."""
+        src = self.controller_broker
         for r in part.replicas:
             if r in self.live_brokers:
-                self.send(CONTROLLER, r, self.broker_handle_leader_and_isr, (r, part.index, part.leader, part.leader_epoch, part.isr))
+                self.send(src, r, self.broker_handle_leader_and_isr, (r, part.index, part.leader, part.leader_epoch, part.isr))
 
     def controller_alter_isr(self, rep: Replica, new_isr: set) -> bool:
-        """A leader asks to change the ISR; refused if it is not the current leader or cannot reach the controller."""
+        """A leader writes a new ISR to ZooKeeper; refused if it is not the current leader or cannot reach ZooKeeper."""
         part = self.partitions[rep.partition]
-        if self.brokers[rep.broker].isolated or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
+        if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
-        part.isr = tuple(r for r in part.replicas if r in new_isr)
+        self._controller_set_isr(part, tuple(r for r in part.replicas if r in new_isr))
         rep.isr = set(part.isr)
         return True

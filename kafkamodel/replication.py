@@ -161,6 +161,9 @@ class ReplicationActor:
             self.start_broker_timers(b)
 
     def start_broker_timers(self, b: int) -> None:
+        flush_ms = self.broker_cfg["log.flush.interval.ms"]
+        if flush_ms:
+            self.timer(b, float(flush_ms), self.broker_flush, b)
         self.timer(b, self.lag_rule.check_every_ms, self.leader_shrink_isr, b)
         self.timer(b, float(self.broker_cfg["replica.high.watermark.checkpoint.interval.ms"]), self.broker_checkpoint_hw, b)
         self.timer(b, float(self.broker_cfg["replica.socket.timeout.ms"]), self.follower_check_socket_timeout, b)
@@ -182,6 +185,13 @@ class ReplicationActor:
             self.follower_query_epoch(rep)
         else:
             self.follower_fetch(rep)
+
+    def broker_flush(self, b: int) -> None:
+        """log.flush.interval.ms: fsync every log of the broker."""
+        for p in self.partitions_of[b]:
+            rep = self.replicas[p][b]
+            rep.flushed_offset = rep.log_end_offset
+        self.timer(b, float(self.broker_cfg["log.flush.interval.ms"]), self.broker_flush, b)
 
     def broker_checkpoint_hw(self, b: int) -> None:
         """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash."""
@@ -215,9 +225,9 @@ class ReplicationActor:
                 return
         base = rep.log_end_offset
         end = base + self.b_count[b]
-        rep.log.append((base, end, rep.leader_epoch, b))
-        rep.bases.append(base)
-        rep.log_end_offset = end
+        rep.append((base, end, rep.leader_epoch, b), self.kernel.now)
+        if self.flush_messages and end - rep.flushed_offset >= self.flush_messages:
+            rep.flushed_offset = end  # log.flush.interval.messages: fsync
         if acks == 1:
             self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NONE, base))
         elif acks == ALL:
@@ -368,9 +378,9 @@ class ReplicationActor:
             if entries[0][0] != rep.log_end_offset:  # not contiguous: refetch from our LEO
                 self.follower_fetch(rep)
                 return
-            rep.log.extend(entries)
-            rep.bases.extend([e[0] for e in entries])
-            rep.log_end_offset = entries[-1][1]
+            rep.extend(entries, self.kernel.now)
+            if self.flush_messages and rep.log_end_offset - rep.flushed_offset >= self.flush_messages:
+                rep.flushed_offset = rep.log_end_offset
         leo = rep.log_end_offset
         rep.high_watermark = leader_hw if leader_hw < leo else leo
         self.follower_fetch(rep)
@@ -451,9 +461,7 @@ class ReplicationActor:
             rep.last_fetch_ms[f] = now
         if self.quorum:  # KRaft-style: a leader opens its epoch with a control record
             base = rep.log_end_offset
-            rep.log.append((base, base + 1, epoch, CONTROL))
-            rep.bases.append(base)
-            rep.log_end_offset = base + 1
+            rep.append((base, base + 1, epoch, CONTROL), now)
         self.event("become_leader", rep.partition, rep.broker, f"epoch {epoch}, LEO {rep.log_end_offset}, HW {rep.high_watermark}")
         self.leader_advance_high_watermark(rep)
 
@@ -476,10 +484,23 @@ class ReplicationActor:
             self.truncation.begin(self, rep)
 
     def follower_truncate(self, rep: Replica, offset: int, why: str) -> None:
+        self.truncate_replica(rep, offset, why)
+
+    def truncate_replica(self, rep: Replica, offset: int, why: str) -> int:
+        """Cut a replica's log at `offset`; an event says how much went, and how much of it was committed."""
+        if offset >= rep.log_end_offset:
+            return 0
+        i = rep.entry_index(offset)
+        committed = self.b_committed
+        gone = sum(self.b_count[e[3]] for e in rep.log[i:] if e[3] >= 0 and committed[e[3]])
         removed = rep.truncate_to(offset)
-        if removed:
-            self.stats["truncated_offsets"] += removed
-            self.event("truncation", rep.partition, rep.broker, f"{why}: removed {removed} offsets, LEO now {rep.log_end_offset}")
+        self.stats["truncated_offsets"] += removed
+        detail = f"{why}: removed {removed} offsets, LEO now {rep.log_end_offset}"
+        if gone:
+            detail += f"; {gone} of them committed"
+            self.stats["committed_records_truncated"] += gone
+        self.event("truncation", rep.partition, rep.broker, detail)
+        return removed
 
     def leader_handle_epoch_query(self, broker: int, p: int, f: int, epoch: int, session: int) -> None:
         """OffsetsForLeaderEpoch: where does `epoch` end in the leader's log?"""

@@ -139,30 +139,49 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
         if isinstance(at, (int, float)) and isinstance(duration, (int, float)) and at >= duration:
             problems.append(f"{where}.at.ms: {at:g} is outside the run (duration.ms {duration:g})")
         target = f["broker"]
-        if isinstance(target, bool) or target is None:
-            problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
-        elif isinstance(target, int):
-            if not 0 <= target < brokers:
-                problems.append(f"{where}.broker: no broker {target}; ids are 0..{brokers - 1}")
-        elif isinstance(target, str):
-            m = _LEADER_TARGET.match(target)
-            if not m:
-                problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
-            elif m["topic"] not in topics:
-                problems.append(f"{where}.broker: no topic named {m['topic']!r}")
-            elif int(m["partition"]) >= topics[m["topic"]]["partitions"]:
-                problems.append(
-                    f"{where}.broker: topic {m['topic']!r} has partitions 0..{topics[m['topic']]['partitions'] - 1}, "
-                    f"not {m['partition']}"
-                )
-            elif f["kind"] == "restart":
-                problems.append(f"{where}.broker: restart needs a broker id (a crashed broker leads nothing)")
-        else:
-            problems.append(f"{where}.broker: must be a broker id or leader:TOPIC-P, got {target!r}")
+        targets = target if isinstance(target, list) and target else [target]
+        for k, t in enumerate(targets):
+            here = f"{where}.broker" + (f"[{k}]" if isinstance(target, list) else "")
+            problems.extend(_check_target(t, here, f["kind"], brokers, topics))
+        if isinstance(target, list) and len(set(map(str, target))) != len(target):
+            problems.append(f"{where}.broker: lists a target twice")
+        if f["from"] is not None:
+            if f["kind"] != "isolate":
+                problems.append(f"{where}.from: only used by kind isolate")
+            elif not isinstance(f["from"], list) or not f["from"]:
+                problems.append(f"{where}.from: must be a non-empty list of broker ids, 'controller' or 'clients'")
+            else:
+                for k, peer in enumerate(f["from"]):
+                    ok = peer in ("controller", "clients") or (
+                        isinstance(peer, int) and not isinstance(peer, bool) and 0 <= peer < brokers)
+                    if not ok:
+                        problems.append(
+                            f"{where}.from[{k}]: must be a broker id 0..{brokers - 1}, 'controller' or 'clients', got {peer!r}")
         if f["kind"] in ("isolate", "pause", "slow") and f["duration.ms"] is None:
             problems.append(f"{where}.duration.ms: required for kind {f['kind']}")
         if f["kind"] == "restart" and f["duration.ms"] is not None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
+
+
+def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict) -> list[str]:
+    """Problems with one fault target: a broker id or leader:TOPIC-P."""
+    if isinstance(t, bool) or t is None:
+        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+    if isinstance(t, int):
+        return [] if 0 <= t < brokers else [f"{where}: no broker {t}; ids are 0..{brokers - 1}"]
+    if not isinstance(t, str):
+        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+    m = _LEADER_TARGET.match(t)
+    if not m:
+        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+    if m["topic"] not in topics:
+        return [f"{where}: no topic named {m['topic']!r}"]
+    count = topics[m["topic"]]["partitions"]
+    if int(m["partition"]) >= count or (len(m["partition"]) > 1 and m["partition"].startswith("0")):
+        return [f"{where}: topic {m['topic']!r} has partitions 0..{count - 1}, not {m['partition']}"]
+    if kind == "restart":
+        return [f"{where}: restart needs a broker id (a crashed broker leads nothing)"]
+    return []
 
 
 def validate(given: Any) -> dict:

@@ -129,6 +129,13 @@ BROKER: dict[str, Key] = {
     "replica.high.watermark.checkpoint.interval.ms": Key(5000, number(positive=True), "how often the HW is written to disk"),
     "zookeeper.session.timeout.ms": Key(18000, number(positive=True), "controller declares a silent broker dead after this"),
     "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follower truncation: pre-0.11 HW or KIP-101/279 epochs"),
+    "log.flush.interval.messages": Key(None, optional(integer(1)), "fsync after this many appended records; null = never forced (Kafka's default)"),
+    "log.flush.interval.ms": Key(None, optional(number(positive=True)), "fsync every this many ms; null = never forced (Kafka's default)"),
+    "os.dirty.expire.ms": Key(30000, number(lo=0), "the OS writes page-cache data back this long after it was written (Linux: 30 s)"),
+    "auto.leader.rebalance.enable": Key(True, boolean, "periodic preferred-replica election"),
+    "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
+    "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
+    "eligible.leader.replicas.enable": Key(False, boolean, "KIP-966: replicas removed below min.insync.replicas stay electable"),
 }
 
 NETWORK: dict[str, Key] = {
@@ -173,13 +180,14 @@ PRODUCER: dict[str, Key] = {
     "keys": Key(None, optional(_section(KEYS)), "null (no keys) or {cardinality}"),
 }
 
-FAULT_KINDS = ("crash", "restart", "isolate", "pause", "slow")
+FAULT_KINDS = ("crash", "restart", "power_loss", "isolate", "pause", "slow")
 
 FAULT: dict[str, Key] = {
     "at.ms": Key(REQUIRED, number(lo=0), "when the fault starts"),
     "kind": Key(REQUIRED, choice(*FAULT_KINDS), "what happens"),
-    "broker": Key(REQUIRED, lambda v, p: [], "a broker id or leader:TOPIC-P"),
-    "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash then restarts)"),
+    "broker": Key(REQUIRED, lambda v, p: [], "a broker id, leader:TOPIC-P, or a list of them (all at once)"),
+    "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash or power loss then restarts)"),
+    "from": Key(None, lambda v, p: [], "isolate: cut only these links (broker ids, 'controller', 'clients'); default all"),
     "factor": Key(10, number(lo=1), "slow: fetch messages take this many times longer"),
 }
 

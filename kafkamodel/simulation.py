@@ -37,9 +37,11 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         self.events: list[tuple] = []  # (time_ms, kind, topic, partition, broker, detail)
         self.stats = dict.fromkeys(
             ("isr_shrinks", "isr_expands", "leader_elections", "unclean_leader_elections",
-             "not_enough_replicas_errors", "truncated_offsets", "produce_requests", "fetch_requests"), 0)
+             "not_enough_replicas_errors", "truncated_offsets", "committed_records_truncated",
+             "produce_requests", "fetch_requests"), 0)
         broker_cfg = scenario["broker"]
         self.broker_cfg = broker_cfg
+        self.flush_messages = broker_cfg["log.flush.interval.messages"] or 0  # 0: never forced
         self.quorum = scenario["replication"] == "quorum"
 
         seeds = np.random.SeedSequence(scenario["seed"])
@@ -54,6 +56,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         ]
 
         self.brokers = [Broker(b) for b in range(scenario["brokers"])]
+        self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}
         n = len(self.brokers)
@@ -87,11 +90,20 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
 
     # ---- messages and timers -------------------------------------------------
 
+    def reachable(self, a: int, b: int) -> bool:
+        """Can a message go from node a to node b now (isolation and cut links)?"""
+        brokers = self.brokers
+        if (a >= 0 and brokers[a].isolated) or (b >= 0 and brokers[b].isolated):
+            return False
+        return not self.cuts or (a, b) not in self.cuts
+
     def send(self, src: int, dst: int, action, args: tuple, fetch: bool = False, refused=None, nbytes: int = 0) -> None:
         """A one-way message: delivered after a latency draw (plus nbytes over the
         bandwidth, when one is set) unless a fault eats it."""
         brokers = self.brokers
         if src >= 0 and brokers[src].isolated:
+            return
+        if self.cuts and (src, dst) in self.cuts:
             return
         latency = self.latency()
         if nbytes and self.ms_per_byte:
@@ -104,6 +116,8 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
     def _deliver(self, src: int, dst: int, action, args: tuple, refused) -> None:
         brokers = self.brokers
         if src >= 0 and brokers[src].isolated:
+            return
+        if self.cuts and (src, dst) in self.cuts:
             return
         if dst >= 0:
             b = brokers[dst]
@@ -184,6 +198,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         duration = float(scenario["duration.ms"])
         self.timeline: list[tuple] = []
         self.start_replication()
+        self.start_controller()
         self.start_producers()
         self.start_faults()
         interval = scenario["timeline.interval.ms"] or max(duration / 400.0, 1.0)

@@ -16,7 +16,7 @@ CONTROL = -1  # batch id of a control record (one offset, no data records)
 
 
 class Broker:
-    __slots__ = ("id", "up", "paused", "isolated", "slow", "incarnation", "deferred", "unhealthy_since", "episode", "restarted")
+    __slots__ = ("id", "up", "paused", "isolated", "slow", "incarnation", "deferred", "unhealthy_since", "episode", "restarted", "unclean_shutdown", "cut_from_zk")
 
     def __init__(self, broker_id: int):
         self.id = broker_id  # broker.id
@@ -29,10 +29,12 @@ class Broker:
         self.unhealthy_since: float | None = None  # when it last stopped answering the controller
         self.episode = 0  # bumps on every health change; a session expiry for an old episode is void
         self.restarted = False  # a new process the controller has not yet seen register
+        self.unclean_shutdown = False  # it lost power: its log may miss what it had acknowledged
+        self.cut_from_zk = 0  # partial isolations that cut it from ZooKeeper (its session then lapses)
 
     @property
     def healthy(self) -> bool:
-        return self.up and not self.paused and not self.isolated
+        return self.up and not self.paused and not self.isolated and not self.cut_from_zk
 
 
 class Replica:
@@ -41,6 +43,7 @@ class Replica:
     __slots__ = (
         "partition", "broker", "log", "bases", "log_end_offset", "high_watermark", "hw_checkpoint",
         "leader_epoch", "is_leader", "leader", "fetch_session", "epoch_start_offset", "awaiting_epoch", "last_heard_ms",
+        "append_ms", "flushed_offset",
         "isr", "follower_leo", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo",
         "parked", "timer_armed", "pending",
     )
@@ -50,6 +53,8 @@ class Replica:
         self.broker = broker  # the broker holding this replica
         self.log: list[tuple[int, int, int, int]] = []  # entries (base, end, leader_epoch, batch)
         self.bases: list[int] = []  # base offsets of the entries, for bisect
+        self.append_ms: list[float] = []  # when each entry reached this replica's page cache
+        self.flushed_offset = 0  # log is on disk (fsynced) below this offset
         self.log_end_offset = 0  # LEO: next offset to be written
         self.high_watermark = 0  # HW as this replica knows it
         self.hw_checkpoint = 0  # HW last written to replication-offset-checkpoint (survives a crash)
@@ -79,6 +84,18 @@ class Replica:
         self.parked = {}
         self.timer_armed = set()
         self.pending = []
+
+    def append(self, entry: tuple, now: float) -> None:
+        self.log.append(entry)
+        self.bases.append(entry[0])
+        self.append_ms.append(now)
+        self.log_end_offset = entry[1]
+
+    def extend(self, entries: list, now: float) -> None:
+        self.log.extend(entries)
+        self.bases.extend([e[0] for e in entries])
+        self.append_ms.extend([now] * len(entries))
+        self.log_end_offset = entries[-1][1]
 
     def last_epoch(self) -> int:
         """Leader epoch of the last entry (-1 for an empty log)."""
@@ -117,6 +134,7 @@ class Replica:
         i = self.entry_index(offset)  # an entry straddling `offset` goes whole, as Kafka drops whole batches
         del self.log[i:]
         del self.bases[i:]
+        del self.append_ms[i:]
         old = self.log_end_offset
         self.log_end_offset = self.log[-1][1] if self.log else 0
         removed = old - self.log_end_offset
@@ -124,7 +142,16 @@ class Replica:
             self.high_watermark = self.log_end_offset
         if self.hw_checkpoint > self.log_end_offset:
             self.hw_checkpoint = self.log_end_offset
+        if self.flushed_offset > self.log_end_offset:
+            self.flushed_offset = self.log_end_offset
         return removed
+
+    def durable_offset(self, now: float, dirty_expire_ms: float) -> int:
+        """End of the log that survives a power loss now: fsynced, or written back by the OS."""
+        cutoff = now - dirty_expire_ms
+        i = bisect_right(self.append_ms, cutoff)  # entries old enough for OS write-back
+        written_back = self.log[i - 1][1] if i else 0
+        return max(self.flushed_offset, written_back)
 
     def batches(self) -> list[int]:
         return [e[3] for e in self.log]
@@ -135,7 +162,7 @@ class Partition:
 
     __slots__ = (
         "index", "topic", "number", "replicas", "min_isr", "unclean", "leader", "leader_epoch", "isr",
-        "last_leader", "unavailable_since", "unavailable_ms",
+        "last_leader", "unavailable_since", "unavailable_ms", "elr",
     )
 
     def __init__(self, index: int, topic: str, number: int, replicas: tuple[int, ...], min_isr: int, unclean: bool):
@@ -148,6 +175,7 @@ class Partition:
         self.leader = replicas[0]  # the leader the controller elected (-1: offline)
         self.leader_epoch = 0  # the controller's leader epoch
         self.isr: tuple[int, ...] = replicas  # the ISR the controller holds
+        self.elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas (removed while ISR < min.insync.replicas)
         self.last_leader = replicas[0]  # last broker elected leader (whose log is final)
         self.unavailable_since: float | None = None  # start of the current unwritable stretch
         self.unavailable_ms = 0.0  # total time an acks=all write could not be accepted

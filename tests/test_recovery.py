@@ -1,0 +1,174 @@
+"""Failure and recovery: the published anomalies, each against its fix, on the same seed and schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kafkamodel import load_scenario, simulate
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+SEEDS = [1, 2, 3]
+
+
+def run(name: str, **overrides):
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
+    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kip101_follower_truncating_to_its_stale_hw_loses_committed_records(seed):
+    old = run("kip101-hw-truncation-loss", seed=seed)
+    fix = run("kip101-leader-epoch", seed=seed)
+    assert old.summary["committed_records_lost"] > 0
+    assert old.summary["acked_records_lost"] > 0
+    assert old.summary["no_committed_record_lost_violations"] == 1
+    # the loss happens where and when the follower truncated to its own HW, and nowhere else
+    truncations = old.events[(old.events.kind == "truncation") & old.events.detail.str.contains("committed")]
+    assert truncations.broker.iloc[0] == 2 and "to local high watermark" in truncations.detail.iloc[0]
+    assert fix.summary["committed_records_lost"] == fix.summary["acked_records_lost"] == 0
+    assert fix.summary["no_committed_record_lost_violations"] == 0
+    # same schedule: both elect twice
+    assert old.summary["leader_elections"] == fix.summary["leader_elections"] == 2
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kip101_double_power_loss_diverges_with_hw_truncation_only(seed):
+    old = run("kip101-double-power-loss-divergence", seed=seed)
+    fix = run("kip101-double-power-loss-leader-epoch", seed=seed)
+    assert old.summary["replica_divergence"] > 0
+    assert old.summary["committed_prefixes_agree_violations"] > 0
+    assert fix.summary["replica_divergence"] == 0
+    assert fix.summary["committed_prefixes_agree_violations"] == 0
+    # what neither broker had flushed is lost in both: the fix is about divergence
+    assert old.summary["committed_records_lost"] > 0 and fix.summary["committed_records_lost"] > 0
+
+
+def test_double_power_loss_loses_exactly_what_was_not_flushed():
+    # log.flush.interval.ms 10000: the last fsync before the 40 s power loss was at 30 s (timers
+    # start at 0), so the records the old leader appended after 30 s, and only those, are gone.
+    result = run("kip101-double-power-loss-leader-epoch")
+    records = result.records
+    lost = records[(records.copies == 0) & records.acked]
+    assert len(lost) == result.summary["acked_records_lost"] > 0
+    latency = 5.0  # constant one-way latency of this scenario; appended = sent-to-leader + latency
+    assert lost.send_ms.min() > 30000 - 60  # (linger 5 ms + latency)
+    assert lost.ack_ms.max() < 40000 + latency
+    kept = records[(records.copies == 1) & (records.send_ms < 30000 - 60)]
+    assert len(kept) == ((records.send_ms < 30000 - 60)).sum()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_last_replica_standing_loses_committed_records_that_elr_keeps(seed):
+    old = run("last-replica-standing", seed=seed)
+    elr = run("last-replica-standing-elr", seed=seed)
+    assert old.summary["committed_records_lost"] > 0 and old.summary["acked_records_lost"] > 0
+    assert elr.summary["committed_records_lost"] == elr.summary["acked_records_lost"] == 0
+    election = elr.events[elr.events.kind == "leader_election"]
+    assert "eligible leader replica" in election.detail.iloc[0]
+    # ELR brings the partition back before the unclean broker returns: less unavailable, not more
+    assert elr.summary["unavailable_ms"] < old.summary["unavailable_ms"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_jepsen_2013_loses_acknowledged_writes_unless_min_isr_2_and_clean_elections(seed):
+    old = run("jepsen-2013", seed=seed)
+    safe = run("jepsen-2013-safe", seed=seed)
+    s = old.summary
+    assert s["unclean_leader_elections"] == 1 and s["acked_records_lost"] > 0
+    # what is lost is what the lone leader acknowledged after its followers were cut off (5 s) and before it was (20 s)
+    records = old.records
+    lost = records[records.acked & (records.copies == 0)]
+    assert lost.ack_ms.min() > 5000 and lost.ack_ms.max() < 20000 + 10
+    alone = records[records.acked & (records.ack_ms > 5000 + 2500) & (records.ack_ms < 20000)]
+    assert set(alone.index) <= set(lost.index)
+    assert safe.summary["acked_records_lost"] == safe.summary["committed_records_lost"] == 0
+    assert safe.summary["unclean_leader_elections"] == 0
+    assert safe.summary["not_enough_replicas_errors"] > 0
+    assert safe.summary["unavailable_ms"] > 5 * s["unavailable_ms"]
+
+
+def test_power_loss_keeps_what_the_os_wrote_back():
+    # one broker, acks=1, constant latency: a record is appended at ack_ms - latency; after a power loss
+    # at T only what was appended before T - os.dirty.expire.ms survives (nothing is fsynced by default)
+    latency, T, expire = 1.0, 20000.0, 3000.0
+    result = simulate({
+        "name": "os-writeback", "seed": 5, "duration.ms": 40000, "brokers": 1,
+        "broker": {"os.dirty.expire.ms": expire, "zookeeper.session.timeout.ms": 1000},
+        "network": {"latency.ms": latency},
+        "topics": [{"name": "t", "replication.factor": 1}],
+        "producers": [{"topic": "t", "rate.per.s": 500, "acks": 1}],
+        "faults": [{"at.ms": T, "kind": "power_loss", "broker": 0, "duration.ms": 1000}],
+    })
+    r = result.records
+    acked_before = r[r.acked & (r.ack_ms < T)]
+    appended = acked_before.ack_ms - latency
+    survived = acked_before.copies == 1
+    assert survived.equals(appended <= T - expire)
+    assert (~survived).sum() == result.summary["acked_records_lost"] > 0
+
+
+@pytest.mark.parametrize("every", [1000, 5000])
+def test_log_flush_interval_messages_bounds_the_power_loss(every):
+    result = simulate({
+        "name": "flush-messages", "seed": 3, "duration.ms": 20000, "brokers": 1,
+        "broker": {"log.flush.interval.messages": every, "zookeeper.session.timeout.ms": 1000},
+        "topics": [{"name": "t", "replication.factor": 1}],
+        "producers": [{"topic": "t", "rate.per.s": 2000, "acks": 1}],
+        "faults": [{"at.ms": 10000, "kind": "power_loss", "broker": 0, "duration.ms": 1000}],
+    })
+    lost = result.summary["acked_records_lost"]
+    # fsync once `every` records are unflushed: at most every - 1 plus the batch that crossed it are lost
+    batch = 163
+    assert 0 < lost < every + batch
+
+
+def test_preferred_replica_election_moves_leadership_back():
+    base = {
+        "name": "preferred", "seed": 2, "duration.ms": 30000, "brokers": 3,
+        "broker": {"zookeeper.session.timeout.ms": 2000, "leader.imbalance.check.interval.seconds": 10},
+        "topics": [{"name": "t", "partitions": 3, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 300, "acks": "all"}],
+        "faults": [{"at.ms": 1000, "kind": "crash", "broker": 1, "duration.ms": 3000}],
+    }
+    on = simulate(base)
+    preferred = on.events[on.events.detail.str.startswith("preferred")]
+    assert len(preferred) == 1 and preferred.broker.iloc[0] == 1 and preferred.time_ms.iloc[0] == 10000
+    assert list(on.partitions.leader) == [0, 1, 2]
+    off = simulate({**base, "broker": {**base["broker"], "auto.leader.rebalance.enable": False}})
+    assert list(off.partitions.leader) != [0, 1, 2]
+    assert on.summary["acked_records_lost"] == off.summary["acked_records_lost"] == 0
+
+
+def test_controller_failover_recovers_partition_state():
+    # broker 0 holds the controller role and leads t-0; it crashes for good
+    result = simulate({
+        "name": "controller-failover", "seed": 4, "duration.ms": 20000, "brokers": 3,
+        "broker": {"zookeeper.session.timeout.ms": 3000, "min.insync.replicas": 2},
+        "topics": [{"name": "t", "partitions": 3, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 600, "acks": "all"}],
+        "faults": [{"at.ms": 2000, "kind": "crash", "broker": 0}],
+    })
+    e = result.events
+    failover = e[e.kind == "controller_failover"]
+    assert len(failover) == 1 and failover.broker.iloc[0] == 1 and failover.time_ms.iloc[0] == 5000
+    # the new controller elects a leader for the partition the old one led, from ZooKeeper's state
+    assert (result.partitions.leader != 0).all() and (result.partitions.leader >= 0).all()
+    assert result.summary["acked_records_lost"] == 0
+    assert result.summary["leader_in_isr_violations"] == 0
+    # unavailable only while the crash went unnoticed (t-0 led by broker 0): about the session timeout
+    assert result.summary["unavailable_ms"] == pytest.approx(3000, abs=20)
+
+
+def test_debug_mode_checks_invariants_after_every_event():
+    scenario = load_scenario(SCENARIOS / "kip101-double-power-loss-divergence.yaml").with_overrides(
+        {"debug.invariants": True, "duration.ms": 58000, "producers[0].rate.per.s": 40, "network.latency.ms": 50})
+    result = simulate(scenario)
+    violations = result.events[result.events.kind == "invariant_violation"]
+    # the divergence is seen the moment it appears, long before the end of the run
+    first = violations[violations.detail.str.startswith("committed_prefixes_agree")].time_ms.min()
+    assert first < 58000
+    plain = run("kip101-leader-epoch", **{"debug.invariants": True, "duration.ms": 20000, "producers[0].rate.per.s": 200})
+    assert not (plain.events.kind == "invariant_violation").any()
