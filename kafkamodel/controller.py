@@ -54,7 +54,8 @@ class ControllerActor:
     def session_alive(self, b: int) -> bool:
         """Does ZooKeeper still hold broker b's session?"""
         since = self.brokers[b].unhealthy_since
-        return since is None or self.kernel.now - since < self.session_timeout_ms
+        # the same sum the expiry event was scheduled at, so both agree at that very instant
+        return since is None or since + self.session_timeout_ms > self.kernel.now
 
     def health_changed(self, b: int) -> None:
         """Call after any change to a broker's up/paused/isolated/cut state."""
@@ -69,6 +70,9 @@ class ControllerActor:
             broker.episode += 1
             if self.controller_broker < 0:  # nobody could hold the role: this broker takes it
                 self.controller_failover()
+            elif b == self.controller_broker:
+                # the controller is back within its session: its ZooKeeper watches fire for what it missed
+                self.controller_resync()
             # it answers again: it registers (if it was declared dead) and gets the current state
             self.send(b, CONTROLLER, self.controller_handle_registration, (b,))
         self.note_availability()
@@ -95,15 +99,15 @@ class ControllerActor:
 
     def controller_resync(self) -> None:
         """A new controller reads the broker registrations and partition states, and acts on what changed."""
-        alive = {b.id for b in self.brokers if self.session_alive(b.id)}
+        alive = {b.id for b in self.brokers if self.session_alive(b.id) and not b.restarted}
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
-            self.controller_broker_failed(b, "session expired (seen by the new controller)")
+            why = "restarted" if self.brokers[b].restarted else "session expired"
+            self.controller_broker_failed(b, f"{why} (seen by the controller on resync)")
         for broker in self.brokers:
-            # registered now: a new controller sees a live broker, not the restart that preceded it
-            if broker.id in alive and (broker.id not in self.live_brokers or broker.restarted) and broker.healthy:
-                broker.restarted = False
+            if broker.healthy and (broker.id not in self.live_brokers or broker.restarted):
+                broker.restarted = False  # fenced above if it bounced; now it registers as new
                 self.controller_handle_registration(broker.id)
         for part in self.partitions:
             if part.leader < 0 or part.leader not in self.live_brokers:
@@ -153,11 +157,24 @@ class ControllerActor:
             part = self.partitions[p]
             if part.leader < 0:
                 self.controller_elect_leader(part)
+        self.controller_send_state(b)
+        self.note_availability()
+
+    def controller_send_state(self, b: int) -> None:
+        """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect)."""
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             self.send(self.controller_broker, b, self.broker_handle_leader_and_isr,
                       (b, p, part.leader, part.leader_epoch, part.isr))
-        self.note_availability()
+
+    def controller_link_healed(self, a: int, b: int) -> None:
+        """A cut between brokers a and b healed: if one holds the controller role, it resends the other its state."""
+        if not self.controller_active() or b < 0 or a < 0:
+            return
+        if a == self.controller_broker and b in self.live_brokers:
+            self.controller_send_state(b)
+        elif b == self.controller_broker and a in self.live_brokers:
+            self.controller_send_state(a)
 
     # ---- elections ------------------------------------------------------------------
 

@@ -97,7 +97,7 @@ class FaultActor:
             return
         broker.up = True
         broker.incarnation += 1
-        broker.restarted = True
+        broker.restarted = True  # a new broker epoch: the controller fences the old one (KRaft, KIP-380)
         self.start_broker_timers(b)
         self.event("fault_restart", -1, b, "")
         self.health_changed(b)
@@ -142,6 +142,10 @@ class FaultActor:
                     self.brokers[b].cut_from_zk -= 1
         self.event("fault_isolate_end", -1, b, "")
         self.health_changed(b)
+        if f["from"] is not None:
+            for peer in self._peers(f, b):
+                if (b, peer) not in self.cuts:
+                    self.controller_link_healed(b, peer)
 
     def fault_pause(self, b: int, f: dict) -> None:
         """A stuck process (GC, disk stall): nothing is lost; messages and timers wait until it resumes."""

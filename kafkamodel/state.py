@@ -28,7 +28,7 @@ class Broker:
         self.deferred: list = []  # (action, args) held while paused
         self.unhealthy_since: float | None = None  # when it last stopped answering the controller
         self.episode = 0  # bumps on every health change; a session expiry for an old episode is void
-        self.restarted = False  # a new process the controller has not yet seen register
+        self.restarted = False  # a new process (new broker epoch) the controller has yet to fence and register
         self.unclean_shutdown = False  # it lost power: its log may miss what it had acknowledged
         self.cut_from_zk = 0  # partial isolations that cut it from ZooKeeper (its session then lapses)
 

@@ -1,9 +1,19 @@
-"""Properties: hypothesis-generated fault schedules on safe settings.
+"""Properties: hypothesis-generated fault schedules.
 
-Safe = acks=all, min.insync.replicas >= 2, clean elections, leader-epoch
-truncation. Kafka's guarantee: no acknowledged (or committed) record is lost
-while no more than RF - min.insync.replicas replicas lose data; crashes,
-isolation, pauses and slowness lose none.
+Safe settings = acks=all, min.insync.replicas >= 2, clean elections,
+leader-epoch truncation, Eligible Leader Replicas (KIP-966). Schedules mix
+crashes and restarts, one power loss of a single broker (fewer than
+min.insync.replicas at once), full and partial isolation, pauses and slow
+brokers; every fault ends well before the run does, so the replicas can
+reconcile. Then no acknowledged or committed record may be lost and the
+replicas' logs may not diverge.
+
+Without ELR the same schedules do lose acknowledged records now and then:
+a chain of failures leaves the power-lost broker as the last ISR member and
+it is re-elected with its shortened log (KIP-966's "last replica standing";
+see tests/test_recovery.py). Majority quorum is checked without power loss:
+our quorum, like Kafka's ISR, acknowledges from memory, and Raft's guarantee
+needs an fsync before the acknowledgement.
 """
 
 from __future__ import annotations
@@ -15,18 +25,36 @@ from hypothesis import strategies as st
 from kafkamodel import load_scenario, simulate
 
 BROKERS = 4
-DURATION = 12_000.0
+DURATION = 24_000.0
+FAULTS_END = 14_000.0  # the last 10 s let every broker rejoin and every follower reconcile
 
-fault = st.fixed_dictionaries({
-    "at.ms": st.floats(0, DURATION - 1, allow_nan=False).map(lambda x: round(x, 1)),
-    "kind": st.sampled_from(["crash", "isolate", "pause", "slow"]),
-    "broker": st.one_of(st.integers(0, BROKERS - 1), st.sampled_from(["leader:t-0", "leader:t-1"])),
-    "duration.ms": st.floats(50, 6000, allow_nan=False).map(lambda x: round(x, 1)),
-    "factor": st.sampled_from([5, 50, 500]),
-})
+TARGETS = st.one_of(st.integers(0, BROKERS - 1), st.sampled_from(["leader:t-0", "leader:t-1"]))
+PEERS = st.lists(st.sampled_from([0, 1, 2, 3, "controller", "clients"]), min_size=1, max_size=3, unique=True)
 
 
-def safe_scenario(faults, seed, rf, min_isr, replication="isr", acks="all"):
+@st.composite
+def fault(draw, kinds):
+    kind = draw(st.sampled_from(kinds))
+    at = round(draw(st.floats(0, FAULTS_END - 100)), 1)
+    f = {"at.ms": at, "kind": kind, "broker": draw(TARGETS),
+         "duration.ms": round(draw(st.floats(50, FAULTS_END - at)), 1)}
+    if kind == "isolate" and draw(st.booleans()):
+        f["from"] = draw(PEERS)
+    if kind == "slow":
+        f["factor"] = draw(st.sampled_from([5, 50, 500]))
+    return f
+
+
+@st.composite
+def schedule(draw, power_loss=True):
+    kinds = ["crash", "isolate", "pause", "slow"]
+    faults = draw(st.lists(fault(kinds), min_size=1, max_size=5))
+    if power_loss and draw(st.booleans()):
+        faults.append(draw(fault(["power_loss"])))
+    return faults
+
+
+def scenario(faults, seed, rf=3, min_isr=2, replication="isr", acks="all", elr=True):
     return load_scenario({
         "name": "property",
         "seed": seed,
@@ -36,9 +64,12 @@ def safe_scenario(faults, seed, rf, min_isr, replication="isr", acks="all"):
         "broker": {
             "min.insync.replicas": min_isr,
             "unclean.leader.election.enable": False,
+            "eligible.leader.replicas.enable": elr,
+            "truncation": "leader_epoch",
             "replica.lag.time.max.ms": 1500,
             "zookeeper.session.timeout.ms": 2000,
             "replica.socket.timeout.ms": 3000,
+            "leader.imbalance.check.interval.seconds": 7,
         },
         "topics": [{"name": "t", "partitions": 2, "replication.factor": rf}],
         "producers": [{"topic": "t", "rate.per.s": 400, "acks": acks, "request.timeout.ms": 2000,
@@ -51,42 +82,66 @@ def check_safe(result):
     s = result.summary
     assert s["acked_records_lost"] == 0, result.events.to_string()
     assert s["committed_records_lost"] == 0
+    assert s["replica_divergence"] == 0
     assert s["leader_in_isr_violations"] == 0
     assert s["committed_prefixes_agree_violations"] == 0
     assert s["no_committed_record_lost_violations"] == 0
 
 
-schedules = st.lists(fault, min_size=1, max_size=6)
 rf_and_min_isr = st.sampled_from([(3, 2), (4, 2), (4, 3)])
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(faults=schedules, seed=st.integers(0, 2**32), shape=rf_and_min_isr)
-def test_safe_settings_never_lose_an_acknowledged_record(faults, seed, shape):
+@FAST
+@given(faults=schedule(), seed=st.integers(0, 2**32), shape=rf_and_min_isr)
+def test_safe_settings_lose_nothing_and_never_diverge(faults, seed, shape):
     rf, min_isr = shape
-    check_safe(simulate(safe_scenario(faults, seed, rf, min_isr)))
+    check_safe(simulate(scenario(faults, seed, rf, min_isr)))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(faults=schedules, seed=st.integers(0, 2**32))
-def test_quorum_never_loses_an_acknowledged_record(faults, seed):
-    check_safe(simulate(safe_scenario(faults, seed, 3, 2, replication="quorum")))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(faults=schedule(power_loss=False), seed=st.integers(0, 2**32))
+def test_quorum_loses_nothing_while_a_majority_survives(faults, seed):
+    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")))
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(faults=schedules, seed=st.integers(0, 2**32))
+@given(faults=schedule(), seed=st.integers(0, 2**32))
 def test_same_scenario_and_seed_give_identical_tables(faults, seed):
-    scenario = safe_scenario(faults, seed, 3, 2, acks=1)
-    a, b = simulate(scenario), simulate(scenario)
+    s = scenario(faults, seed, 3, 2, acks=1)
+    a, b = simulate(s), simulate(s)
     assert a.summary == b.summary
     for name, table in a.tables().items():
         assert table.equals(b.tables()[name]), name
 
 
+def test_the_generator_reaches_elections_and_the_check_can_fail():
+    # the property is not vacuous: the schedules cause elections, and acks=1 on the same
+    # schedules loses acknowledged records (found by search, not picked by hand)
+    elections, unsafe_losses = [], []
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(faults=schedule(), seed=st.integers(0, 2**32))
+    def probe(faults, seed):
+        elections.append(simulate(scenario(faults, seed)).summary["leader_elections"])
+        unsafe_losses.append(simulate(scenario(faults, seed, acks=1, elr=False)).summary["acked_records_lost"])
+
+    probe()
+    assert sum(e > 0 for e in elections) > len(elections) / 2
+    assert sum(loss > 0 for loss in unsafe_losses) > 0
+
+
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(faults=schedules, seed=st.integers(0, 2**32), shape=rf_and_min_isr,
-       replication=st.sampled_from(["isr", "quorum"]))
-def test_safe_settings_many_schedules(faults, seed, shape, replication):
+@SLOW
+@given(faults=schedule(), seed=st.integers(0, 2**32), shape=rf_and_min_isr)
+def test_safe_settings_many_schedules(faults, seed, shape):
     rf, min_isr = shape
-    check_safe(simulate(safe_scenario(faults, seed, rf, min_isr, replication=replication)))
+    check_safe(simulate(scenario(faults, seed, rf, min_isr)))
+
+
+@pytest.mark.slow
+@SLOW
+@given(faults=schedule(power_loss=False), seed=st.integers(0, 2**32))
+def test_quorum_many_schedules(faults, seed):
+    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")))
