@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from bisect import insort
 
-from .producer import ALL, NONE, NOT_ENOUGH_REPLICAS, NOT_LEADER
+from .producer import ALL, NONE, NOT_ENOUGH_REPLICAS, NOT_LEADER, OUT_OF_ORDER_SEQUENCE
 from .state import CONTROL, Replica
 
 CLIENT = -1
@@ -214,18 +214,16 @@ class ReplicationActor:
             self.stats["not_enough_replicas_errors"] += 1
             self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_ENOUGH_REPLICAS, -1))
             return
-        if attempt > 1 and pc.idempotent:
-            found = self._leader_find_batch(rep, b)
-            if found is not None:  # a resend of a batch already in the log: answer with its offsets
-                base, end = found
-                if acks == ALL and rep.high_watermark < end:
-                    insort(rep.pending, (end, b, attempt, base))
-                elif acks:
-                    self.send(broker, CLIENT, self.producer_handle_response, (b, attempt, NONE, base))
+        if pc.idempotent:
+            verdict = self._leader_check_sequence(rep, b)
+            if verdict is not None:
+                self._leader_answer_sequence(rep, b, attempt, acks, verdict)
                 return
         base = rep.log_end_offset
         end = base + self.b_count[b]
         rep.append((base, end, rep.leader_epoch, b), self.kernel.now)
+        if self.track_producers:
+            self._track_producer(rep, (base, end, rep.leader_epoch, b))
         if self.flush_messages and end - rep.flushed_offset >= self.flush_messages:
             rep.flushed_offset = end  # log.flush.interval.messages: fsync
         if acks == 1:
@@ -236,18 +234,55 @@ class ReplicationActor:
             self._leader_wake_parked(rep)
         self.leader_advance_high_watermark(rep)
 
-    def _leader_find_batch(self, rep: Replica, b: int):
-        """(base, end) of batch b among the last 5 batches of its producer in this log."""
-        producer = self.b_producer[b]
-        seen = 0
-        for base, end, _, batch in reversed(rep.log):
-            if batch >= 0 and self.b_producer[batch] == producer:
-                if batch == b:
-                    return base, end
-                seen += 1
-                if seen >= 5:
-                    return None
-        return None
+    # ---- idempotent producer state ----------------------------------------------
+
+    def _track_producer(self, rep: Replica, entry: tuple) -> None:
+        """Remember the entry among its producer's last 5 in this replica (sequence numbers travel with the log)."""
+        if rep.producers is None:
+            return  # rebuilt lazily from the log when next needed
+        b = entry[3]
+        if b >= 0:
+            tail = rep.producers.setdefault(self.b_producer[b], [])
+            tail.append((b, self.b_epoch[b], self.b_seq[b], entry[0], entry[1]))
+            if len(tail) > 5:
+                del tail[0]
+
+    def _producer_tail(self, rep: Replica, producer: int) -> list:
+        if rep.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
+            rep.producers = {}
+            for entry in rep.log:
+                self._track_producer(rep, entry)
+        return rep.producers.get(producer, [])
+
+    def _leader_check_sequence(self, rep: Replica, b: int):
+        """None to append; else why not: ('dup', base, end) | ('old', -1, -1) | ('gap', -1, -1)."""
+        tail = self._producer_tail(rep, self.b_producer[b])
+        epoch, seq = self.b_epoch[b], self.b_seq[b]
+        for _, e, s, base, end in tail:
+            if e == epoch and s == seq:
+                return ("dup", base, end)  # a resend of a batch it has: answer with its offsets
+        if not tail or epoch > tail[-1][1]:
+            # a producer it does not know, or a new epoch: the sequence must start at 0
+            return None if seq == 0 else ("gap", -1, -1)
+        if epoch < tail[-1][1]:
+            return ("gap", -1, -1)  # a fenced (older) epoch: the client resends it in the new one
+        last = tail[-1][2]
+        if seq == last + 1:
+            return None
+        if seq <= last:
+            return ("old", -1, -1)  # DUPLICATE_SEQUENCE_NUMBER: older than the 5 it remembers
+        return ("gap", -1, -1)  # OUT_OF_ORDER_SEQUENCE_NUMBER: an earlier batch is missing
+
+    def _leader_answer_sequence(self, rep: Replica, b: int, attempt: int, acks: int, verdict: tuple) -> None:
+        kind, base, end = verdict
+        respond, broker = self.producer_handle_response, rep.broker
+        if kind == "gap":
+            if acks:
+                self.send(broker, CLIENT, respond, (b, attempt, OUT_OF_ORDER_SEQUENCE, -1))
+        elif kind == "dup" and acks == ALL and rep.high_watermark < end:
+            insort(rep.pending, (end, b, attempt, base))
+        elif acks:
+            self.send(broker, CLIENT, respond, (b, attempt, NONE, base))
 
     def leader_advance_high_watermark(self, rep: Replica) -> None:
         hw = self.commit_rule.new_high_watermark(rep)
@@ -379,6 +414,9 @@ class ReplicationActor:
                 self.follower_fetch(rep)
                 return
             rep.extend(entries, self.kernel.now)
+            if self.track_producers:
+                for entry in entries:
+                    self._track_producer(rep, entry)
             if self.flush_messages and rep.log_end_offset - rep.flushed_offset >= self.flush_messages:
                 rep.flushed_offset = rep.log_end_offset
         leo = rep.log_end_offset

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from .schema import LISTS, REQUIRED, SECTIONS, TOP, Key
+from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
 
 
 class ScenarioError(ValueError):
@@ -131,14 +131,44 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
         elif explicit is True and p["retries"] == 0:
             problems.append(f"{where}.enable.idempotence: true needs retries > 0")
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
-            p["enable.idempotence"] = bool(is_all and p["retries"] > 0)
+            p["enable.idempotence"] = bool(is_all and p["retries"] > 0 and p["max.in.flight.requests.per.connection"] <= 5)
         p["acks"] = "all" if p["acks"] == -1 else p["acks"]
+    groups: dict[str, dict] = {}
+    for i, c in enumerate(s["consumers"]):
+        where = f"consumers[{i}]"
+        if c["group"] in groups:
+            problems.append(f"{where}.group: duplicate group {c['group']!r} (one subscription per group)")
+        groups[c["group"]] = c
+        if c["topic"] not in topics:
+            near = difflib.get_close_matches(str(c["topic"]), list(topics), n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else f"; topics are {', '.join(topics) or 'none'}"
+            problems.append(f"{where}.topic: no topic named {c['topic']!r}{hint}")
+        if c["heartbeat.interval.ms"] >= c["session.timeout.ms"]:
+            problems.append(f"{where}.heartbeat.interval.ms: must be lower than session.timeout.ms ({c['session.timeout.ms']:g})")
+    for i, p in enumerate(s["producers"]):
+        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
+        count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
+        for key, part in (mapping or {}).items():
+            if count is not None and part >= count:
+                problems.append(f"producers[{i}].partitioner.mapping.{key}: topic {p['topic']!r} has partitions 0..{count - 1}, not {part}")
+        if p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
+            problems.append(f"producers[{i}].max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
+                            f"got {p['max.in.flight.requests.per.connection']}")
     for i, f in enumerate(s["faults"]):
         where = f"faults[{i}]"
         at = f["at.ms"]
         if isinstance(at, (int, float)) and isinstance(duration, (int, float)) and at >= duration:
             problems.append(f"{where}.at.ms: {at:g} is outside the run (duration.ms {duration:g})")
+        if f["kind"] in CONSUMER_FAULTS:
+            problems.extend(_check_consumer_fault(f, where, groups))
+            continue
+        for key in ("group", "member"):
+            if f[key] is not None:
+                problems.append(f"{where}.{key}: only used by consumer faults")
         target = f["broker"]
+        if target is None:
+            problems.append(f"{where}.broker: required for kind {f['kind']}")
+            continue
         targets = target if isinstance(target, list) and target else [target]
         for k, t in enumerate(targets):
             here = f"{where}.broker" + (f"[{k}]" if isinstance(target, list) else "")
@@ -161,6 +191,22 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.duration.ms: required for kind {f['kind']}")
         if f["kind"] == "restart" and f["duration.ms"] is not None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
+
+
+def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
+    problems = [f"{where}.{key}: not used by consumer faults" for key in ("broker", "from") if f[key] is not None]
+    if f["group"] is None:
+        return problems + [f"{where}.group: required for kind {f['kind']}"]
+    if f["group"] not in groups:
+        return problems + [f"{where}.group: no consumer group {f['group']!r}; groups are {', '.join(groups) or 'none'}"]
+    if f["kind"] == "consumer_join":
+        if f["member"] is not None:
+            problems.append(f"{where}.member: consumer_join adds a new member; do not name one")
+    elif f["member"] is None:
+        problems.append(f"{where}.member: required for kind {f['kind']} (a member index)")
+    if f["kind"] == "consumer_leave" and f["duration.ms"] is not None:
+        problems.append(f"{where}.duration.ms: not used by kind consumer_leave")
+    return problems
 
 
 def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict) -> list[str]:

@@ -95,6 +95,22 @@ def acks(v: Any, path: str) -> list[str]:
     return [f"{path}: must be 0, 1, all or -1, got {v!r}"]
 
 
+PARTITIONERS = ("default", "uniform_sticky", "sticky", "legacy", "round_robin")
+
+
+def partitioner(v: Any, path: str) -> list[str]:
+    """A partitioner name, or {mapping: {key-i: partition, ...}} (other keys go to the default)."""
+    if isinstance(v, str):
+        return [] if v in PARTITIONERS else [f"{path}: must be one of {', '.join(PARTITIONERS)} or {{mapping: ...}}, got {v!r}"]
+    if isinstance(v, Mapping) and set(v) == {"mapping"} and isinstance(v["mapping"], Mapping) and v["mapping"]:
+        problems = []
+        for key, part in v["mapping"].items():
+            if not isinstance(key, str) or isinstance(part, bool) or not isinstance(part, int) or part < 0:
+                problems.append(f"{path}.mapping.{key}: must map a key string to a partition number >= 0, got {part!r}")
+        return problems
+    return [f"{path}: must be one of {', '.join(PARTITIONERS)} or {{mapping: {{key: partition}}}}, got {v!r}"]
+
+
 def _section(keys: Mapping[str, Key]) -> Check:
     """A nested mapping of keys (for burst: and keys:), checked by the loader."""
 
@@ -136,6 +152,10 @@ BROKER: dict[str, Key] = {
     "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
     "eligible.leader.replicas.enable": Key(False, boolean, "KIP-966: replicas removed below min.insync.replicas stay electable"),
+    "log.segment.bytes": Key(1073741824, integer(1), "a log rolls a new segment past this size"),
+    "log.retention.ms": Key(604800000, optional(number(positive=True)), "segments older than this are deleted (7 days); null = forever"),
+    "log.retention.bytes": Key(None, optional(integer(1)), "old segments are deleted while the log is larger; null = no limit"),
+    "log.retention.check.interval.ms": Key(300000, number(positive=True), "how often retention runs"),
 }
 
 NETWORK: dict[str, Key] = {
@@ -149,6 +169,9 @@ TOPIC: dict[str, Key] = {
     "replication.factor": Key(1, integer(1, 1000), "default.replication.factor is 1 in Kafka"),
     "min.insync.replicas": Key(None, optional(integer(1, 1000)), "topic override of the broker setting"),
     "unclean.leader.election.enable": Key(None, optional(boolean), "topic override of the broker setting"),
+    "segment.bytes": Key(None, optional(integer(1)), "topic override of log.segment.bytes"),
+    "retention.ms": Key(None, optional(number(positive=True)), "topic override of log.retention.ms"),
+    "retention.bytes": Key(None, optional(integer(1)), "topic override of log.retention.bytes"),
 }
 
 BURST: dict[str, Key] = {
@@ -176,20 +199,44 @@ PRODUCER: dict[str, Key] = {
     "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
     "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation"),
     "enable.idempotence": Key(None, optional(boolean), "producer id + sequence; default true when acks=all"),
-    "partitioner": Key("default", choice("default", "round_robin"), "default: murmur2 for keys, round robin for null keys"),
+    "max.in.flight.requests.per.connection": Key(5, integer(1, 1000), "unanswered batches per partition at once (<= 5 with idempotence)"),
+    "partitioner": Key("default", partitioner, "default (murmur2 keys, uniform sticky nulls), sticky, legacy, round_robin, or {mapping: {key: partition}}"),
     "keys": Key(None, optional(_section(KEYS)), "null (no keys) or {cardinality}"),
 }
 
-FAULT_KINDS = ("crash", "restart", "power_loss", "isolate", "pause", "slow")
+BROKER_FAULTS = ("crash", "restart", "power_loss", "isolate", "pause", "slow")
+CONSUMER_FAULTS = ("consumer_crash", "consumer_leave", "consumer_join")
+FAULT_KINDS = BROKER_FAULTS + CONSUMER_FAULTS
 
 FAULT: dict[str, Key] = {
     "at.ms": Key(REQUIRED, number(lo=0), "when the fault starts"),
     "kind": Key(REQUIRED, choice(*FAULT_KINDS), "what happens"),
-    "broker": Key(REQUIRED, lambda v, p: [], "a broker id, leader:TOPIC-P, or a list of them (all at once)"),
+    "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, or a list of them (all at once)"),
+    "group": Key(None, optional(text), "consumer faults: the group.id"),
+    "member": Key(None, optional(integer(0)), "consumer_crash / consumer_leave: the member index"),
     "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash or power loss then restarts)"),
     "from": Key(None, lambda v, p: [], "isolate: cut only these links (broker ids, 'controller', 'clients'); default all"),
     "factor": Key(10, number(lo=1), "slow: fetch messages take this many times longer"),
 }
 
+COMMIT_POLICIES = ("auto", "before_processing", "after_processing", "atomic")
+ASSIGNORS = ("range", "roundrobin", "sticky", "range_ceil")
+
+CONSUMER: dict[str, Key] = {
+    "group": Key(REQUIRED, text, "group.id"),
+    "topic": Key(REQUIRED, text, "topic subscribed to"),
+    "members": Key(1, integer(1, 1000), "consumers in the group at the start"),
+    "partition.assignment.strategy": Key("range", choice(*ASSIGNORS), "range, roundrobin, sticky (range_ceil: seed 002's ceil(P/C))"),
+    "commit": Key("auto", choice(*COMMIT_POLICIES), "auto, before_processing (at most once), after_processing (at least once), atomic (exactly once)"),
+    "auto.commit.interval.ms": Key(5000, number(positive=True), "commit: auto commits what earlier polls returned this often"),
+    "processing.ms": Key(0.1, number(lo=0), "time to process one record"),
+    "max.poll.records": Key(500, integer(1), "records one poll returns at most"),
+    "fetch.max.wait.ms": Key(500, number(positive=True), "a fetch long-polls this long for data below the HW"),
+    "session.timeout.ms": Key(45000, number(positive=True), "a silent member is removed after this"),
+    "heartbeat.interval.ms": Key(3000, number(positive=True), "heartbeats to the group coordinator"),
+    "auto.offset.reset": Key("latest", choice("latest", "earliest"), "where a member starts without a valid committed offset"),
+    "retry.backoff.ms": Key(100, number(lo=0), "wait after a failed fetch"),
+}
+
 SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK}
-LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "faults": FAULT}
+LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT}

@@ -31,7 +31,7 @@ STREAMS = ("network",)
 
 
 class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
-    def __init__(self, scenario: Scenario):
+    def __init__(self, scenario: Scenario, partitioner=None):
         self.scenario = scenario
         self.kernel = Kernel()
         self.events: list[tuple] = []  # (time_ms, kind, topic, partition, broker, detail)
@@ -57,6 +57,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
 
         self.brokers = [Broker(b) for b in range(scenario["brokers"])]
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
+        self.channel_clock: dict[tuple[int, int], float] = {}  # (from, to) -> arrival time of its latest message
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}
         n = len(self.brokers)
@@ -83,7 +84,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         self.lag_rule = make_lag_rule(broker_cfg)
         self.truncation = make_truncation("leader_epoch" if self.quorum else broker_cfg["truncation"])
 
-        self.workload = build_workload(scenario, self.topic_first, producer_rngs)
+        self.workload = build_workload(scenario, self.topic_first, producer_rngs, partitioner)
         self.init_controller()
         self.init_producers(producer_rngs)
         self.init_faults()
@@ -111,7 +112,13 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         if fetch:
             factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
             latency *= factor
-        self.kernel.schedule(self.kernel.now + latency, self._deliver, src, dst, action, args, refused)
+        at = self.kernel.now + latency
+        channel = (src, dst)  # one TCP connection: messages arrive in the order they were sent
+        last = self.channel_clock.get(channel, 0.0)
+        if at < last:
+            at = last
+        self.channel_clock[channel] = at
+        self.kernel.schedule(at, self._deliver, src, dst, action, args, refused)
 
     def _deliver(self, src: int, dst: int, action, args: tuple, refused) -> None:
         brokers = self.brokers
@@ -225,8 +232,12 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
     _seen_violations: set = set()
 
 
-def simulate(scenario) -> Result:
-    """Run one scenario (a Scenario, a dict, or a YAML path) and return its Result."""
-    sim = Simulation(load_scenario(scenario))
+def simulate(scenario, partitioner=None) -> Result:
+    """Run one scenario (a Scenario, a dict, or a YAML path) and return its Result.
+
+    `partitioner`, if given, is a callable (key or None, partitions) -> partition
+    used by every producer instead of the scenario's partitioner.
+    """
+    sim = Simulation(load_scenario(scenario), partitioner)
     sim._seen_violations = set()
     return sim.run()

@@ -43,7 +43,7 @@ class Replica:
     __slots__ = (
         "partition", "broker", "log", "bases", "log_end_offset", "high_watermark", "hw_checkpoint",
         "leader_epoch", "is_leader", "leader", "fetch_session", "epoch_start_offset", "awaiting_epoch", "last_heard_ms",
-        "append_ms", "flushed_offset",
+        "append_ms", "flushed_offset", "producers",
         "isr", "follower_leo", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo",
         "parked", "timer_armed", "pending",
     )
@@ -55,6 +55,7 @@ class Replica:
         self.bases: list[int] = []  # base offsets of the entries, for bisect
         self.append_ms: list[float] = []  # when each entry reached this replica's page cache
         self.flushed_offset = 0  # log is on disk (fsynced) below this offset
+        self.producers: dict | None = {}  # producer -> its last 5 entries here; None: rebuild from the log
         self.log_end_offset = 0  # LEO: next offset to be written
         self.high_watermark = 0  # HW as this replica knows it
         self.hw_checkpoint = 0  # HW last written to replication-offset-checkpoint (survives a crash)
@@ -135,6 +136,7 @@ class Replica:
         del self.log[i:]
         del self.bases[i:]
         del self.append_ms[i:]
+        self.producers = None  # the idempotence state is rebuilt from what remains
         old = self.log_end_offset
         self.log_end_offset = self.log[-1][1] if self.log else 0
         removed = old - self.log_end_offset

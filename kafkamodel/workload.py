@@ -71,11 +71,73 @@ def _arrivals(p: dict, duration: float, rng: np.random.Generator) -> np.ndarray:
     return np.sort(np.concatenate(parts), kind="stable")
 
 
-def build_workload(scenario, topic_first: dict[str, int], rngs: list[tuple[np.random.Generator, np.random.Generator]]) -> Workload:
+def _sticky_chunks(times: list[float], cap: int, linger: float | None) -> list[tuple[int, int]]:
+    """Runs of records a sticky partitioner sends to one partition.
+
+    KIP-480 (linger given): a run lasts as long as one batch would (cap records
+    or linger.ms). KIP-794 (linger None): a run is batch.size bytes (cap records).
+    """
+    runs, i, n = [], 0, len(times)
+    while i < n:
+        if linger is None:
+            j = min(i + cap, n)
+        else:
+            j = min(bisect_right(times, times[i] + linger, i, n), i + cap)
+        runs.append((i, j))
+        i = j
+    return runs
+
+
+def assign_partitions(p: dict, key: np.ndarray, times: np.ndarray, partitions: int,
+                      rng: np.random.Generator, custom=None) -> np.ndarray:
+    """Kafka's partitioners, for one producer's records in send order."""
+    n = len(key)
+    if custom is not None:  # a Python callable through the API: (key or None, partitions) -> partition
+        names = [None if k < 0 else f"key-{k}" for k in key.tolist()]
+        out = np.fromiter((custom(k, partitions) for k in names), dtype=np.int64, count=n)
+        bad = (out < 0) | (out >= partitions)
+        if bad.any():
+            raise ValueError(f"partitioner: the callable returned {int(out[bad][0])} for key {names[int(np.argmax(bad))]!r}; "
+                             f"partitions are 0..{partitions - 1}")
+        return out.astype(np.int32)
+    name = p["partitioner"] if isinstance(p["partitioner"], str) else "default"
+    if name == "round_robin":  # RoundRobinPartitioner: every record to the next partition, keys ignored
+        return (np.arange(n) % partitions).astype(np.int32)
+    out = np.empty(n, dtype=np.int32)
+    keyed = key >= 0
+    if keyed.any():
+        out[keyed] = partition_for_keys(key[keyed], partitions)
+        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], dict) else None
+        if mapping:
+            table = {int(k.split("-", 1)[1]): v for k, v in mapping.items() if k.startswith("key-") and k[4:].isdigit()}
+            for k, part in table.items():
+                out[key == k] = part
+    nulls = np.flatnonzero(~keyed)
+    if len(nulls):
+        if name == "legacy":  # before 2.4: round robin over null-key records
+            out[nulls] = np.arange(len(nulls)) % partitions
+        else:
+            cap = max(1, int(p["batch.size"]) // int(p["record.size.bytes"]))
+            linger = float(p["linger.ms"]) if name == "sticky" else None
+            runs = _sticky_chunks(times[nulls].tolist(), cap, linger)
+            choice, last = np.empty(len(runs), dtype=np.int32), -1
+            draws = rng.integers(0, max(partitions - 1, 1), len(runs)).tolist()
+            for r, d in enumerate(draws):  # a new partition, other than the last one, for each run
+                last = d if last < 0 or partitions == 1 else (d if d < last else d + 1)
+                choice[r] = last
+            lengths = np.fromiter((j - i for i, j in runs), dtype=np.int64, count=len(runs))
+            out[nulls] = np.repeat(choice, lengths)
+    return out
+
+
+def build_workload(scenario, topic_first: dict[str, int], rngs: list[tuple[np.random.Generator, np.random.Generator]],
+                   partitioner=None) -> Workload:
     """Records and batches for every producer of the scenario.
 
     `topic_first` maps a topic to its first global partition index; `rngs`
-    gives each producer its (arrivals, keys) generators.
+    gives each producer its (arrivals, keys) generators (the keys generator
+    also makes the sticky partitioners' choices). `partitioner` is an
+    optional callable (key or None, partitions) -> partition for every producer.
     """
     duration = float(scenario["duration.ms"])
     topics = {t["name"]: t for t in scenario["topics"]}
@@ -89,10 +151,7 @@ def build_workload(scenario, topic_first: dict[str, int], rngs: list[tuple[np.ra
             key = keys_rng.integers(0, int(p["keys"]["cardinality"]), n).astype(np.int64)
         else:
             key = np.full(n, -1, dtype=np.int64)
-        if p["partitioner"] == "round_robin" or p["keys"] is None:
-            local = (np.arange(n) % partitions).astype(np.int32)
-        else:
-            local = partition_for_keys(key, partitions)
+        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner)
         send.append(times)
         prod.append(np.full(n, i, dtype=np.int16))
         part.append(local + topic_first[p["topic"]])

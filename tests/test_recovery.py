@@ -86,7 +86,10 @@ def test_jepsen_2013_loses_acknowledged_writes_unless_min_isr_2_and_clean_electi
     assert set(alone.index) <= set(lost.index)
     assert safe.summary["acked_records_lost"] == safe.summary["committed_records_lost"] == 0
     assert safe.summary["unclean_leader_elections"] == 0
-    assert safe.summary["not_enough_replicas_errors"] > 0
+    # once the ISR is the leader alone, nothing is acknowledged until the followers are back (60 s)
+    shrink = safe.events.loc[safe.events.kind == "isr_shrink", "time_ms"].iloc[0]
+    acked = safe.records[safe.records.acked]
+    assert not ((acked.ack_ms > shrink + 10) & (acked.ack_ms < 60000)).any()
     assert safe.summary["unavailable_ms"] > 5 * s["unavailable_ms"]
 
 

@@ -12,50 +12,19 @@ sum of two exponentials, i.e. Gamma(2, mean)):
 * ISR: the slowest of the RF-1 followers (the maximum);
 * quorum: the ceil((RF-1)/2)-th smallest, so that with the leader a majority has it.
 
-The prediction is computed here from those distributions by numerical
-integration and convolution, independently of the model.
+The prediction (``kafkamodel.theory``, which the quorum-vs-ISR study also draws)
+is computed from those distributions by numerical integration and
+convolution, independently of the simulation.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 
 from kafkamodel import simulate
+from kafkamodel.theory import predicted_latency
 
-MEAN = 1.0  # ms, one-way latency mean
-GRID = 0.002  # ms, integration step
-T_MAX = 60.0  # ms, far into the tail
-
-
-def gamma2_cdf(t: np.ndarray) -> np.ndarray:
-    x = t / MEAN
-    return 1.0 - np.exp(-x) * (1.0 + x)
-
-
-def order_statistic_cdf(t: np.ndarray, k: int, n: int) -> np.ndarray:
-    """CDF of the k-th smallest of n iid Gamma(2, MEAN) round trips."""
-    F = gamma2_cdf(t)
-    return sum(math.comb(n, j) * F**j * (1 - F) ** (n - j) for j in range(k, n + 1))
-
-
-def predicted_latency(rf: int, mode: str) -> tuple[float, float]:
-    """(mean, p99) of request + order statistic + response."""
-    followers = rf - 1
-    k = followers if mode == "isr" else math.ceil(followers / 2)
-    t = np.arange(0.0, T_MAX, GRID)
-    commit_cdf = order_statistic_cdf(t, k, followers)
-    commit_pdf = np.gradient(commit_cdf, GRID)
-    hops_pdf = (t / MEAN**2) * np.exp(-t / MEAN)  # request + response: Gamma(2, MEAN)
-    n = 2 * len(t)
-    total_pdf = np.fft.irfft(np.fft.rfft(commit_pdf, n) * np.fft.rfft(hops_pdf, n), n)[: len(t)] * GRID
-    total_cdf = np.cumsum(total_pdf) * GRID
-    mean_commit = float(np.sum(1.0 - commit_cdf) * GRID)
-    mean = 2 * MEAN + mean_commit
-    p99 = float(t[np.searchsorted(total_cdf, 0.99)])
-    return mean, p99
+MEAN = 1.0  # ms, one-way latency mean (kafkamodel.theory.EXPONENTIAL_1MS)
 
 
 def test_prediction_is_right_for_a_case_with_a_closed_form():

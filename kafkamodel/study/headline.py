@@ -1,0 +1,69 @@
+"""Headline numbers: what a notebook records so tests and the index can read it back.
+
+``record_headline(numbers, finding)`` displays one output carrying two
+representations: ``application/vnd.kafkamodel.headline+json`` (the numbers,
+for machines) and Markdown (for readers of the report). ``read_headline``
+finds it in an executed notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+MIME = "application/vnd.kafkamodel.headline+json"
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def headline_bundle(numbers: Mapping[str, Any], finding: str) -> dict:
+    """The display bundle: machine-readable numbers and a Markdown rendering."""
+    data = {"finding": finding, "numbers": _clean(dict(numbers))}
+    rows = "\n".join(f"| `{k}` | {_fmt(v)} |" for k, v in data["numbers"].items())
+    markdown = f"**Finding.** {finding}\n\n| headline number | value |\n|---|---|\n{rows}\n"
+    return {MIME: data, "text/markdown": markdown}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return "–" if v is None else str(v)
+
+
+def record_headline(numbers: Mapping[str, Any], finding: str) -> dict:
+    """Display the headline in the running notebook; returns what was recorded."""
+    from IPython.display import display
+
+    bundle = headline_bundle(numbers, finding)
+    display(bundle, raw=True)
+    return bundle[MIME]
+
+
+def read_headline(notebook: "str | Path | Mapping") -> dict | None:
+    """The last headline recorded in an executed notebook (a path or a notebook node), or None."""
+    if isinstance(notebook, (str, Path)):
+        nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    else:
+        nb = notebook
+    found = None
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []) or []:
+            data = output.get("data") or {}
+            if MIME in data:
+                value = data[MIME]
+                found = json.loads(value) if isinstance(value, str) else value
+    return found

@@ -1,0 +1,111 @@
+"""One point of a sweep: the pure unit of work every engine runs.
+
+``run_point(point) -> Result`` builds the scenario (base + overrides + seed)
+and simulates it; ``write_point`` writes the run folder (Parquet tables,
+summary.json, scenario.yaml, point.json), every row carrying the run id, the
+seed and the swept parameters. An engine (papermill today, Spark tasks
+later) calls ``execute_point`` into a staging folder, adds its own files
+(the executed notebook, timing.json) and publishes it with ``commit_run``:
+one rename, so a run folder is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Mapping
+
+from ..scenario import Scenario, load_scenario
+from .spec import Point, StudyError
+
+TIMING = "timing.json"  # engine-specific; everything else in a run folder is engine-independent
+
+
+def as_point(point: "Point | Mapping") -> Point:
+    if isinstance(point, Point):
+        return point
+    if not isinstance(point, Mapping):
+        raise StudyError([f"point: must be a sweep point (a mapping), got {type(point).__name__}"])
+    return Point.from_dict(point)
+
+
+def scenario_for(point: "Point | Mapping") -> Scenario:
+    """The point's scenario: its base with its overrides and seed."""
+    point = as_point(point)
+    return load_scenario(Path(point.base_path)).with_overrides({**point.overrides, "seed": point.seed})
+
+
+def run_point(point: "Point | Mapping"):
+    """Simulate one point; no I/O besides reading its base scenario."""
+    from ..simulation import simulate
+
+    return simulate(scenario_for(point))
+
+
+def row_columns(point: "Point | Mapping") -> dict:
+    """What every row of the point's tables (and its summary) carries."""
+    point = as_point(point)
+    return {"study": point.study, "part": point.part, "run_id": point.run_id, "config_id": point.config_id,
+            "seed": point.seed, **point.columns}
+
+
+def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
+    """Write the run folder for `result` at `out` (atomically), with the point beside it."""
+    point = as_point(point)
+    columns = row_columns(point)
+    for name, table in result.tables().items():
+        clash = [c for c in point.columns if c in table.columns]
+        if clash:
+            raise StudyError([f"params.{clash[0]}: the {name} table already has a column {clash[0]!r}; rename the param"])
+    clash = [c for c in point.columns if c in result.summary and result.summary[c] != point.columns[c]]
+    if clash:
+        raise StudyError([f"params.{clash[0]}: the summary already has a key {clash[0]!r}; rename the param"])
+    out = result.write(out, columns=columns)
+    (out / "point.json").write_text(json.dumps(point.to_dict(), indent=2, default=str) + "\n")
+    return out
+
+
+def execute_point(point: "Point | Mapping", out: "str | Path"):
+    """run_point + write_point, timed into timing.json; returns the Result."""
+    t0 = time.perf_counter()
+    result = run_point(point)
+    t1 = time.perf_counter()
+    out = write_point(result, point, out)
+    t2 = time.perf_counter()
+    (out / TIMING).write_text(json.dumps({"model_s": t1 - t0, "write_s": t2 - t1}) + "\n")
+    return result
+
+
+def staging_dir(study_dir: Path, run_id: str) -> Path:
+    """A hidden sibling of the final folder (Spark and the sweep ignore names starting with '.')."""
+    return study_dir / f".{run_id}.{uuid.uuid4().hex[:8]}"
+
+
+def is_finished(study_dir: Path, run_id: str) -> bool:
+    return (study_dir / run_id / "summary.json").is_file()
+
+
+def commit_run(staging: Path, final: Path, replace: bool = False) -> bool:
+    """Publish a complete staging folder as `final` with one rename.
+
+    If `final` already exists (another process finished the same point, or
+    a killed sweep's worker did), the staging copy is dropped unless
+    `replace`: a point is deterministic, so either copy is the run. Returns
+    True if this call published it.
+    """
+    if final.exists() and replace:
+        trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
+        final.rename(trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.rename(staging, final)
+        return True
+    except OSError:
+        if final.is_dir():
+            shutil.rmtree(staging, ignore_errors=True)
+            return False
+        raise

@@ -1,0 +1,529 @@
+"""Sweep specs: a study as grid × seeds over a named base scenario.
+
+``data/studies/<study>.yaml``::
+
+    study: quorum_vs_isr                # [a-z][a-z0-9_]*
+    title: Quorum vs ISR
+    question: one line the study answers
+    notebook: 10_quorum_vs_isr.ipynb    # the analysis notebook (``report``)
+    point_notebook: 00_explore.ipynb    # run once per point by the papermill engine (default)
+    base: steady-state                  # a shipped scenario name or a YAML path
+    seeds: 3                            # seeds 1..N per configuration at scale 1
+    overrides: {duration.ms: 20000}     # applied to every point
+    params:                             # column name -> what a value sets
+      mode: replication                 #   one override path
+      rf: [brokers, topics[0].replication.factor]   # several paths, same value
+      rule:                             #   named override sets (the column holds the name)
+        time: {broker.replica.lag.max.messages: null}
+        count: {broker.replica.lag.max.messages: 4000}
+    parts:                              # sub-experiments; without `parts`, top-level grid/points
+      latency:                          # form one part called `main`
+        base: ...                       # optional, else the top-level base
+        seeds: 2                        # optional, else the top-level seeds
+        overrides: {...}
+        grid: {mode: [isr, quorum], rf: [3, 5, 7]}   # the cartesian product ...
+        points: [{rf: 3, failures: 1}]  # ... crossed with these combinations (if given)
+
+A grid or point key is a declared param or an override path
+(``broker.min.insync.replicas``); a path's column is its last part with
+dots as underscores (``min_insync_replicas``). Seeds are shared across
+configurations (common random numbers). ``--scale`` multiplies the seeds.
+
+A pending study (``status: pending``, ``pending: why``) has no grid; the
+pipeline publishes a placeholder report for it.
+
+Every problem is reported as ``<file>: <field.path>: <rule>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ..paths import NOTEBOOKS, STUDIES, scenario_path
+from ..scenario import ScenarioError, load_scenario
+
+
+class StudyError(ScenarioError):
+    """Bad study input (a spec, a flag, a notebook parameter, a missing prerequisite): one line, exit 2."""
+
+
+class SpecError(StudyError):
+    """A sweep spec broke one or more rules; ``problems`` lists them all."""
+
+
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+TOP_KEYS = ("study", "title", "question", "notebook", "point_notebook", "base", "seeds", "overrides",
+            "params", "grid", "points", "parts", "status", "pending", "order")
+PART_KEYS = ("base", "seeds", "overrides", "grid", "points")
+# every run row carries these; a param may not take their names
+RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario",
+            # records / events / timeline / partitions columns (kafkamodel.result)
+            "topic", "partition", "key", "producer", "send_ms", "acked", "ack_ms", "error", "offset",
+            "visible_ms", "copies", "time_ms", "kind", "broker", "detail", "leader", "leader_epoch",
+            "log_end_offset", "high_watermark", "isr_size", "last_leader", "isr", "unavailable_ms",
+            "replica_divergence", "acked_records_lost", "committed_records_lost", "records_duplicated"}
+DEFAULT_POINT_NOTEBOOK = "00_explore.ipynb"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # the column in every run row
+    paths: tuple = ()  # override paths the value is written to
+    choices: Mapping | None = None  # named override sets: label -> {path: value}
+
+    def overrides(self, value: Any) -> dict:
+        if self.choices is not None:
+            return dict(self.choices[value])
+        return {p: value for p in self.paths}
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    base: str  # scenario name or path, as written
+    seeds: int  # at scale 1
+    overrides: dict  # path -> value, after the study's
+    combos: tuple  # each a dict param -> value
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run: everything needed to reproduce it, nothing else (engines pass it around as a dict)."""
+
+    study: str
+    part: str
+    base: str  # scenario name or path, as written in the spec
+    base_path: str  # that scenario's file, absolute
+    overrides: dict  # path -> value, in application order (study, part, params)
+    columns: dict  # param column -> value, as recorded in every row
+    seed: int
+    config_id: str  # stable hash of study, part, base and overrides: the configuration
+    run_id: str  # <part>-<config_id>-s<seed>
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Point":
+        missing = [k for k in cls.__dataclass_fields__ if k not in d]
+        if missing:
+            raise StudyError([f"point: missing {', '.join(missing)}"])
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Spec:
+    study: str
+    title: str
+    question: str
+    notebook: str | None  # analysis notebook file name in notebooks/
+    point_notebook: str
+    params: dict  # name -> Param
+    kinds: dict  # column -> "int" | "float" | "bool" | "str"
+    parts: tuple  # of Part
+    status: str  # "active" | "pending"
+    pending: str  # why, for a pending study
+    order: int  # position in the index
+    source: str  # the spec file
+    text: str = field(repr=False, default="")  # the spec as written (for the hash of nothing; kept for reports)
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == "pending"
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.kinds)
+
+    def seeds(self, part: Part, scale: float = 1.0) -> list[int]:
+        return list(range(1, max(1, round(part.seeds * scale)) + 1))
+
+    def configs(self) -> list[Point]:
+        """One point per configuration (seed 0 placeholder), in spec order."""
+        return [p for p in self._points(None)]
+
+    def points(self, scale: float = 1.0) -> list[Point]:
+        """Every run of the study at this scale: configurations × seeds, configuration-major."""
+        check_scale(scale)
+        return self._points(scale)
+
+    def _points(self, scale: float | None) -> list[Point]:
+        out = []
+        for part in self.parts:
+            base_path = str(_resolve_base(part.base))
+            seeds = self.seeds(part, scale) if scale is not None else [0]
+            for combo in part.combos:
+                overrides = dict(part.overrides)
+                for name, value in combo.items():
+                    overrides.update(self.params[name].overrides(value))
+                columns = {name: _column_value(value, self.kinds[name]) for name, value in combo.items()}
+                config_id = _hash({"study": self.study, "part": part.name, "base": part.base,
+                                   "overrides": list(overrides.items())})
+                for seed in seeds:
+                    out.append(Point(self.study, part.name, part.base, base_path, overrides, columns, seed,
+                                     config_id, f"{part.name}-{config_id}-s{seed}"))
+        return out
+
+
+def check_scale(scale: Any) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise StudyError([f"scale: must be a number > 0, got {scale!r}"])
+    return float(scale)
+
+
+def _hash(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _resolve_base(base: str) -> Path:
+    return scenario_path(base).resolve()
+
+
+def _column_value(value: Any, kind: str) -> Any:
+    if kind == "str":
+        if isinstance(value, (Mapping, list, tuple)):
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return str(value)
+    if kind == "float":
+        return float(value)
+    return value
+
+
+def _kind(values: list) -> str:
+    if all(isinstance(v, bool) for v in values):
+        return "bool"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return "float"
+    return "str"
+
+
+def column_for_path(path: str) -> str:
+    """The column an override path is recorded as: ``topics[0].replication.factor`` -> ``replication_factor``."""
+    tail = re.sub(r"^[a-z]+\[(\d+|\*)\]\.", "", path)
+    head, _, rest = tail.partition(".")
+    if head in ("broker", "network") and rest:
+        tail = rest
+    return re.sub(r"[^a-z0-9_]", "_", tail.lower())
+
+
+class _Loader(yaml.SafeLoader):
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def spec_path(study: "str | Path") -> Path:
+    """A study's spec file: a name (``quorum_vs_isr``) or a path."""
+    p = Path(study)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    return STUDIES / f"{study}.yaml"
+
+
+def all_specs(studies: Path | None = None) -> list[Spec]:
+    """Every spec in data/studies/, in index order."""
+    folder = studies or STUDIES
+    specs = [load_spec(f) for f in sorted(folder.glob("*.yaml"))]
+    return sorted(specs, key=lambda s: (s.order, s.study))
+
+
+def load_spec(study: "str | Path") -> Spec:
+    """A validated spec from a study name or a YAML path; SpecError lists every problem."""
+    path = spec_path(study)
+    if not path.is_file():
+        known = sorted(f.stem for f in STUDIES.glob("*.yaml"))
+        near = difflib.get_close_matches(str(study), known, n=1)
+        hint = f"; did you mean '{near[0]}'?" if near else (f"; studies are {', '.join(known)}" if known else "")
+        raise SpecError([f"{study}: no such study or spec file{hint}"])
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise SpecError([f"{path}:{where} not valid YAML ({reason})"]) from None
+    problems: list[str] = []
+    spec = _build(data, path, text, problems)
+    if problems:
+        raise SpecError([f"{path}: {p}" for p in problems])
+    return spec
+
+
+def _build(data: Any, path: Path, text: str, problems: list[str]) -> Spec | None:
+    if not isinstance(data, Mapping):
+        problems.append(f"spec: must be a mapping, got {type(data).__name__}")
+        return None
+    for key in data:
+        if key not in TOP_KEYS:
+            near = difflib.get_close_matches(str(key), TOP_KEYS, n=1)
+            problems.append(f"{key}: unknown key" + (f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(TOP_KEYS)}"))
+    study = data.get("study")
+    if not isinstance(study, str) or not NAME.match(study):
+        problems.append(f"study: must be a name like quorum_vs_isr ([a-z][a-z0-9_]*), got {study!r}")
+    status = data.get("status", "active")
+    if status not in ("active", "pending"):
+        problems.append(f"status: must be active or pending, got {status!r}")
+    order = data.get("order", 100)
+    if isinstance(order, bool) or not isinstance(order, int):
+        problems.append(f"order: must be an integer, got {order!r}")
+    for key in ("title", "question", "pending"):
+        if key in data and not (isinstance(data[key], str) and data[key].strip()):
+            problems.append(f"{key}: must be a non-empty string, got {data[key]!r}")
+    title = data.get("title") or str(study)
+    question = " ".join(str(data.get("question") or "").split())
+    pending_reason = " ".join(str(data.get("pending") or "").split())
+    if status == "pending":
+        if not pending_reason:
+            problems.append("pending: required when status is pending (say what the study waits for)")
+        extra = [k for k in ("grid", "points", "parts") if k in data]
+        if extra:
+            problems.append(f"{extra[0]}: a pending study has no runs; remove it or set status: active")
+        notebook = data.get("notebook")
+        if notebook is not None:
+            _check_notebook(notebook, "notebook", problems)
+        return Spec(str(study), title, question, notebook, DEFAULT_POINT_NOTEBOOK, {}, {}, (), "pending",
+                    pending_reason, order if isinstance(order, int) else 100, str(path), text)
+
+    notebook = data.get("notebook")
+    if notebook is None:
+        problems.append("notebook: required (the analysis notebook in notebooks/)")
+    else:
+        _check_notebook(notebook, "notebook", problems)
+    point_notebook = data.get("point_notebook", DEFAULT_POINT_NOTEBOOK)
+    _check_notebook(point_notebook, "point_notebook", problems, relative_to=path.parent)
+    seeds = data.get("seeds")
+    if not _positive_int(seeds):
+        problems.append(f"seeds: must be an integer >= 1 (seeds per configuration at scale 1), got {seeds!r}")
+        seeds = 1
+    base = data.get("base")
+    overrides = _overrides(data.get("overrides", {}), "overrides", problems)
+    params = _params(data.get("params", {}), problems)
+
+    raw_parts = data.get("parts")
+    if raw_parts is None:
+        raw_parts = {"main": {k: data[k] for k in ("grid", "points") if k in data}}
+        if not raw_parts["main"]:
+            problems.append("grid: required (or points, or parts)")
+    else:
+        for k in ("grid", "points"):
+            if k in data:
+                problems.append(f"{k}: goes inside each part when parts are given")
+        if not isinstance(raw_parts, Mapping) or not raw_parts:
+            problems.append("parts: must be a non-empty mapping of part name -> {base, seeds, overrides, grid, points}")
+            raw_parts = {}
+    values: dict[str, list] = {}
+    parts = []
+    for name, raw in raw_parts.items():
+        where = f"parts.{name}" if data.get("parts") is not None else ""
+        part = _part(str(name), raw, where, base, seeds, overrides, params, values, problems)
+        if part is not None:
+            parts.append(part)
+    kinds = {name: _kind(vals) for name, vals in values.items()}
+    spec = Spec(str(study), title, question, notebook, point_notebook, params, kinds, tuple(parts), "active",
+                "", order if isinstance(order, int) else 100, str(path), text)
+    if not problems:
+        _check_configs(spec, problems)
+    return spec
+
+
+def _check_notebook(name: Any, where: str, problems: list[str], relative_to: Path | None = None) -> None:
+    if not isinstance(name, str) or not name.endswith(".ipynb"):
+        problems.append(f"{where}: must be a notebook file name ending in .ipynb, got {name!r}")
+        return
+    if notebook_path(name, relative_to) is None:
+        problems.append(f"{where}: no notebook {name!r} in {NOTEBOOKS}")
+
+
+def notebook_path(name: str, relative_to: Path | None = None) -> Path | None:
+    """A notebook by file name in notebooks/, or a path (absolute, or relative to the spec)."""
+    for candidate in (NOTEBOOKS / name, Path(name), (relative_to / name) if relative_to else None):
+        if candidate is not None and candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _positive_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _overrides(raw: Any, where: str, problems: list[str]) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: must be a mapping of override path -> value, got {type(raw).__name__}")
+        return {}
+    for key in raw:
+        if not isinstance(key, str):
+            problems.append(f"{where}: keys must be override paths, got {key!r}")
+    return {str(k): v for k, v in raw.items()}
+
+
+def _params(raw: Any, problems: list[str]) -> dict[str, Param]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"params: must be a mapping of column name -> path, [paths] or named override sets, got {type(raw).__name__}")
+        return {}
+    params = {}
+    for name, how in raw.items():
+        where = f"params.{name}"
+        if not isinstance(name, str) or not NAME.match(name):
+            problems.append(f"{where}: a column name must match [a-z][a-z0-9_]*")
+            continue
+        if name in RESERVED:
+            problems.append(f"{where}: {name!r} is a column every run row already has; choose another name")
+            continue
+        if isinstance(how, str):
+            params[name] = Param(name, (how,))
+        elif isinstance(how, list) and how and all(isinstance(p, str) for p in how):
+            params[name] = Param(name, tuple(how))
+        elif isinstance(how, Mapping) and how:
+            choices = {}
+            for label, sets in how.items():
+                if isinstance(label, (Mapping, list)) or label is None:
+                    problems.append(f"{where}: a choice's name must be a string or a number, got {label!r}")
+                elif not isinstance(sets, Mapping):
+                    problems.append(f"{where}.{label}: must be a mapping of override path -> value")
+                else:
+                    choices[label] = {str(k): v for k, v in sets.items()}
+            params[name] = Param(name, (), choices)
+        else:
+            problems.append(f"{where}: must be an override path, a list of paths, or named override sets, got {how!r}")
+    return params
+
+
+def _part(name, raw, where, base, seeds, overrides, params, values, problems) -> Part | None:
+    at = f"{where}." if where else ""
+    if not NAME.match(name):
+        problems.append(f"{where or 'parts'}: a part name must match [a-z][a-z0-9_]*, got {name!r}")
+        return None
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: must be a mapping with grid and/or points")
+        return None
+    for key in raw:
+        if key not in PART_KEYS:
+            near = difflib.get_close_matches(str(key), PART_KEYS, n=1)
+            problems.append(f"{at}{key}: unknown key" + (f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(PART_KEYS)}"))
+    part_base = raw.get("base", base)
+    if not isinstance(part_base, str) or not part_base:
+        problems.append(f"{at}base: required (a scenario name in data/scenarios/ or a YAML path)")
+        part_base = None
+    elif not scenario_path(part_base).is_file():
+        problems.append(f"{at}base: no scenario {part_base!r} in data/scenarios/")
+        part_base = None
+    part_seeds = raw.get("seeds", seeds)
+    if not _positive_int(part_seeds):
+        problems.append(f"{at}seeds: must be an integer >= 1, got {part_seeds!r}")
+        part_seeds = 1
+    part_overrides = {**overrides, **_overrides(raw.get("overrides", {}), f"{at}overrides", problems)}
+
+    grid = raw.get("grid") or {}
+    if not isinstance(grid, Mapping):
+        problems.append(f"{at}grid: must be a mapping of param or override path -> list of values")
+        grid = {}
+    axes = []
+    for key, vals in grid.items():
+        here = f"{at}grid.{key}"
+        param = _param_for(str(key), params, here, problems)
+        if param is None:
+            continue
+        if not isinstance(vals, list) or not vals:
+            problems.append(f"{here}: must be a non-empty list of values")
+            continue
+        if len({json.dumps(v, sort_keys=True, default=str) for v in vals}) != len(vals):
+            problems.append(f"{here}: lists a value twice")
+        for i, v in enumerate(vals):
+            _check_value(param, v, f"{here}[{i}]", problems)
+        axes.append((param.name, vals))
+    points = raw.get("points")
+    if points is None:
+        points = [{}]
+    elif not isinstance(points, list) or not points or not all(isinstance(p, Mapping) for p in points):
+        problems.append(f"{at}points: must be a non-empty list of mappings param -> value")
+        points = [{}]
+    if not axes and points == [{}]:
+        problems.append(f"{where or 'grid'}: needs a grid or points")
+    combos = []
+    grid_names = {n for n, _ in axes}
+    for i, point in enumerate(points):
+        resolved = {}
+        for key, v in point.items():
+            here = f"{at}points[{i}].{key}"
+            param = _param_for(str(key), params, here, problems)
+            if param is None:
+                continue
+            if param.name in grid_names:
+                problems.append(f"{here}: also in the grid; a value comes from one or the other")
+                continue
+            _check_value(param, v, here, problems)
+            resolved[param.name] = v
+        for values_ in itertools.product(*(vals for _, vals in axes)):
+            combos.append({**dict(zip([n for n, _ in axes], values_)), **resolved})
+    for combo in combos:
+        for k, v in combo.items():
+            values.setdefault(k, []).append(v)
+    if part_base is None:
+        return None
+    return Part(name, part_base, part_seeds, part_overrides, tuple(combos))
+
+
+def _param_for(key: str, params: dict, where: str, problems: list[str]) -> Param | None:
+    if key in params:
+        return params[key]
+    if "." in key or "[" in key or key in ("replication", "brokers"):
+        column = column_for_path(key)
+        if column in RESERVED:
+            problems.append(f"{where}: its column {column!r} clashes with a column every run has; declare it under params with another name")
+            return None
+        existing = params.get(column)
+        if existing is not None and existing.paths != (key,):
+            problems.append(f"{where}: its column {column!r} is already a param; declare it under params with another name")
+            return None
+        params[column] = Param(column, (key,))
+        return params[column]
+    near = difflib.get_close_matches(key, list(params), n=1)
+    problems.append(f"{where}: not a declared param nor an override path" + (f"; did you mean '{near[0]}'?" if near else ""))
+    return None
+
+
+def _check_value(param: Param, value: Any, where: str, problems: list[str]) -> None:
+    if param.choices is not None and value not in param.choices:
+        problems.append(f"{where}: {value!r} is not one of {', '.join(map(str, param.choices))} (params.{param.name})")
+
+
+def _check_configs(spec: Spec, problems: list[str]) -> None:
+    """Every configuration must make a valid scenario: found now, before anything runs."""
+    bases: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for point in spec.configs():
+        label = f"parts.{point.part}" if len(spec.parts) > 1 or point.part != "main" else "grid"
+        shown = ", ".join(f"{k}={v}" for k, v in point.columns.items())
+        try:
+            base = bases.get(point.base_path) or bases.setdefault(point.base_path, load_scenario(Path(point.base_path)))
+            base.with_overrides(point.overrides)
+        except ScenarioError as exc:
+            problems.append(f"{label}: point ({shown}): {exc}")
+            if len(problems) > 5:
+                return
+        if point.config_id in seen:
+            problems.append(f"{label}: point ({shown}) repeats the configuration of ({seen[point.config_id]})")
+        seen[point.config_id] = shown

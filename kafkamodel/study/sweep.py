@@ -1,0 +1,228 @@
+"""Sweeps: run a study's points with papermill, in worker processes, resumably.
+
+Each point executes the spec's point notebook (``00_explore.ipynb`` by
+default) with the point as a parameter; the notebook calls
+``kafkamodel.study.point.execute_point`` into a hidden staging folder, then
+the worker adds the executed notebook and timing.json and publishes the
+folder with one rename to ``data/runs/<study>/<run_id>/``. So a run folder is
+complete or absent; a re-run skips finished runs; a killed sweep loses only
+what was in flight; a failed point is recorded under ``_failed/`` (its error
+and its executed notebook) and retried on the next sweep.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import ROOT, RUNS
+from .point import TIMING, commit_run, is_finished, staging_dir
+from .spec import Spec, StudyError, check_scale, notebook_path
+
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # ipykernel 7's "running over TCP without encryption"
+FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
+
+
+@dataclass
+class SweepOutcome:
+    study: str
+    total: int  # points at this scale
+    skipped: int = 0  # finished by an earlier sweep
+    ran: list = field(default_factory=list)  # run ids published now
+    failed: list = field(default_factory=list)  # (run_id, error line)
+    overhead_s: list = field(default_factory=list)  # per run: papermill time not spent in the model
+    model_s: list = field(default_factory=list)  # per run: simulate + write inside the notebook
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def lines(self) -> list[str]:
+        out = [f"{self.study}: {self.total} points: {len(self.ran)} ran, {self.skipped} already done, "
+               f"{len(self.failed)} failed ({self.wall_s:.0f} s)"]
+        if self.overhead_s:
+            out.append(f"  papermill overhead per run: mean {statistics.mean(self.overhead_s):.2f} s, "
+                       f"median {statistics.median(self.overhead_s):.2f} s "
+                       f"(model + write: mean {statistics.mean(self.model_s):.2f} s)")
+        for run_id, error in self.failed:
+            out.append(f"  FAILED {run_id}: {error}")
+        if self.failed:
+            out.append(f"  details: {RUNS_HINT.format(study=self.study)}")
+        return out
+
+
+RUNS_HINT = "data/runs/{study}/_failed/"
+
+
+def check_workers(workers) -> int:
+    if workers is None:
+        return os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise StudyError([f"--workers: must be an integer >= 1, got {workers!r}"])
+    return workers
+
+
+def check_timeout(timeout) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise StudyError([f"--timeout: must be a number of seconds > 0, got {timeout!r}"])
+    return float(timeout)
+
+
+@contextmanager
+def _study_lock(study_dir: Path):
+    study_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(study_dir / ".lock", "w")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StudyError([f"sweep: another sweep of {study_dir.name} is running ({study_dir / '.lock'})"]) from None
+        yield
+    finally:
+        handle.close()
+
+
+def _clean_staging(study_dir: Path) -> None:
+    """Leftovers of a killed sweep: hidden staging folders and notebooks (never the lock)."""
+    for entry in study_dir.iterdir():
+        if entry.name.startswith(".") and entry.name != ".lock":
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _record_failure(study_dir: Path, point: dict, error: str, notebook: Path | None) -> None:
+    folder = study_dir / FAILED
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{point['run_id']}.json"
+    tmp.write_text(json.dumps({"run_id": point["run_id"], "error": error, "point": point}, indent=2, default=str) + "\n")
+    tmp.rename(folder / f"{point['run_id']}.json")
+    if notebook is not None and notebook.exists():
+        notebook.rename(folder / f"{point['run_id']}.ipynb")
+
+
+def _clear_failure(study_dir: Path, run_id: str) -> None:
+    for suffix in (".json", ".ipynb"):
+        (study_dir / FAILED / f"{run_id}{suffix}").unlink(missing_ok=True)
+
+
+def _error_line(exc: BaseException) -> str:
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    text = f"{ename}: {evalue}" if ename else f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:500]
+
+
+def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, replace: bool) -> dict:
+    """Worker: execute the point notebook for one point and publish its run folder."""
+    import papermill as pm
+
+    logging.getLogger("papermill").setLevel(logging.ERROR)
+    study_dir = Path(study_dir)
+    staging = staging_dir(study_dir, point["run_id"])
+    executed = staging.with_name(staging.name + ".ipynb")
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            notebook, str(executed),
+            parameters={"point": point, "out": str(staging), "plots": False, "interactive": False},
+            execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
+            cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
+        )
+        total = time.perf_counter() - t0
+        if not (staging / "summary.json").is_file():
+            raise StudyError([f"{notebook}: finished without writing the run folder (does it call execute_point?)"])
+        timing = json.loads((staging / TIMING).read_text()) if (staging / TIMING).is_file() else {}
+        inside = timing.get("model_s", 0.0) + timing.get("write_s", 0.0)
+        timing.update({"engine": "papermill", "total_s": total, "overhead_s": total - inside})
+        (staging / TIMING).write_text(json.dumps(timing) + "\n")
+        executed.rename(staging / "notebook.ipynb")
+        commit_run(staging, study_dir / point["run_id"], replace=replace)
+        _clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "overhead_s": timing["overhead_s"], "model_s": inside}
+    except Exception as exc:  # recorded, and the sweep carries on
+        _record_failure(study_dir, point, _error_line(exc), executed)
+        return {"run_id": point["run_id"], "ok": False, "error": _error_line(exc)}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        executed.unlink(missing_ok=True)
+
+
+def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0,
+               resume: bool = True, runs: Path | None = None, progress: bool = True) -> list[SweepOutcome]:
+    """Run every point of these studies not finished yet, sharing one pool of worker processes."""
+    scale, workers, timeout = check_scale(scale), check_workers(workers), check_timeout(timeout)
+    runs = Path(runs) if runs is not None else RUNS
+    active = [s for s in specs if not s.is_pending]
+    plans = []
+    for spec in active:  # expand (and so validate) everything before running anything
+        nb = notebook_path(spec.point_notebook, Path(spec.source).parent)
+        plans.append((spec, spec.points(scale), nb))
+    outcomes: dict[str, SweepOutcome] = {}
+    with ExitStack() as stack:
+        jobs = []
+        for spec, points, nb in plans:
+            study_dir = runs / spec.study
+            stack.enter_context(_study_lock(study_dir))
+            _clean_staging(study_dir)
+            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points))
+            for p in points:
+                if resume and is_finished(study_dir, p.run_id):
+                    outcome.skipped += 1
+                else:
+                    jobs.append((spec.study, p.to_dict(), str(study_dir), str(nb)))
+        started = {s: time.perf_counter() for s in outcomes}
+        if jobs:
+            _execute(jobs, outcomes, started, workers=min(workers, len(jobs)), timeout=timeout,
+                     replace=not resume, progress=progress)
+    return [outcomes[s.study] for s in active]
+
+
+def _execute(jobs, outcomes, started, *, workers, timeout, replace, progress) -> None:
+    from tqdm import tqdm
+
+    skipped = sum(o.skipped for o in outcomes.values())
+    bar = tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar.set_postfix_str(f"{skipped} already done")
+    remaining = {s: 0 for s in outcomes}
+    for study, *_ in jobs:
+        remaining[study] += 1
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(papermill_point, point, study_dir, nb, timeout, replace): study
+                   for study, point, study_dir, nb in jobs}
+        failed = 0
+        for future in as_completed(futures):
+            study = futures[future]
+            outcome = outcomes[study]
+            r = future.result()
+            if r["ok"]:
+                outcome.ran.append(r["run_id"])
+                outcome.overhead_s.append(r["overhead_s"])
+                outcome.model_s.append(r["model_s"])
+            else:
+                failed += 1
+                outcome.failed.append((r["run_id"], r["error"]))
+                bar.set_postfix_str(f"{skipped} already done, {failed} failed")
+            remaining[study] -= 1
+            if remaining[study] == 0:
+                outcome.wall_s = time.perf_counter() - started[study]
+            bar.update(1)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        bar.close()
+    pool.shutdown(wait=True)
