@@ -31,6 +31,9 @@ class FaultActor:
     def _fault_fire(self, i: int) -> None:
         f = self.faults[i]
         kind = f["kind"]
+        if kind.startswith("consumer_"):
+            self._consumer_fault(f)
+            return
         targets = f["broker"] if isinstance(f["broker"], (list, tuple)) else [f["broker"]]
         resolved = [self._resolve(t) for t in targets]  # all resolved first: the faults are simultaneous
         for target, b in zip(targets, resolved):
@@ -40,6 +43,22 @@ class FaultActor:
             getattr(self, f"fault_{kind}")(b, f)
             if f["duration.ms"] is not None and kind != "restart":
                 self.kernel.schedule(self.kernel.now + float(f["duration.ms"]), getattr(self, f"fault_end_{kind}"), b, f)
+
+    def _consumer_fault(self, f: dict) -> None:
+        """consumer_crash (restarts as a new member after duration.ms, if given), consumer_leave, consumer_join."""
+        g = self.group_by_name(f["group"])
+        kind = f["kind"]
+        if kind == "consumer_join":
+            self.consumer_join(g)
+            return
+        if f["member"] >= len(g.members) or not g.members[f["member"]].alive:
+            self.event("fault_skipped", -1, -1, f"{kind} {g.name}[{f['member']}]: no such live member")
+            return
+        m = g.members[f["member"]]
+        if kind == "consumer_crash":
+            self.consumer_crash(g, m, f["duration.ms"])
+        else:
+            self.consumer_leave(g, m)
 
     def _stop_process(self, b: int) -> bool:
         """The process is gone: roles, ISR state, waiting requests and fetch sessions with it."""

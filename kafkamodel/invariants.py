@@ -65,7 +65,8 @@ def committed_prefixes_agree(sim) -> list[str]:
 
 
 def no_committed_record_lost(sim) -> list[str]:
-    """Every batch some leader's HW covered is in the log of the partition's current (or last) leader."""
+    """Every batch some leader's HW covered is in the log of the partition's current (or last) leader
+    (or was deleted from it by retention)."""
     committed = sim.b_committed
     part_of = sim.b_partition
     wanted: dict[int, set] = {}
@@ -75,8 +76,8 @@ def no_committed_record_lost(sim) -> list[str]:
     problems = []
     for p, batches in wanted.items():
         part = sim.partitions[p]
-        log = sim.replicas[p][part.last_leader].log
-        missing = batches.difference(e[3] for e in log)
+        rep = sim.replicas[p][part.last_leader]
+        missing = batches.difference(e[3] for e in rep.log).difference(e[3] for e in rep.retired)
         if missing:
             records = sum(sim.b_count[b] for b in missing)
             problems.append(f"{part.name}: {records} committed records missing from leader {part.last_leader}")

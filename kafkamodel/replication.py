@@ -160,7 +160,54 @@ class ReplicationActor:
         for b in range(len(self.brokers)):
             self.start_broker_timers(b)
 
+    # ---- segments and retention ------------------------------------------------
+
+    def _segment_append(self, rep: Replica, entry: tuple, now: float) -> None:
+        if rep.segments is None:
+            self._rebuild_segments(rep)
+            return
+        size = self.b_bytes[entry[3]] if entry[3] >= 0 else 0
+        segs = rep.segments
+        if not segs or segs[-1][1] + size > self.partitions[rep.partition].segment_bytes:
+            segs.append([entry[0], 0, now])  # roll a new segment
+        segs[-1][1] += size
+        segs[-1][2] = now
+
+    def _rebuild_segments(self, rep: Replica) -> None:
+        rep.segments = []
+        for entry, at in zip(rep.log, rep.append_ms):
+            self._segment_append(rep, entry, at)
+
+    def broker_apply_retention(self, b: int) -> None:
+        """Delete whole old segments (never the active one, never above the HW) by age and by size."""
+        now = self.kernel.now
+        for p in self.partitions_of[b]:
+            rep, part = self.replicas[p][b], self.partitions[p]
+            if rep.segments is None:
+                self._rebuild_segments(rep)
+            segs = rep.segments
+            cut = 0
+            deletable = lambda k: k < len(segs) - 1 and segs[k + 1][0] <= rep.high_watermark
+            if part.retention_ms is not None:
+                while deletable(cut) and now - segs[cut][2] > part.retention_ms:
+                    cut += 1
+            if part.retention_bytes is not None:
+                total = sum(s[1] for s in segs[cut:])
+                while deletable(cut) and total - segs[cut][1] >= part.retention_bytes:
+                    total -= segs[cut][1]
+                    cut += 1
+            if cut:
+                start = segs[cut][0]
+                k = rep.entry_index(start)
+                rep.retired.extend(rep.log[:k])
+                del rep.log[:k], rep.bases[:k], rep.append_ms[:k], segs[:cut]
+                rep.log_start_offset = start
+                self.event("retention", p, b, f"deleted {cut} segment(s); log start offset now {start}")
+        self.timer(b, float(self.broker_cfg["log.retention.check.interval.ms"]), self.broker_apply_retention, b)
+
     def start_broker_timers(self, b: int) -> None:
+        if self.retention_on:
+            self.timer(b, float(self.broker_cfg["log.retention.check.interval.ms"]), self.broker_apply_retention, b)
         flush_ms = self.broker_cfg["log.flush.interval.ms"]
         if flush_ms:
             self.timer(b, float(flush_ms), self.broker_flush, b)
@@ -222,6 +269,8 @@ class ReplicationActor:
         base = rep.log_end_offset
         end = base + self.b_count[b]
         rep.append((base, end, rep.leader_epoch, b), self.kernel.now)
+        if self.retention_on:
+            self._segment_append(rep, rep.log[-1], self.kernel.now)
         if self.track_producers:
             self._track_producer(rep, (base, end, rep.leader_epoch, b))
         if self.flush_messages and end - rep.flushed_offset >= self.flush_messages:
@@ -300,6 +349,8 @@ class ReplicationActor:
                 committed[b] = True
                 visible[b] = now
             i += 1
+        if rep.consumer_parked:
+            self.leader_wake_consumers(rep)
         pending = rep.pending
         if pending and pending[0][0] <= hw:
             k = 0
@@ -340,6 +391,9 @@ class ReplicationActor:
             return
         if offset > rep.log_end_offset:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
             self.send(broker, f, self.follower_handle_out_of_range, (f, p, session, rep.log_end_offset), True)
+            return
+        if offset < rep.log_start_offset:  # OFFSET_OUT_OF_RANGE: retention deleted what it needs
+            self.send(broker, f, self.follower_restart_log_at, (f, p, session, rep.log_start_offset), True)
             return
         now = self.kernel.now
         leo = rep.log_end_offset
@@ -414,6 +468,9 @@ class ReplicationActor:
                 self.follower_fetch(rep)
                 return
             rep.extend(entries, self.kernel.now)
+            if self.retention_on:
+                for entry in entries:
+                    self._segment_append(rep, entry, self.kernel.now)
             if self.track_producers:
                 for entry in entries:
                     self._track_producer(rep, entry)
@@ -433,6 +490,19 @@ class ReplicationActor:
     def _follower_retry(self, rep: Replica, session: int) -> None:
         if rep.fetch_session == session and not rep.is_leader and rep.leader >= 0:
             self._follower_resend(rep)
+
+    def follower_restart_log_at(self, f: int, p: int, session: int, start: int) -> None:
+        """truncateFullyAndStartAt: the leader no longer has what follows our log; start over at its log start."""
+        rep = self.replicas[p][f]
+        if rep.fetch_session != session or rep.is_leader:
+            return
+        rep.last_heard_ms = self.kernel.now
+        rep.retired.extend(rep.log)
+        rep.truncate_to(rep.log_start_offset)
+        rep.log_start_offset = rep.log_end_offset = start
+        rep.high_watermark = max(rep.high_watermark, start)
+        self.event("truncation", p, f, f"below the leader's log start: log restarts at {start}")
+        self.follower_fetch(rep)
 
     def follower_handle_out_of_range(self, f: int, p: int, session: int, leader_leo: int) -> None:
         rep = self.replicas[p][f]
@@ -508,6 +578,8 @@ class ReplicationActor:
         if rep.is_leader:
             for _, b, attempt, _ in rep.pending:
                 self.send(rep.broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_LEADER, -1))
+            for (gi, mi, fid), (token, p, pos) in rep.consumer_parked.items():
+                self.send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, 1))
             rep.reset_leader_state()
             rep.is_leader = False
 

@@ -24,7 +24,7 @@ import yaml
 from .invariants import PROPERTIES, diverging_offsets
 from .producer import ACKED, ERRORS, FAILED, PENDING, INFLIGHT
 
-TABLES = ("records", "events", "timeline", "partitions")
+TABLES = ("records", "events", "timeline", "partitions", "groups")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Result:
     events: pd.DataFrame  # ISR changes, elections, faults, truncations, violations
     timeline: pd.DataFrame  # per partition: leader, LEO, HW, ISR size over time
     partitions: pd.DataFrame  # per partition at the end: losses, divergence, availability
+    groups: pd.DataFrame  # per consumer group: processed, lost, duplicated, latency, rebalances
     scenario: dict = field(default_factory=dict)  # the resolved scenario that ran
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -102,8 +103,9 @@ def build_result(sim) -> Result:
     divergence_total = 0
     for part in sim.partitions:
         final = sim.replicas[part.index][part.last_leader]
-        ids = np.fromiter((e[3] for e in final.log), dtype=np.int64, count=len(final.log))
-        bases = np.fromiter((e[0] for e in final.log), dtype=np.int64, count=len(final.log))
+        log = final.retired_entries + final.log  # what retention deleted was there, not lost
+        ids = np.fromiter((e[3] for e in log), dtype=np.int64, count=len(log))
+        bases = np.fromiter((e[0] for e in log), dtype=np.int64, count=len(log))
         data = ids >= 0
         ids, bases = ids[data], bases[data]
         np.add.at(presence, ids, 1)
@@ -149,6 +151,16 @@ def build_result(sim) -> Result:
 
     produce_latency = (rec_ack - w.send_ms)[acked]
     e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
+    counts = np.bincount(w.partition, minlength=len(sim.partitions)) if w.records else np.zeros(len(sim.partitions), int)
+    skews = []
+    for t in sim.scenario["topics"]:
+        first = sim.topic_first[t["name"]]
+        per = counts[first:first + t["partitions"]]
+        if per.sum():
+            skews.append(float(per.max() / per.mean()))
+    for row, c in zip(part_rows, counts.tolist()):
+        row["records"] = c
+    group_rows = [_group_row(sim, g, offset, rec_presence) for g in sim.groups]
 
     violations = {name: prop(sim) for name, prop in PROPERTIES.items()}
     for name, problems in violations.items():
@@ -188,6 +200,13 @@ def build_result(sim) -> Result:
     }
     for name, problems in violations.items():
         summary[f"{name}_violations"] = len(problems)
+    summary["partition_skew"] = max(skews) if skews else None
+    summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
+    summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
+    for r in group_rows:
+        for key in ("records_processed", "consumed_lost", "consumed_duplicates", "consume_e2e_latency_ms_p50",
+                    "consume_e2e_latency_ms_p99", "rebalances"):
+            summary[f"{r['group']}.{key}"] = r[key]
     summary = {k: _clean(v) for k, v in summary.items()}
 
     topics = [t["name"] for t in scenario["topics"]]
@@ -212,7 +231,36 @@ def build_result(sim) -> Result:
     timeline = pd.DataFrame(sim.timeline, columns=["time_ms", "topic", "partition", "leader", "leader_epoch",
                                                   "log_end_offset", "high_watermark", "isr_size"])
     partitions = pd.DataFrame(part_rows)
-    return Result(summary, records, events, timeline, partitions, scenario.to_dict())
+    groups = pd.DataFrame(group_rows, columns=["group", "topic", "members", "commit", "records_processed", "consumed_lost",
+                                               "consumed_duplicates", "consume_e2e_latency_ms_p50",
+                                               "consume_e2e_latency_ms_p99", "rebalances"])
+    return Result(summary, records, events, timeline, partitions, groups, scenario.to_dict())
+
+
+def _group_row(sim, g, offset: np.ndarray, presence: np.ndarray) -> dict:
+    """A group's delivery: lost = in the log below where the group got to, never processed."""
+    w = sim.workload
+    reached = np.zeros(len(sim.partitions), dtype=np.int64)
+    for p in g.partitions:
+        reached[p] = g.committed.get(p, 0)
+        for m in g.members:
+            if m.alive and p in m.assignment and m.positions.get(p, -1) > reached[p]:
+                reached[p] = m.positions[p]
+    origin = np.zeros(len(sim.partitions), dtype=np.int64)
+    for p, start in g.origin.items():
+        origin[p] = start
+    in_scope = (presence > 0) & (offset >= origin[w.partition]) & (offset < reached[w.partition])
+    lost = in_scope & (g.processed == 0)
+    latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+    return {
+        "group": g.name, "topic": g.cfg["topic"], "members": len(g.members), "commit": g.cfg["commit"],
+        "records_processed": int((g.processed > 0).sum()),
+        "consumed_lost": int(lost.sum()),
+        "consumed_duplicates": int((g.processed > 1).sum()),
+        "consume_e2e_latency_ms_p50": _percentile(latency, 50),
+        "consume_e2e_latency_ms_p99": _percentile(latency, 99),
+        "rebalances": g.rebalances,
+    }
 
 
 def _key_categories(key: np.ndarray):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .consumer import ConsumerActor
 from .controller import ControllerActor
 from .distributions import Sampler
 from .faults import FaultActor
@@ -30,7 +31,7 @@ CONTROLLER = -2  # node id of the controller (ZooKeeper or KRaft quorum; it neve
 STREAMS = ("network",)
 
 
-class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
+class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor, FaultActor):
     def __init__(self, scenario: Scenario, partitioner=None):
         self.scenario = scenario
         self.kernel = Kernel()
@@ -69,7 +70,11 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
             unclean = broker_cfg["unclean.leader.election.enable"] if unclean is None else unclean
             for p in range(t["partitions"]):
                 replicas = tuple((p + i) % n for i in range(rf))
-                self.partitions.append(Partition(len(self.partitions), t["name"], p, replicas, min_isr, unclean))
+                part = Partition(len(self.partitions), t["name"], p, replicas, min_isr, unclean)
+                part.segment_bytes = t["segment.bytes"] or broker_cfg["log.segment.bytes"]
+                part.retention_ms = t["retention.ms"] or broker_cfg["log.retention.ms"]
+                part.retention_bytes = t["retention.bytes"] or broker_cfg["log.retention.bytes"]
+                self.partitions.append(part)
         # replicas[p][b]: broker b's replica of partition p
         self.replicas: list[dict[int, Replica]] = [
             {b: Replica(part.index, b) for b in part.replicas} for part in self.partitions
@@ -79,6 +84,10 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
             for b in part.replicas:
                 self.partitions_of[b].append(part.index)
         self.majority = [len(part.replicas) // 2 + 1 for part in self.partitions]
+        duration = float(scenario["duration.ms"])
+        self.retention_on = any(  # keep segments only when retention can act within the run
+            part.retention_bytes is not None or (part.retention_ms is not None and part.retention_ms < duration)
+            for part in self.partitions)
 
         self.commit_rule = make_commit_rule(self)
         self.lag_rule = make_lag_rule(broker_cfg)
@@ -87,6 +96,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         self.workload = build_workload(scenario, self.topic_first, producer_rngs, partitioner)
         self.init_controller()
         self.init_producers(producer_rngs)
+        self.init_consumers()
         self.init_faults()
 
     # ---- messages and timers -------------------------------------------------
@@ -207,6 +217,7 @@ class Simulation(ProducerActor, ReplicationActor, ControllerActor, FaultActor):
         self.start_replication()
         self.start_controller()
         self.start_producers()
+        self.start_consumers()
         self.start_faults()
         interval = scenario["timeline.interval.ms"] or max(duration / 400.0, 1.0)
         self.kernel.schedule(0.0, self._sample_timeline, float(interval))

@@ -43,7 +43,7 @@ class Replica:
     __slots__ = (
         "partition", "broker", "log", "bases", "log_end_offset", "high_watermark", "hw_checkpoint",
         "leader_epoch", "is_leader", "leader", "fetch_session", "epoch_start_offset", "awaiting_epoch", "last_heard_ms",
-        "append_ms", "flushed_offset", "producers",
+        "append_ms", "flushed_offset", "producers", "log_start_offset", "consumer_parked", "segments", "retired",
         "isr", "follower_leo", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo",
         "parked", "timer_armed", "pending",
     )
@@ -56,6 +56,10 @@ class Replica:
         self.append_ms: list[float] = []  # when each entry reached this replica's page cache
         self.flushed_offset = 0  # log is on disk (fsynced) below this offset
         self.producers: dict | None = {}  # producer -> its last 5 entries here; None: rebuild from the log
+        self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
+        self.consumer_parked: dict = {}  # as leader: consumer fetches waiting for the HW to move
+        self.segments: list | None = []  # [base offset, bytes, last append ms] per segment; None: rebuild
+        self.retired: list[int] = []  # batches retention deleted from this log
         self.log_end_offset = 0  # LEO: next offset to be written
         self.high_watermark = 0  # HW as this replica knows it
         self.hw_checkpoint = 0  # HW last written to replication-offset-checkpoint (survives a crash)
@@ -85,6 +89,7 @@ class Replica:
         self.parked = {}
         self.timer_armed = set()
         self.pending = []
+        self.consumer_parked = {}
 
     def append(self, entry: tuple, now: float) -> None:
         self.log.append(entry)
@@ -137,8 +142,9 @@ class Replica:
         del self.bases[i:]
         del self.append_ms[i:]
         self.producers = None  # the idempotence state is rebuilt from what remains
+        self.segments = None
         old = self.log_end_offset
-        self.log_end_offset = self.log[-1][1] if self.log else 0
+        self.log_end_offset = self.log[-1][1] if self.log else self.log_start_offset
         removed = old - self.log_end_offset
         if self.high_watermark > self.log_end_offset:
             self.high_watermark = self.log_end_offset
@@ -155,6 +161,10 @@ class Replica:
         written_back = self.log[i - 1][1] if i else 0
         return max(self.flushed_offset, written_back)
 
+    @property
+    def retired_entries(self) -> list:
+        return self.retired
+
     def batches(self) -> list[int]:
         return [e[3] for e in self.log]
 
@@ -164,7 +174,7 @@ class Partition:
 
     __slots__ = (
         "index", "topic", "number", "replicas", "min_isr", "unclean", "leader", "leader_epoch", "isr",
-        "last_leader", "unavailable_since", "unavailable_ms", "elr",
+        "last_leader", "unavailable_since", "unavailable_ms", "elr", "segment_bytes", "retention_ms", "retention_bytes",
     )
 
     def __init__(self, index: int, topic: str, number: int, replicas: tuple[int, ...], min_isr: int, unclean: bool):
@@ -178,6 +188,9 @@ class Partition:
         self.leader_epoch = 0  # the controller's leader epoch
         self.isr: tuple[int, ...] = replicas  # the ISR the controller holds
         self.elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas (removed while ISR < min.insync.replicas)
+        self.segment_bytes = 1 << 30  # segment.bytes in force
+        self.retention_ms: float | None = None  # retention.ms in force (None: forever)
+        self.retention_bytes: int | None = None  # retention.bytes in force (None: no limit)
         self.last_leader = replicas[0]  # last broker elected leader (whose log is final)
         self.unavailable_since: float | None = None  # start of the current unwritable stretch
         self.unavailable_ms = 0.0  # total time an acks=all write could not be accepted
