@@ -256,8 +256,29 @@ class ConsumerActor:
         if not slices:
             self.consumer_poll(g, m, m.token)
             return
-        if g.cfg["commit"] == "before_processing":
-            self._consumer_commit(g, m, {p: nxt})
+        if g.cfg["commit"] == "before_processing":  # commitSync, then process only if it went through
+            m.processing = (None, slices, p, nxt)  # fetched, not started: lost if the member dies now
+            self.send(CLIENT, COORDINATOR, self.coordinator_commit_sync, (gi, mi, m.token, m.generation, {p: nxt}, slices, p, nxt))
+            return
+        self._consumer_process(g, m, slices, p, nxt)
+
+    def coordinator_commit_sync(self, gi, mi, token, generation, offsets, slices, p, nxt) -> None:
+        accepted = self.coordinator_commit(gi, generation, offsets, None)
+        self.send(COORDINATOR, CLIENT, self.consumer_commit_answer, (gi, mi, token, accepted, slices, p, nxt))
+
+    def consumer_commit_answer(self, gi, mi, token, accepted, slices, p, nxt) -> None:
+        g = self.groups[gi]
+        m = g.members[mi]
+        if not m.alive or token != m.token:
+            return
+        if accepted:
+            self._consumer_process(g, m, slices, p, nxt)
+        else:  # CommitFailedException: the group moved on; these records are not ours to process
+            m.processing = None
+            self.consumer_poll(g, m, m.token)
+
+    def _consumer_process(self, g: Group, m: Member, slices: list, p: int, nxt: int) -> None:
+        now = self.kernel.now
         count = sum(s[2] - s[1] for s in slices)
         m.processing = (now, slices, p, nxt)
         self.kernel.schedule(now + count * g.cfg["processing.ms"], self.consumer_done_processing, g, m, m.token)
@@ -304,14 +325,15 @@ class ConsumerActor:
             return
         self.send(CLIENT, COORDINATOR, self.coordinator_commit, (g.index, m.generation, offsets, output))
 
-    def coordinator_commit(self, gi: int, generation: int, offsets: dict, output) -> None:
+    def coordinator_commit(self, gi: int, generation: int, offsets: dict, output) -> bool:
         """OffsetCommit (with the output, for atomic): refused from a member of an older generation."""
         g = self.groups[gi]
         if generation != g.generation:
-            return
+            return False
         g.committed.update(offsets)
         if output is not None:
             self._mark_processed(g, *output)
+        return True
 
     # ---- membership changes ---------------------------------------------------------
 
@@ -321,7 +343,7 @@ class ConsumerActor:
         if not m.alive:
             return
         now = self.kernel.now
-        if m.processing is not None and g.cfg["commit"] != "atomic":
+        if m.processing is not None and m.processing[0] is not None and g.cfg["commit"] != "atomic":
             t0, slices, _, _ = m.processing
             proc = g.cfg["processing.ms"]
             done = int((now - t0) / proc) if proc > 0 else sum(s[2] - s[1] for s in slices)

@@ -77,9 +77,25 @@ class FaultActor:
             rep.high_watermark = min(rep.hw_checkpoint, rep.log_end_offset)
         return True
 
+    def _reset_connections(self, b: int) -> None:
+        """The dead process's kernel resets its TCP connections: whoever waits on it hears at once."""
+        for p in self.partitions_of[b]:
+            rep = self.replicas[p][b]
+            if not rep.is_leader:
+                continue
+            for _, batch, attempt, _ in rep.pending:
+                self.send(CLIENT, CLIENT, self._producer_refused, (b, batch, attempt))
+            for (gi, mi, fid), (token, part, pos) in rep.consumer_parked.items():
+                self.send(CLIENT, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, part, pos, [], pos, 1))
+            for follower, (_, _, session) in rep.parked.items():
+                self.send(follower, follower, self.follower_handle_fetch_error, (follower, p, session))
+
     def fault_crash(self, b: int, f: dict) -> None:
         """The broker process dies. Its log survives whole (the page cache outlives a
-        process); its HW falls back to the last replication-offset-checkpoint."""
+        process); its HW falls back to the last replication-offset-checkpoint. Its
+        connections are reset, so clients and followers waiting on it find out at once."""
+        if self.brokers[b].up:
+            self._reset_connections(b)
         if not self._stop_process(b):
             self.event("fault_skipped", -1, b, "crash: already down")
             return

@@ -241,16 +241,22 @@ def _group_row(sim, g, offset: np.ndarray, presence: np.ndarray) -> dict:
     """A group's delivery: lost = in the log below where the group got to, never processed."""
     w = sim.workload
     reached = np.zeros(len(sim.partitions), dtype=np.int64)
+    in_progress = np.zeros(w.records, dtype=bool)  # polls live members are still working on at the end
     for p in g.partitions:
         reached[p] = g.committed.get(p, 0)
         for m in g.members:
-            if m.alive and p in m.assignment and m.positions.get(p, -1) > reached[p]:
-                reached[p] = m.positions[p]
+            if m.alive and p in m.assignment:
+                reached[p] = max(reached[p], m.positions.get(p, -1))
+    for m in g.members:
+        if m.alive and m.processing is not None:
+            for b, first, last, _ in m.processing[1]:
+                start = int(w.batch_lo[b]) + first
+                in_progress[start:start + last - first] = True
     origin = np.zeros(len(sim.partitions), dtype=np.int64)
     for p, start in g.origin.items():
         origin[p] = start
     in_scope = (presence > 0) & (offset >= origin[w.partition]) & (offset < reached[w.partition])
-    lost = in_scope & (g.processed == 0)
+    lost = in_scope & (g.processed == 0) & ~in_progress
     latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
     return {
         "group": g.name, "topic": g.cfg["topic"], "members": len(g.members), "commit": g.cfg["commit"],
