@@ -199,10 +199,10 @@ class ConsumerActor:
             return
         if pos == RESET:
             pos = rep.high_watermark if g.cfg["auto.offset.reset"] == "latest" else rep.log_start_offset
-        if pos < rep.log_start_offset or pos > rep.high_watermark:
+        if pos < rep.log_start_offset or pos > rep.log_end_offset:
             self.send(broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, OUT_OF_RANGE))
             return
-        if pos >= rep.high_watermark:  # nothing committed to read: long poll
+        if pos >= rep.high_watermark:  # nothing committed to read (or a new leader's HW still behind): long poll
             rep.consumer_parked[(gi, mi, fid)] = (token, p, pos)
             self.kernel.schedule(self.kernel.now + g.cfg["fetch.max.wait.ms"], self._consumer_wait_expired, rep, gi, mi, fid)
             return

@@ -211,7 +211,10 @@ class ProducerActor:
 
     def _producer_queue(self, b: int, pc: ProducerConfig, p: int, now: float) -> None:
         self.b_state[b] = PENDING
-        insort(pc.queue.setdefault(p, []), b)
+        queue = pc.queue.setdefault(p, [])
+        insort(queue, b)
+        for waiting in pc.blocked.pop(p, []):  # one backlog, oldest first: nothing overtakes a resend
+            insort(queue, waiting)
         if p not in pc.armed:
             pc.armed.add(p)
             self.kernel.schedule(now + max(pc.backoff, 1.0), self._producer_wake, pc, p)

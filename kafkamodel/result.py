@@ -99,6 +99,7 @@ def build_result(sim) -> Result:
     # the final log of each partition's last leader
     presence = np.zeros(nb, dtype=np.int64)
     first_base = np.full(nb, -1, dtype=np.int64)
+    last_base = np.full(nb, -1, dtype=np.int64)
     part_rows = []
     divergence_total = 0
     for part in sim.partitions:
@@ -109,9 +110,8 @@ def build_result(sim) -> Result:
         data = ids >= 0
         ids, bases = ids[data], bases[data]
         np.add.at(presence, ids, 1)
-        unseen = first_base[ids] < 0
-        # first occurrence wins: write in reverse so the earliest base is the last written
-        first_base[ids[::-1]] = bases[::-1]
+        first_base[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
+        last_base[ids] = bases
         diverged = 0
         for b in part.replicas:
             if b != part.last_leader:
@@ -126,7 +126,6 @@ def build_result(sim) -> Result:
             "high_watermark": leader_rep.high_watermark, "unavailable_ms": part.unavailable_ms,
             "replica_divergence": diverged,
         })
-        del unseen
 
     rb = w.batch
     rec_state = state[rb]
@@ -135,6 +134,7 @@ def build_result(sim) -> Result:
     rec_committed = committed[rb]
     position = np.arange(w.records, dtype=np.int64) - w.batch_lo[rb]
     offset = np.where(rec_presence > 0, first_base[rb] + position, -1)
+    last_offset = np.where(rec_presence > 0, last_base[rb] + position, -1)
     rec_ack = np.where(acked, ack_ms[rb], np.nan)
     rec_visible = visible[rb]
 
@@ -224,6 +224,7 @@ def build_result(sim) -> Result:
         "ack_ms": rec_ack,
         "error": pd.Categorical.from_codes(error_codes.astype(np.int8), categories=list(ERRORS)),
         "offset": offset,
+        "last_offset": last_offset,
         "visible_ms": rec_visible,
         "copies": rec_presence.astype(np.int16),
     })
@@ -238,15 +239,13 @@ def build_result(sim) -> Result:
 
 
 def _group_row(sim, g, offset: np.ndarray, presence: np.ndarray) -> dict:
-    """A group's delivery: lost = in the log below where the group got to, never processed."""
+    """A group's delivery: lost = in the final log below the group's committed offset (and above where it
+    started), never processed, and not in a poll a live member is still working on."""
     w = sim.workload
     reached = np.zeros(len(sim.partitions), dtype=np.int64)
     in_progress = np.zeros(w.records, dtype=bool)  # polls live members are still working on at the end
-    for p in g.partitions:
+    for p in g.partitions:  # the group resumes from its committed offsets: below them, what was not processed never will be
         reached[p] = g.committed.get(p, 0)
-        for m in g.members:
-            if m.alive and p in m.assignment:
-                reached[p] = max(reached[p], m.positions.get(p, -1))
     for m in g.members:
         if m.alive and m.processing is not None:
             for b, first, last, _ in m.processing[1]:

@@ -9,6 +9,7 @@ and send time, so each batch is a contiguous range ``[lo, hi)`` of records.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +108,7 @@ def assign_partitions(p: dict, key: np.ndarray, times: np.ndarray, partitions: i
     keyed = key >= 0
     if keyed.any():
         out[keyed] = partition_for_keys(key[keyed], partitions)
-        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], dict) else None
+        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         if mapping:
             table = {int(k.split("-", 1)[1]): v for k, v in mapping.items() if k.startswith("key-") and k[4:].isdigit()}
             for k, part in table.items():

@@ -1,0 +1,261 @@
+"""Producers and consumers end to end: partitioners, idempotence, groups, delivery semantics, retention."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkamodel import load_scenario, simulate
+from kafkamodel.assignors import range_assign, range_ceil_assign, roundrobin_assign, sticky_assign
+from kafkamodel.partitioner import murmur2
+from kafkamodel.simulation import Simulation
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+
+
+def run(name: str, **overrides):
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
+    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
+
+
+def producer_only(**producer):
+    return {"name": "p", "seed": 3, "duration.ms": 3000, "brokers": 3,
+            "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": 2000, **producer}]}
+
+
+# ---- partitioners ---------------------------------------------------------------
+
+
+def test_keyed_records_go_where_kafkas_murmur2_says():
+    r = simulate(producer_only(keys={"cardinality": 200}))
+    keys = r.records.key.astype(str)
+    expected = [(murmur2(k.encode()) & 0x7FFFFFFF) % 4 for k in keys]
+    assert (r.records.partition.to_numpy() == np.array(expected)).all()
+
+
+def test_uniform_sticky_sends_batch_size_runs_to_one_partition_then_switches():
+    r = simulate(producer_only())  # null keys, batch.size 16384 / 100-byte records = 163 per run
+    parts = r.records.sort_values("send_ms").partition.to_numpy()
+    runs = np.split(parts, np.flatnonzero(np.diff(parts)) + 1)
+    assert all(len(run) == 163 for run in runs[:-1])
+    assert len(runs) > 10
+
+
+def test_legacy_round_robin_and_round_robin_partitioner():
+    legacy = simulate(producer_only(partitioner="legacy")).records.sort_values("send_ms")
+    assert (legacy.partition.to_numpy() == np.arange(len(legacy)) % 4).all()
+    rr = simulate(producer_only(partitioner="round_robin", keys={"cardinality": 3})).records.sort_values("send_ms")
+    assert (rr.partition.to_numpy() == np.arange(len(rr)) % 4).all()  # keys ignored
+
+
+def test_sticky_kip480_switches_when_a_batch_closes():
+    # low rate: a batch closes on linger.ms (5 ms), long before 163 records; each batch's records share a partition
+    r = simulate(producer_only(partitioner="sticky", **{"rate.per.s": 300}))
+    parts = r.records.sort_values("send_ms").partition.to_numpy()
+    runs = np.split(parts, np.flatnonzero(np.diff(parts)) + 1)
+    assert max(len(run) for run in runs) < 163 and len(runs) > 50
+
+
+def test_custom_mapping_and_callable_partitioners():
+    mapped = simulate(producer_only(keys={"cardinality": 10}, partitioner={"mapping": {"key-3": 2, "key-7": 0}})).records
+    assert (mapped[mapped.key == "key-3"].partition == 2).all()
+    assert (mapped[mapped.key == "key-7"].partition == 0).all()
+    other = mapped[~mapped.key.isin(["key-3", "key-7"])]
+    assert (other.partition.to_numpy() == [(murmur2(k.encode()) & 0x7FFFFFFF) % 4 for k in other.key.astype(str)]).all()
+    called = simulate(producer_only(keys={"cardinality": 10}), partitioner=lambda key, n: int(key.split("-")[1]) % n)
+    assert (called.records.partition.to_numpy() == called.records.key.astype(str).str[4:].astype(int).to_numpy() % 4).all()
+
+
+def test_skew_is_reported():
+    one_key = simulate(producer_only(keys={"cardinality": 1}))
+    assert one_key.summary["partition_skew"] == pytest.approx(4.0)
+    assert sorted(one_key.partitions.records.tolist())[:3] == [0, 0, 0]
+    spread = simulate(producer_only(keys={"cardinality": 10000}))
+    assert spread.summary["partition_skew"] < 1.1
+
+
+# ---- assignors: Kafka's documented examples --------------------------------------
+
+
+def test_range_assignor_matches_kafka():
+    # Kafka's javadoc: 3 partitions, 2 consumers -> C0 [p0, p1], C1 [p2]
+    assert range_assign(["C0", "C1"], [0, 1, 2]) == {"C0": [0, 1], "C1": [2]}
+    # KAFKA_FACTS: 4 partitions, 3 consumers -> P//C = 1 each, the first P%C = 1 one more
+    assert range_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2], "C2": [3]}
+    # seed 002's ceil(P/C) variant differs there
+    assert range_ceil_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2, 3], "C2": []}
+
+
+def test_roundrobin_assignor_matches_kafka():
+    # javadoc: t0, t1 with 3 partitions each (0-2, 3-5): C0 [t0p0, t0p2, t1p1], C1 [t0p1, t1p0, t1p2]
+    assert roundrobin_assign(["C0", "C1"], list(range(6))) == {"C0": [0, 2, 4], "C1": [1, 3, 5]}
+
+
+def test_sticky_assignor_matches_kafkas_example():
+    # javadoc: t0..t3 with 2 partitions each (t_i p_j = 2i + j), consumers C0, C1, C2
+    first = sticky_assign(["C0", "C1", "C2"], list(range(8)), {})
+    assert first == {"C0": [0, 3, 6], "C1": [1, 4, 7], "C2": [2, 5]}
+    # C1 leaves: sticky keeps everything C0 and C2 had: C0 [t0p0, t1p1, t3p0, t2p0], C2 [t1p0, t2p1, t0p1, t3p1]
+    after = sticky_assign(["C0", "C2"], list(range(8)), first)
+    assert after == {"C0": sorted([0, 3, 6, 4]), "C2": sorted([2, 5, 1, 7])}
+
+
+# ---- delivery semantics ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_at_most_once_loses_and_never_duplicates(seed):
+    g = run("delivery-at-most-once", seed=seed).groups.iloc[0]
+    assert g.consumed_duplicates == 0 and g.consumed_lost > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_at_least_once_duplicates_and_never_loses(seed):
+    g = run("delivery-at-least-once", seed=seed).groups.iloc[0]
+    assert g.consumed_lost == 0 and g.consumed_duplicates > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_exactly_once_neither_loses_nor_duplicates(seed):
+    r = run("delivery-exactly-once", seed=seed)
+    g = r.groups.iloc[0]
+    assert g.consumed_lost == 0 and g.consumed_duplicates == 0
+    assert r.summary["records_duplicated"] == 0 and g.records_processed > 0.7 * r.summary["records_sent"]
+
+
+consumer_faults = st.lists(
+    st.fixed_dictionaries({
+        "at.ms": st.floats(500, 14000).map(lambda x: round(x, 1)),
+        "kind": st.sampled_from(["consumer_crash", "consumer_crash", "consumer_leave", "consumer_join"]),
+        "duration.ms": st.floats(100, 4000).map(lambda x: round(x, 1)),
+        "member": st.integers(0, 2),
+    }), min_size=1, max_size=4)
+
+
+def delivery_scenario(faults, seed, commit, broker_crash):
+    fs = []
+    for f in faults:
+        f = {**f, "group": "g"}
+        if f["kind"] == "consumer_join":
+            f.pop("member"), f.pop("duration.ms")
+        if f["kind"] == "consumer_leave":
+            f.pop("duration.ms")
+        fs.append(f)
+    if broker_crash is not None:
+        fs.append({"at.ms": broker_crash, "kind": "crash", "broker": "leader:t-0", "duration.ms": 3000})
+    return {
+        "name": "delivery", "seed": seed, "duration.ms": 24000, "brokers": 3,
+        "broker": {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": 2000},
+        "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 300, "keys": {"cardinality": 100},
+                       "burst": {"records": 800, "every.ms": 2000}, "request.timeout.ms": 3000}],
+        "consumers": [{"group": "g", "topic": "t", "members": 3, "commit": commit, "processing.ms": 1.0,
+                       "session.timeout.ms": 3000, "heartbeat.interval.ms": 1000, "auto.offset.reset": "earliest"}],
+        "faults": fs,
+    }
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(faults=consumer_faults, seed=st.integers(0, 2**32),
+       broker_crash=st.one_of(st.none(), st.floats(500, 14000).map(lambda x: round(x, 1))))
+def test_each_commit_policy_keeps_its_guarantee_under_crash_schedules(faults, seed, broker_crash):
+    exactly = simulate(delivery_scenario(faults, seed, "atomic", broker_crash))
+    g = exactly.groups.iloc[0]
+    assert (g.consumed_lost, g.consumed_duplicates, exactly.summary["records_duplicated"]) == (0, 0, 0)
+    at_least = simulate(delivery_scenario(faults, seed, "after_processing", broker_crash)).groups.iloc[0]
+    assert at_least.consumed_lost == 0
+    at_most = simulate(delivery_scenario(faults, seed, "before_processing", broker_crash)).groups.iloc[0]
+    assert at_most.consumed_duplicates == 0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(faults=consumer_faults, seed=st.integers(0, 2**32))
+def test_rebalances_never_give_a_partition_to_two_members(faults, seed):
+    r = simulate(delivery_scenario(faults, seed, "auto", None))
+    owner: dict[str, str] = {}
+    for kind, detail in r.events[r.events.kind.isin(["consumer_assign", "consumer_revoke", "consumer_crash",
+                                                     "consumer_session_expired", "consumer_leave"])][["kind", "detail"]].itertuples(index=False):
+        member = detail.split(": ")[1].split(" ")[0]
+        parts = detail.split("[")[1].rstrip("]").split(", ") if "[" in detail else []
+        if kind == "consumer_assign":
+            for p in filter(None, parts):
+                assert owner.get(p) in (None, member), f"{p} owned by {owner.get(p)} and given to {member}"
+                owner[p] = member
+        elif kind in ("consumer_revoke", "consumer_session_expired", "consumer_leave"):
+            for p in [p for p, m in owner.items() if m == member]:
+                del owner[p]
+
+
+# ---- idempotence, duplicates, ordering ------------------------------------------------
+
+
+def log_order_inversions(records) -> int:
+    """Per key, how often the log (all copies, by partition and offset) goes back in send order."""
+    rec = records[records.copies > 0]
+    firsts = rec[["partition", "offset", "send_ms", "key"]]
+    seconds = rec[rec.copies > 1][["partition", "last_offset", "send_ms", "key"]].rename(columns={"last_offset": "offset"})
+    log = np.concatenate([firsts.to_numpy(dtype=object), seconds.to_numpy(dtype=object)])
+    inversions = 0
+    for key in set(log[:, 3]):
+        rows = log[log[:, 3] == key]
+        rows = rows[np.lexsort((rows[:, 1].astype(int), rows[:, 0].astype(int)))]
+        inversions += int((np.diff(rows[:, 2].astype(float)) < 0).sum())
+    return inversions
+
+
+def test_leader_failure_after_followers_fetched_duplicates_only_without_idempotence():
+    dups = [run("producer-retry-duplicates", seed=s).summary["records_duplicated"] for s in range(1, 7)]
+    assert sum(d > 0 for d in dups) >= 3, dups
+    for s in range(1, 7):
+        assert run("producer-retry-idempotent", seed=s).summary["records_duplicated"] == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_resends_duplicate_and_reorder_only_without_idempotence(seed):
+    plain = run("producer-timeout-reordering", seed=seed)
+    assert plain.summary["records_duplicated"] > 0 and log_order_inversions(plain.records) > 0
+    idem = run("producer-timeout-idempotent", seed=seed)
+    assert idem.summary["records_duplicated"] == 0 and log_order_inversions(idem.records) == 0
+    assert idem.summary["acked_records_lost"] == plain.summary["acked_records_lost"] == 0
+
+
+def test_order_is_kept_per_key_but_not_across_partitions():
+    sim = Simulation(load_scenario(SCENARIOS / "key-ordering.yaml"))
+    result = sim.run()
+    rec = result.records.assign(processed_ms=sim.groups[0].first_processed_ms)
+    rec = rec[~rec.processed_ms.isna()]
+    per_key = sum(int((np.diff(g.sort_values("processed_ms").send_ms.to_numpy()) < 0).sum())
+                  for _, g in rec.groupby("key", observed=True))
+    overall = int((np.diff(rec.sort_values("processed_ms").send_ms.to_numpy()) < 0).sum())
+    assert per_key == 0
+    assert overall > 100
+
+
+# ---- retention ------------------------------------------------------------------------
+
+
+def test_a_consumer_behind_retention_loses_what_was_deleted_and_producers_lose_nothing():
+    r = simulate({
+        "name": "retention", "seed": 1, "duration.ms": 30000, "brokers": 3,
+        "broker": {"log.retention.check.interval.ms": 1000},
+        "topics": [{"name": "t", "partitions": 1, "replication.factor": 3, "segment.bytes": 100000, "retention.ms": 5000}],
+        "producers": [{"topic": "t", "rate.per.s": 1000}],
+        "consumers": [
+            {"group": "slow", "topic": "t", "commit": "after_processing", "processing.ms": 2, "auto.offset.reset": "earliest"},
+            {"group": "fast", "topic": "t", "commit": "after_processing", "processing.ms": 0.1, "auto.offset.reset": "earliest"},
+        ],
+    })
+    groups = r.groups.set_index("group")
+    assert groups.loc["slow", "consumed_lost"] > 0 and groups.loc["fast", "consumed_lost"] == 0
+    assert (r.events.kind == "retention").any() and (r.events.kind == "offset_reset").any()
+    assert r.summary["acked_records_lost"] == 0 and r.summary["no_committed_record_lost_violations"] == 0
+    # each broker's log start only moves forward
+    retention = r.events[r.events.kind == "retention"]
+    for _, rows in retention.groupby("broker"):
+        starts = rows.detail.str.extract(r"now (\d+)")[0].astype(int)
+        assert (starts.diff().dropna() > 0).all()
