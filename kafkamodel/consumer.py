@@ -52,8 +52,9 @@ class Member:
 
     @property
     def in_group(self) -> bool:
-        """Still a member as the coordinator sees it (a crashed one is, until its session expires)."""
-        return not self.expired and not self.leaving
+        """Still a member as the coordinator sees it: a crashed one until its session expires,
+        a leaving one until its LeaveGroup is sent (after the poll it is busy with)."""
+        return not self.expired
 
 
 class Group:

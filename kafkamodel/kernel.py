@@ -26,7 +26,7 @@ class Kernel:
 
     def run(self, until: float) -> None:
         """Process events up to and including time `until`."""
-        heap, seq_push = self._heap, heappush
+        heap = self._heap
         hook = self.after_event
         while heap and heap[0][0] <= until:
             at, _, action, args = heappop(heap)

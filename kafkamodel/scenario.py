@@ -88,7 +88,6 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
     """Rules that relate fields to each other."""
     brokers = s["brokers"] if isinstance(s["brokers"], int) else 0
     duration = s["duration.ms"]
-    broker = s["broker"]
     topics: dict[str, dict] = {}
     for i, t in enumerate(s["topics"]):
         name, rf = t["name"], t["replication.factor"]

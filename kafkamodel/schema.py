@@ -30,15 +30,19 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _bounds(v: float, path: str, lo: float | None, hi: float | None) -> list[str]:
+    if lo is not None and v < lo:
+        return [f"{path}: must be >= {lo}, got {v}"]
+    if hi is not None and v > hi:
+        return [f"{path}: must be <= {hi}, got {v}"]
+    return []
+
+
 def integer(lo: int | None = None, hi: int | None = None) -> Check:
     def check(v: Any, path: str) -> list[str]:
         if isinstance(v, bool) or not isinstance(v, int):
             return [f"{path}: must be an integer, got {v!r}"]
-        if lo is not None and v < lo:
-            return [f"{path}: must be >= {lo}, got {v}"]
-        if hi is not None and v > hi:
-            return [f"{path}: must be <= {hi}, got {v}"]
-        return []
+        return _bounds(v, path, lo, hi)
 
     return check
 
@@ -49,11 +53,7 @@ def number(lo: float | None = None, *, positive: bool = False, hi: float | None 
             return [f"{path}: must be a finite number, got {v!r}"]
         if positive and v <= 0:
             return [f"{path}: must be > 0, got {v}"]
-        if lo is not None and v < lo:
-            return [f"{path}: must be >= {lo}, got {v}"]
-        if hi is not None and v > hi:
-            return [f"{path}: must be <= {hi}, got {v}"]
-        return []
+        return _bounds(v, path, lo, hi)
 
     return check
 

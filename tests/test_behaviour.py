@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kafkamodel import load_scenario, simulate
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+from shipped import run
 
-
-def run(name: str, **overrides):
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
 
 
 def test_acks1_loses_acknowledged_records_when_the_leader_dies_before_followers_fetch():

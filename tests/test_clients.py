@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,12 +13,8 @@ from kafkamodel.assignors import range_assign, range_ceil_assign, roundrobin_ass
 from kafkamodel.partitioner import murmur2
 from kafkamodel.simulation import Simulation
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+from shipped import SCENARIOS, run
 
-
-def run(name: str, **overrides):
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
 
 
 def producer_only(**producer):

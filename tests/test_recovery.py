@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kafkamodel import load_scenario, simulate
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+from shipped import SCENARIOS, run
+
 SEEDS = [1, 2, 3]
-
-
-def run(name: str, **overrides):
-    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
-    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -1,0 +1,15 @@
+"""The shipped scenarios, run by name with overrides (shared by the test modules)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafkamodel import load_scenario, simulate
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+
+
+def run(name: str, **overrides):
+    """Simulate data/scenarios/NAME.yaml with `overrides` (paths as Scenario.with_overrides takes them)."""
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
+    return simulate(scenario.with_overrides(overrides) if overrides else scenario)
