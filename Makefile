@@ -1,23 +1,25 @@
 # The two commands a new user types: `make study` and `make test`.
-# Both create the virtual environment when it is missing.
+# Both create the virtual environment when it is missing (with the study kit:
+# papermill, Spark, Jupyter; Spark needs Java 17+ on PATH).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SCALE  ?= 1
 
-.PHONY: study test test-slow bench run clean
+.PHONY: study test test-slow bench lab run clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[study,test]'
 	touch $(STAMP)
 
-## study: set up, then run every shipped scenario and print its summary
+## study: set up, run every study (sweeps, Spark aggregation, HTML reports); SCALE=4 for 4x the seeds
 study: $(STAMP)
-	$(PY) -m kafkamodel study
+	SCALE=$(SCALE) $(PY) -m kafkamodel study
 
-## test: the fast test suite
+## test: the fast test suite (the study kit's tests start one local Spark session)
 test: $(STAMP)
 	$(PY) -m pytest
 
@@ -28,6 +30,10 @@ test-slow: $(STAMP)
 ## bench: simulated records per CPU-second and bytes per record
 bench: $(STAMP)
 	$(PY) -m kafkamodel bench
+
+## lab: JupyterLab on the notebooks (as root it needs --allow-root, added here)
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
 	rm -rf $(VENV) data/runs data/processed .pytest_cache .hypothesis
