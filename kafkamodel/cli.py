@@ -1,4 +1,4 @@
-"""``python -m kafkamodel VERB``: run, keys, bench (and the study verbs).
+"""``python -m kafkamodel VERB``: run, validate, keys, bench, and the study kit's study, sweep, aggregate, report.
 
 Bad input exits with status 2 and one line on stderr naming the field and
 the rule; nothing is left half-written.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,34 +36,72 @@ def _cmd_run(args) -> int:
     return 0
 
 
+def _scale(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"--scale: must be a number > 0, got {value!r}") from None
+
+
+def _default_scale() -> float:
+    raw = os.environ.get("SCALE", "").strip()
+    if not raw:
+        return 1.0
+    try:
+        return float(raw)
+    except ValueError:
+        raise UsageError(f"SCALE: must be a number > 0, got {raw!r}") from None
+
+
+def _command(argv) -> None:
+    """Remember how the reports were made (they say so)."""
+    os.environ["KAFKAMODEL_COMMAND"] = " ".join(["python -m kafkamodel", *argv])
+
+
 def _cmd_study(args) -> int:
-    """Run every shipped scenario, write its run folder, print a comparison table."""
-    from tqdm import tqdm
+    """All sweeps, Spark aggregation, reports and the index; prints where the reports are."""
+    from .study.pipeline import run_study
 
-    from .paths import RUNS, SCENARIOS
-    from .simulation import simulate
+    scale = args.scale if args.scale is not None else _default_scale()
+    outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master)
+    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.seconds:.0f} s")
+    if outcome.failed_points:
+        print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
+        return 1
+    return 0
 
-    files = sorted(SCENARIOS.glob("*.yaml"))
-    if not files:
-        raise UsageError(f"no scenarios in {SCENARIOS}")
-    scenarios = [load_scenario(f) for f in files]  # validate all before running any
-    columns = ["records_sent", "records_acked", "acked_records_lost", "committed_records_lost",
-               "not_enough_replicas_errors", "isr_shrinks", "isr_expands", "leader_elections",
-               "unclean_leader_elections", "unavailable_ms", "produce_latency_ms_p50", "produce_latency_ms_p99"]
-    rows = []
-    for f, scenario in tqdm(list(zip(files, scenarios)), desc="scenarios", unit="run", file=sys.stderr):
-        result = simulate(scenario)
-        result.write(RUNS / "scenarios" / f.stem, columns={"run_id": f.stem})
-        rows.append((f.stem, result.summary))
-    width = max(len(name) for name, _ in rows)
-    print(f"{'scenario':<{width}}  " + "  ".join(c for c in columns))
-    for name, s in rows:
-        cells = []
-        for c in columns:
-            v = s[c]
-            cells.append(f"{v:>{len(c)}.1f}" if isinstance(v, float) else f"{str(v):>{len(c)}}")
-        print(f"{name:<{width}}  " + "  ".join(cells))
-    print(f"\nrun folders: {RUNS / 'scenarios'}", file=sys.stderr)
+
+def _cmd_sweep(args) -> int:
+    from .study.spec import load_spec
+    from .study.sweep import run_sweeps
+
+    spec = load_spec(args.spec)
+    if spec.is_pending:
+        raise UsageError(f"{spec.study}: pending ({spec.pending}); it has no points to run")
+    scale = args.scale if args.scale is not None else _default_scale()
+    (outcome,) = run_sweeps([spec], scale=scale, workers=args.workers, timeout=args.timeout,
+                            resume=not args.no_resume)
+    for line in outcome.lines():
+        print(line)
+    if outcome.failed:
+        print(f"error: {len(outcome.failed)} of {outcome.total} points failed; re-run to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_aggregate(args) -> int:
+    from .study.aggregate import aggregate
+
+    print(aggregate(args.study, master=args.master).line())
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .study.report import report
+
+    outcome = report(args.study, timeout=args.timeout)
+    print(outcome.line())
+    print(f"index: {outcome.html.parent / 'index.html'}")
     return 0
 
 
@@ -94,6 +133,32 @@ def _cmd_bench(args) -> int:
     return run_bench(records=args.records, repeats=args.repeats)
 
 
+def _positive_int(flag: str):
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise UsageError(f"{flag}: must be an integer >= 1, got {value!r}")
+        return n
+
+    return parse
+
+
+def _seconds(flag: str):
+    def parse(value: str) -> float:
+        try:
+            x = float(value)
+        except ValueError:
+            x = -1.0
+        if not x > 0:
+            raise UsageError(f"{flag}: must be a number of seconds > 0, got {value!r}")
+        return x
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m kafkamodel", description="Kafka replication study kit")
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
@@ -107,8 +172,30 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("scenario")
     validate.set_defaults(func=_cmd_validate)
 
-    study = verbs.add_parser("study", help="run every shipped scenario and print their summaries")
+    study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
+    study.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
+    study.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
+    study.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
+    study.add_argument("--master", help="Spark master URL (default: local[*])")
     study.set_defaults(func=_cmd_study)
+
+    sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill (finished runs are skipped)")
+    sweep.add_argument("spec", help="a study name (data/studies/NAME.yaml) or a sweep spec file")
+    sweep.add_argument("--workers", type=_positive_int("--workers"), help="worker processes (default: cores)")
+    sweep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
+    sweep.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
+    sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
+    sweep.set_defaults(func=_cmd_sweep)
+
+    agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
+    agg.add_argument("study", help="a study name or spec file")
+    agg.add_argument("--master", help="Spark master URL (default: local[*])")
+    agg.set_defaults(func=_cmd_aggregate)
+
+    rep = verbs.add_parser("report", help="execute the study's notebook on its aggregates -> reports/STUDY.html")
+    rep.add_argument("study", help="a study name or spec file")
+    rep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
+    rep.set_defaults(func=_cmd_report)
 
     keys = verbs.add_parser("keys", help="list every scenario key with its default")
     keys.set_defaults(func=_cmd_keys)
@@ -122,8 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser().parse_args(argv)
+        _command(argv)
         return args.func(args)
     except (ScenarioError, UsageError) as exc:
         print("error: " + " ".join(line.strip() for line in str(exc).splitlines()), file=sys.stderr)  # one line
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept; the same command resumes", file=sys.stderr)
+        return 130

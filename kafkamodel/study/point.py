@@ -23,6 +23,7 @@ from ..scenario import Scenario, load_scenario
 from .spec import Point, StudyError
 
 TIMING = "timing.json"  # engine-specific; everything else in a run folder is engine-independent
+SUMMARY_TABLE = "summary.parquet"  # summary.json as a typed one-row table (what Spark reads)
 
 
 def as_point(point: "Point | Mapping") -> Point:
@@ -66,7 +67,33 @@ def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
         raise StudyError([f"params.{clash[0]}: the summary already has a key {clash[0]!r}; rename the param"])
     out = result.write(out, columns=columns)
     (out / "point.json").write_text(json.dumps(point.to_dict(), indent=2, default=str) + "\n")
+    write_summary_table(result.summary, columns, out / SUMMARY_TABLE)
     return out
+
+
+def write_summary_table(summary: Mapping, columns: Mapping, path: Path) -> None:
+    """The summary as a one-row Parquet table with fixed types, so Spark reads a study's runs without inferring.
+
+    Numbers are float64 (a count and a latency that may be null read alike
+    across runs); run identity and swept columns keep their own types.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays, names = [], []
+    for key, value in {**summary, **columns}.items():
+        if key in columns:
+            kind = pa.string() if isinstance(value, str) else pa.bool_() if isinstance(value, bool) else (
+                pa.int64() if isinstance(value, int) else pa.float64())
+        elif isinstance(value, bool):
+            kind = pa.bool_()
+        elif isinstance(value, (int, float)) or value is None:
+            kind, value = pa.float64(), (None if value is None else float(value))
+        else:
+            kind, value = pa.string(), value if isinstance(value, str) else json.dumps(value, default=str)
+        arrays.append(pa.array([value], type=kind))
+        names.append(key)
+    pq.write_table(pa.Table.from_arrays(arrays, names=names), path)
 
 
 def execute_point(point: "Point | Mapping", out: "str | Path"):

@@ -23,6 +23,7 @@
         overrides: {...}
         grid: {mode: [isr, quorum], rf: [3, 5, 7]}   # the cartesian product ...
         points: [{rf: 3, failures: 1}]  # ... crossed with these combinations (if given)
+        record_latency: false           # skip pooling per-record latency (parts with millions of records)
 
 A grid or point key is a declared param or an override path
 (``broker.min.insync.replicas``); a path's column is its last part with
@@ -43,7 +44,7 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -64,7 +65,7 @@ class SpecError(StudyError):
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 TOP_KEYS = ("study", "title", "question", "notebook", "point_notebook", "base", "seeds", "overrides",
             "params", "grid", "points", "parts", "status", "pending", "order")
-PART_KEYS = ("base", "seeds", "overrides", "grid", "points")
+PART_KEYS = ("base", "seeds", "overrides", "grid", "points", "record_latency")
 # every run row carries these; a param may not take their names
 RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario",
             # records / events / timeline / partitions columns (kafkamodel.result)
@@ -94,6 +95,7 @@ class Part:
     seeds: int  # at scale 1
     overrides: dict  # path -> value, after the study's
     combos: tuple  # each a dict param -> value
+    record_latency: bool = True  # pool every record's latency in the aggregates (off for parts with millions of records)
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,6 @@ class Spec:
     pending: str  # why, for a pending study
     order: int  # position in the index
     source: str  # the spec file
-    text: str = field(repr=False, default="")  # the spec as written (for the hash of nothing; kept for reports)
 
     @property
     def is_pending(self) -> bool:
@@ -223,6 +224,8 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` merges are allowed
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -262,13 +265,13 @@ def load_spec(study: "str | Path") -> Spec:
         reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise SpecError([f"{path}:{where} not valid YAML ({reason})"]) from None
     problems: list[str] = []
-    spec = _build(data, path, text, problems)
+    spec = _build(data, path, problems)
     if problems:
         raise SpecError([f"{path}: {p}" for p in problems])
     return spec
 
 
-def _build(data: Any, path: Path, text: str, problems: list[str]) -> Spec | None:
+def _build(data: Any, path: Path, problems: list[str]) -> Spec | None:
     if not isinstance(data, Mapping):
         problems.append(f"spec: must be a mapping, got {type(data).__name__}")
         return None
@@ -301,7 +304,7 @@ def _build(data: Any, path: Path, text: str, problems: list[str]) -> Spec | None
         if notebook is not None:
             _check_notebook(notebook, "notebook", problems)
         return Spec(str(study), title, question, notebook, DEFAULT_POINT_NOTEBOOK, {}, {}, (), "pending",
-                    pending_reason, order if isinstance(order, int) else 100, str(path), text)
+                    pending_reason, order if isinstance(order, int) else 100, str(path))
 
     notebook = data.get("notebook")
     if notebook is None:
@@ -339,7 +342,7 @@ def _build(data: Any, path: Path, text: str, problems: list[str]) -> Spec | None
             parts.append(part)
     kinds = {name: _kind(vals) for name, vals in values.items()}
     spec = Spec(str(study), title, question, notebook, point_notebook, params, kinds, tuple(parts), "active",
-                "", order if isinstance(order, int) else 100, str(path), text)
+                "", order if isinstance(order, int) else 100, str(path))
     if not problems:
         _check_configs(spec, problems)
     return spec
@@ -481,9 +484,12 @@ def _part(name, raw, where, base, seeds, overrides, params, values, problems) ->
     for combo in combos:
         for k, v in combo.items():
             values.setdefault(k, []).append(v)
+    record_latency = raw.get("record_latency", True)
+    if not isinstance(record_latency, bool):
+        problems.append(f"{at}record_latency: must be true or false, got {record_latency!r}")
     if part_base is None:
         return None
-    return Part(name, part_base, part_seeds, part_overrides, tuple(combos))
+    return Part(name, part_base, part_seeds, part_overrides, tuple(combos), record_latency is not False)
 
 
 def _param_for(key: str, params: dict, where: str, problems: list[str]) -> Param | None:
@@ -521,7 +527,7 @@ def _check_configs(spec: Spec, problems: list[str]) -> None:
             base = bases.get(point.base_path) or bases.setdefault(point.base_path, load_scenario(Path(point.base_path)))
             base.with_overrides(point.overrides)
         except ScenarioError as exc:
-            problems.append(f"{label}: point ({shown}): {exc}")
+            problems.extend(f"{label}: point ({shown}): {problem}" for problem in exc.problems)
             if len(problems) > 5:
                 return
         if point.config_id in seen:

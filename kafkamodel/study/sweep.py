@@ -30,7 +30,7 @@ from ..paths import ROOT, RUNS
 from .point import TIMING, commit_run, is_finished, staging_dir
 from .spec import Spec, StudyError, check_scale, notebook_path
 
-KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # ipykernel 7's "running over TCP without encryption"
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
 
 
@@ -44,6 +44,7 @@ class SweepOutcome:
     overhead_s: list = field(default_factory=list)  # per run: papermill time not spent in the model
     model_s: list = field(default_factory=list)  # per run: simulate + write inside the notebook
     wall_s: float = 0.0
+    folder: Path | None = None  # data/runs/<study>/
 
     @property
     def ok(self) -> bool:
@@ -59,11 +60,8 @@ class SweepOutcome:
         for run_id, error in self.failed:
             out.append(f"  FAILED {run_id}: {error}")
         if self.failed:
-            out.append(f"  details: {RUNS_HINT.format(study=self.study)}")
+            out.append(f"  errors and executed notebooks: {self.folder / FAILED if self.folder else FAILED}/")
         return out
-
-
-RUNS_HINT = "data/runs/{study}/_failed/"
 
 
 def check_workers(workers) -> int:
@@ -139,7 +137,7 @@ def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, 
             notebook, str(executed),
             parameters={"point": point, "out": str(staging), "plots": False, "interactive": False},
             execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
-            cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
+            request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
         )
         total = time.perf_counter() - t0
         if not (staging / "summary.json").is_file():
@@ -177,7 +175,7 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
             study_dir = runs / spec.study
             stack.enter_context(_study_lock(study_dir))
             _clean_staging(study_dir)
-            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points))
+            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_dir)
             for p in points:
                 if resume and is_finished(study_dir, p.run_id):
                     outcome.skipped += 1

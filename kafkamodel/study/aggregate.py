@@ -1,0 +1,227 @@
+"""Aggregation on Spark: every finished run of a study -> per-configuration statistics.
+
+Reads ``data/runs/<study>/*/`` (summary, events and records Parquet),
+keeps the runs whose configuration is in the current spec (runs of an
+edited spec's old configurations are counted and left out), and writes
+``data/processed/<study>/`` atomically:
+
+* ``runs/``: one row per run, the summary plus per-run measures derived from
+  the events and records (``time_to_shrink_ms``, ``produce_latency_ms_max``);
+* ``stats/``: one row per configuration and numeric measure (every summary
+  number and the derived ones): ``n``, ``mean``, ``sd``, ``lo`` / ``hi`` (95%
+  Student-t confidence interval of the mean over seeds), ``p50`` / ``min`` /
+  ``max`` over seeds;
+* ``configs/``: one row per configuration: runs, seeds, and
+  ``pooled_latency_ms_p50/p90/p99/p999/max/mean``, percentiles of every
+  acknowledged record's produce latency with all seeds pooled;
+* ``timeline/``: per configuration and time bin (1/100 of the run), the
+  mean and max produce latency of the records sent in that bin, seeds pooled;
+* ``spec.json`` (the study's parts and columns) and ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..paths import PROCESSED, RUNS
+from .point import SUMMARY_TABLE
+from .spec import Spec, StudyError, load_spec
+
+BINS = 100  # timeline bins per run
+QUANTILES = (0.5, 0.9, 0.99, 0.999)
+ACCURACY = 5000  # percentile_approx: rank error at most 1/ACCURACY of the records (p99 of 100k: ±20)
+# two-sided 95% Student t quantiles for 1..30 degrees of freedom
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+NOT_MEASURES = {"seed", "duration_ms"}
+
+
+@dataclass
+class AggregateOutcome:
+    study: str
+    runs: int  # runs aggregated
+    stale: int  # finished runs whose configuration is no longer in the spec
+    configs: int
+    out: Path
+    seconds: float
+
+    def line(self) -> str:
+        stale = f", {self.stale} runs of old configurations left out" if self.stale else ""
+        return f"{self.study}: {self.runs} runs -> {self.configs} configurations in {self.out} ({self.seconds:.1f} s){stale}"
+
+
+def finished_runs(study_dir: Path) -> list[Path]:
+    if not study_dir.is_dir():
+        return []
+    return sorted(d for d in study_dir.iterdir()
+                  if d.is_dir() and not d.name.startswith((".", "_")) and (d / "summary.json").is_file())
+
+
+def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, runs: Path | None = None,
+              processed: Path | None = None) -> AggregateOutcome:
+    """Aggregate a study's runs with Spark (a session given, or a local one started and stopped here)."""
+    spec = study if isinstance(study, Spec) else load_spec(study)
+    if spec.is_pending:
+        raise StudyError([f"{spec.study}: pending ({spec.pending}); it has no runs to aggregate"])
+    study_dir = Path(runs or RUNS) / spec.study
+    dirs = finished_runs(study_dir)
+    if not dirs:
+        raise StudyError([f"{spec.study}: no finished runs in {study_dir}; run `python -m kafkamodel sweep {spec.study}` first"])
+    out = Path(processed or PROCESSED) / spec.study
+    if spark is None:
+        from .spark import spark_session
+
+        with spark_session(master, app_name=f"kafkamodel aggregate {spec.study}") as session:
+            return _aggregate(session, spec, dirs, out, master)
+    return _aggregate(spark, spec, dirs, out, master)
+
+
+def _t95(df):
+    from pyspark.sql import functions as F
+
+    z = 1.959964  # Cornish-Fisher expansion beyond the table
+    tail = z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+    table = F.element_at(F.array(*[F.lit(v) for v in T95]), df.cast("int"))
+    return F.when(df < 1, F.lit(None)).when(df <= len(T95), table).otherwise(tail)
+
+
+def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | None) -> AggregateOutcome:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType
+
+    t0 = time.perf_counter()
+    wanted = sorted({p.config_id for p in spec.configs()})
+    mine = F.col("config_id").isin(wanted)
+    summaries = spark.read.option("mergeSchema", "true").parquet(*[str(d / SUMMARY_TABLE) for d in dirs])
+    if "config_id" not in summaries.columns:
+        raise StudyError([f"{spec.study}: the runs in {dirs[0].parent} carry no config_id; were they written by a sweep?"])
+    keys = ["part", "config_id"] + [c for c in spec.columns if c in summaries.columns]
+    summaries = summaries.where(mine).cache()
+    kept = summaries.count()
+    if not kept:
+        raise StudyError([f"{spec.study}: none of the {len(dirs)} runs in {dirs[0].parent} belongs to the current spec; "
+                          f"re-run `python -m kafkamodel sweep {spec.study}`"])
+
+    # per-run measures from the events: first fault, and how long until the ISR shrank after it
+    events = (spark.read.parquet(*[str(d / "events.parquet") for d in dirs]).where(mine)
+              .select("run_id", "time_ms", "kind"))
+    first_fault = (events.where(F.col("kind").startswith("fault_") & ~F.col("kind").endswith("_end"))
+                   .groupBy("run_id").agg(F.min("time_ms").alias("first_fault_ms")))
+    first_shrink = (events.where(F.col("kind") == "isr_shrink").join(first_fault, "run_id")
+                    .where(F.col("time_ms") >= F.col("first_fault_ms"))
+                    .groupBy("run_id").agg(F.min("time_ms").alias("first_shrink_ms")))
+    # produce latency of every acknowledged record (parts that pool it)
+    pooling = tuple(f"{p.name}-" for p in spec.parts if p.record_latency)
+    with_records = [d for d in dirs if d.name.startswith(pooling)] or dirs[:1]
+    latency = (spark.read.parquet(*[str(d / "records.parquet") for d in with_records])
+               .where(mine & F.col("acked") & F.col("part").isin([p[:-1] for p in pooling]))
+               .select("run_id", "config_id", "send_ms", (F.col("ack_ms") - F.col("send_ms")).alias("latency_ms")))
+    # one pass over the records for everything but the percentiles: per run and time bin
+    bins = summaries.select("run_id", (F.col("duration_ms") / BINS).alias("bin_ms"))
+    binned = (latency.join(F.broadcast(bins), "run_id")
+              .withColumn("bin", F.least(F.floor(F.col("send_ms") / F.col("bin_ms")), F.lit(BINS - 1)).cast("int"))
+              .groupBy("config_id", "run_id", "bin").agg(
+                  F.first("bin_ms").alias("bin_ms"), F.count(F.lit(1)).alias("records"),
+                  F.sum("latency_ms").alias("latency_ms_sum"), F.max("latency_ms").alias("latency_ms_max"))
+              .cache())
+    per_run_latency = binned.groupBy("run_id").agg(F.max("latency_ms_max").alias("produce_latency_ms_max"))
+
+    runs = (summaries.join(first_fault, "run_id", "left").join(first_shrink, "run_id", "left")
+            .join(per_run_latency, "run_id", "left")
+            .withColumn("time_to_shrink_ms", F.col("first_shrink_ms") - F.col("first_fault_ms"))
+            .drop("first_shrink_ms"))
+    measures = [f.name for f in runs.schema.fields
+                if isinstance(f.dataType, NumericType) and f.name not in keys and f.name not in NOT_MEASURES]
+    rest = [c for c in runs.columns if c not in keys + measures + ["run_id", "seed", "duration_ms"]]
+    runs = runs.select(*keys, "run_id", "seed", "duration_ms",
+                       *[F.col(m).cast("double").alias(m) for m in measures], *rest).cache()
+
+    # statistics over seeds, one row per configuration and measure
+    long = runs.unpivot([*keys, "seed"], measures, "measure", "value")
+    stats = long.groupBy(*keys, "measure").agg(
+        F.count("value").alias("n"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"),
+        F.percentile_approx("value", 0.5, ACCURACY).alias("p50"),
+        F.min("value").alias("min"), F.max("value").alias("max"))
+    half = _t95(F.col("n") - 1) * F.col("sd") / F.sqrt(F.col("n"))
+    stats = stats.withColumn("lo", F.col("mean") - half).withColumn("hi", F.col("mean") + half)
+
+    pooled = latency.groupBy("config_id").agg(
+        F.count(F.lit(1)).alias("pooled_latency_records"),
+        F.percentile_approx("latency_ms", list(QUANTILES), ACCURACY).alias("q"),
+        F.max("latency_ms").alias("pooled_latency_ms_max"),
+        F.avg("latency_ms").alias("pooled_latency_ms_mean"))
+    pooled = pooled.select("config_id", "pooled_latency_records", "pooled_latency_ms_max", "pooled_latency_ms_mean",
+                           *[F.col("q")[i].alias(f"pooled_latency_ms_{_qname(q)}") for i, q in enumerate(QUANTILES)])
+    configs = (runs.groupBy(*keys).agg(F.count(F.lit(1)).alias("runs"), F.min("seed").alias("seed_min"),
+                                       F.max("seed").alias("seed_max"))
+               .join(pooled, "config_id", "left"))
+
+    timeline = (binned.groupBy("config_id", "bin").agg(
+                    F.first("bin_ms").alias("bin_ms"), F.sum("records").alias("records"),
+                    (F.sum("latency_ms_sum") / F.sum("records")).alias("latency_ms_mean"),
+                    F.max("latency_ms_max").alias("latency_ms_max"))
+                .select("config_id", "bin", "records", "latency_ms_mean", "latency_ms_max",
+                        ((F.col("bin") + 0.5) * F.col("bin_ms")).alias("time_ms"))
+                .join(F.broadcast(runs.select(*keys).distinct()), "config_id"))
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    order = keys[:1] + keys[2:]
+    try:
+        # small tables: one file each, sorted within it (no range-partitioning job)
+        runs.coalesce(1).sortWithinPartitions(*order, "seed").write.parquet(str(tmp / "runs"))
+        configs.coalesce(1).sortWithinPartitions(*order).write.parquet(str(tmp / "configs"))
+        stats.coalesce(1).sortWithinPartitions("measure", *order).write.parquet(str(tmp / "stats"))
+        timeline.coalesce(1).sortWithinPartitions(*order, "bin").write.parquet(str(tmp / "timeline"))
+        n_configs = len(set(_read_column(tmp / "configs", "config_id")))
+        seconds = time.perf_counter() - t0
+        (tmp / "spec.json").write_text(json.dumps(spec_summary(spec), indent=2, default=str) + "\n")
+        meta = {"study": spec.study, "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "runs": kept, "stale_runs": len(dirs) - kept, "configs": n_configs,
+                "expected_configs": len(wanted), "measures": measures, "spark_master": spark.sparkContext.master,
+                "spark_version": spark.version, "seconds": round(seconds, 2)}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        _swap(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        for frame in (summaries, binned, runs):
+            frame.unpersist()
+    return AggregateOutcome(spec.study, kept, len(dirs) - kept, n_configs, out, seconds)
+
+
+def _read_column(folder: Path, column: str) -> list:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(folder, columns=[column]).column(column).to_pylist()
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Replace `out` by the complete `tmp` (the old copy is removed only once the new one is in place)."""
+    if out.exists():
+        trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        out.rename(trash)
+        tmp.rename(out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
+def _qname(q: float) -> str:
+    return "p" + f"{q * 100:g}".replace(".", "")
+
+
+def spec_summary(spec: Spec) -> dict:
+    """What a notebook needs to know about the study behind the aggregates."""
+    return {"study": spec.study, "title": spec.title, "question": spec.question, "notebook": spec.notebook,
+            "columns": spec.kinds,
+            "params": {n: {"paths": list(p.paths), "choices": p.choices} for n, p in spec.params.items()},
+            "parts": [{"name": p.name, "base": p.base, "seeds": p.seeds, "overrides": p.overrides,
+                       "configs": len(p.combos), "record_latency": p.record_latency} for p in spec.parts]}

@@ -1,0 +1,195 @@
+"""Study 1: quorum vs ISR. Latency against the order-statistics prediction, survival, a slow follower."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ... import theory
+from .. import plots
+from ..tables import Aggregates
+from .common import choice, num, part_overrides, value
+
+MODES = ["isr", "quorum"]
+P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
+
+
+def _latency_dist(agg: Aggregates, part: str, sigma: float | None = None):
+    if sigma is not None:
+        chosen = choice(agg, "sigma", sigma).get("network.latency.ms")
+        return chosen or {"dist": "lognormal", "median": 1.0, "sigma": float(sigma)}
+    return part_overrides(agg, part).get("network.latency.ms", theory.EXPONENTIAL_1MS)
+
+
+def predictions(agg: Aggregates) -> pd.DataFrame:
+    """The order-statistics prediction for every latency configuration of the study."""
+    rows = []
+    for rf in (3, 5, 7):
+        for mode in MODES:
+            p = theory.predict(rf, mode, _latency_dist(agg, "latency_rf"))
+            rows.append({"part": "latency_rf", "mode": mode, "rf": rf, "sigma": math.nan, "p50": p.p50, "p99": p.p99})
+    if "latency_tail" in set(agg.configs["part"]):
+        rf = int(part_overrides(agg, "latency_tail").get("brokers", 5))
+        for sigma in sorted(agg.part("latency_tail").configs["sigma"].unique()):
+            for mode in MODES:
+                p = theory.predict(rf, mode, _latency_dist(agg, "latency_tail", sigma))
+                rows.append({"part": "latency_tail", "mode": mode, "rf": rf, "sigma": sigma, "p50": p.p50, "p99": p.p99})
+    return pd.DataFrame(rows)
+
+
+def latency_table(agg: Aggregates) -> pd.DataFrame:
+    """Simulated (mean over seeds, 95% CI) against predicted p50/p99, per configuration."""
+    pred = predictions(agg)
+    out = []
+    for part, x in (("latency_rf", "rf"), ("latency_tail", "sigma")):
+        if part not in set(agg.configs["part"]):
+            continue
+        df = agg.wide([P50, P99], part)
+        for _, r in df.iterrows():
+            p = pred[(pred.part == part) & (pred["mode"] == r["mode"]) & (pred[x] == r[x])]
+            out.append({"part": part, "mode": r["mode"], x: r[x],
+                        "p50 simulated": round(r[P50], 2), "p50 predicted": round(float(p["p50"].iloc[0]), 2),
+                        "p99 simulated": round(r[P99], 2),
+                        "p99 95% CI": f"{r[P99 + '_lo']:.2f} – {r[P99 + '_hi']:.2f}" if r[P99 + "_n"] > 1 else "–",
+                        "p99 predicted": round(float(p["p99"].iloc[0]), 2)})
+    return pd.DataFrame(out)
+
+
+def latency_vs_rf(agg: Aggregates):
+    df = agg.wide([P50, P99], "latency_rf")
+    dist = _latency_dist(agg, "latency_rf")
+    fig, axes = plots.figure(2)
+    rfs = np.arange(2, 8)
+    for ax, (q, col) in zip(axes, (("p50", P50), ("p99", P99))):
+        plots.lines_with_ci(ax, df, "rf", col, "mode", linestyle="none", label="{} simulated", order=MODES)
+        for mode in MODES:
+            ax.plot(rfs, [getattr(theory.predict(int(rf), mode, dist), q) for rf in rfs], "--", color=plots.color(mode),
+                    label=f"{mode} predicted")
+        plots.finish(ax, f"acks=all produce latency {q} vs replication factor", "replication factor", f"{q} latency (ms)")
+    return fig
+
+
+def latency_vs_tail(agg: Aggregates):
+    df = agg.wide([P50, P99], "latency_tail")
+    rf = int(part_overrides(agg, "latency_tail").get("brokers", 5))
+    sigmas = sorted(df["sigma"].unique())
+    fig, axes = plots.figure(2)
+    for ax, (q, col) in zip(axes, (("p50", P50), ("p99", P99))):
+        plots.lines_with_ci(ax, df, "sigma", col, "mode", linestyle="none", label="{} simulated", order=MODES)
+        for mode in MODES:
+            ax.plot(sigmas, [getattr(theory.predict(rf, mode, _latency_dist(agg, "latency_tail", s)), q) for s in sigmas],
+                    "--", color=plots.color(mode), label=f"{mode} predicted")
+        plots.finish(ax, f"{q} at RF={rf} vs the latency tail (lognormal σ, median 1 ms)", "σ of one-way latency",
+                     f"{q} latency (ms)", logy=True)
+    return fig
+
+
+def _crash(agg: Aggregates) -> tuple[float, float]:
+    """When the brokers of the failures part crash, and for how long."""
+    faults = choice(agg, "failures", 1).get("faults") or [{}]
+    return float(faults[0].get("at.ms") or 0.0), float(faults[0].get("duration.ms") or math.inf)
+
+
+def failure_table(agg: Aggregates) -> pd.DataFrame:
+    """Per mode, RF and number of brokers crashed: time without a leader, records lost, and whether it survived.
+
+    Survived: a leader was elected while the crashed brokers were still down,
+    i.e. the partition was offline for less than half of that window.
+    """
+    df = agg.wide(["unavailable_ms", "acked_records_lost", "committed_records_lost"], "failures")
+    at, lasts = _crash(agg)
+    runs = agg.runs.groupby("config_id")["duration_ms"].first()  # the run's length (not an aggregate)
+    window = (df["config_id"].map(runs).clip(upper=at + lasts) - at).astype(float)
+    df = df.assign(survived=df["unavailable_ms"] < window / 2,
+                   needed=[theory.replicas_needed(int(f), m) for f, m in zip(df["failures"], df["mode"])])
+    return (df[["mode", "rf", "failures", "unavailable_ms", "acked_records_lost", "committed_records_lost", "survived", "needed"]]
+            .sort_values(["mode", "rf", "failures"]).reset_index(drop=True))
+
+
+def replicas_needed(agg: Aggregates) -> pd.DataFrame:
+    """Smallest simulated RF that survived f failures, against f+1 (ISR) and 2f+1 (quorum)."""
+    t = failure_table(agg)
+    rows = []
+    for f in sorted(t["failures"].unique()):
+        row = {"failures": int(f)}
+        for mode in MODES:
+            ok = t[(t["mode"] == mode) & (t["failures"] == f) & t["survived"]]
+            row[f"{mode} simulated (smallest RF run that survived)"] = int(ok["rf"].min()) if len(ok) else None
+            row[f"{mode} theory"] = theory.replicas_needed(int(f), mode)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def survival(agg: Aggregates):
+    t = failure_table(agg)
+    fig, axes = plots.figure(2, width=4.8)
+    fs = np.arange(1, int(t["failures"].max()) + 1)
+    for ax, mode in zip(axes, MODES):
+        g = t[t["mode"] == mode]
+        ok, bad = g[g["survived"]], g[~g["survived"]]
+        ax.scatter(ok["failures"], ok["rf"], marker="o", s=70, color="#2ca02c", label="available within a session timeout")
+        ax.scatter(bad["failures"], bad["rf"], marker="x", s=70, color="#d62728", label="offline until brokers return")
+        ax.plot(fs, [theory.replicas_needed(int(f), mode) for f in fs], "--", color=plots.color(mode),
+                label="theory: f+1" if mode == "isr" else "theory: 2f+1")
+        for _, r in g.iterrows():
+            ax.annotate(f"{r['unavailable_ms'] / 1000:.0f}s", (r["failures"], r["rf"]), textcoords="offset points",
+                        xytext=(6, 4), fontsize=7)
+        ax.set_ylim(1.5, 8.5)
+        plots.finish(ax, f"{mode}: f of RF brokers crash (time without a leader)", "brokers crashed together (f)",
+                     "replication factor")
+    return fig
+
+
+def slow_follower(agg: Aggregates):
+    part = agg.part("slow_follower")
+    df = part.wide(["produce_latency_ms_max", P99])
+    fig, axes = plots.figure(2)
+    tl = part.timeline.assign(series=lambda d: d["mode"] + " lag=" + d["lag_time_ms"].astype(int).astype(str))
+    order = [f"{m} lag={int(l)}" for m in MODES for l in sorted(part.configs["lag_time_ms"].unique())]
+    plots.timeline(axes[0], tl, "latency_ms_max", "series", order=order)
+    plots.finish(axes[0], "worst produce latency per time bin (follower slow 5–15 s)", "simulated time (s)",
+                 "max latency (ms)", logy=True)
+    plots.lines_with_ci(axes[1], df, "lag_time_ms", "produce_latency_ms_max", "mode", order=MODES, label="{}: max latency")
+    lags = np.array(sorted(df["lag_time_ms"].unique()), dtype=float)
+    axes[1].fill_between(lags, lags, 1.5 * lags, color="#999999", alpha=0.25, label="eviction: lag.time .. 1.5 × lag.time")
+    plots.finish(axes[1], "acks=all stall vs replica.lag.time.max.ms", "replica.lag.time.max.ms", "max produce latency (ms)",
+                 logy=True)
+    return fig
+
+
+def headline(agg: Aggregates) -> tuple[dict, str]:
+    rf_df = agg.wide([P50, P99], "latency_rf")
+    pred = predictions(agg)
+    numbers = {}
+    for mode in MODES:
+        numbers[f"rf5_{mode}_p99_ms"] = num(value(rf_df, P99, mode=mode, rf=5), 2)
+        numbers[f"rf5_{mode}_p99_predicted_ms"] = num(value(pred[pred.part == "latency_rf"], "p99", mode=mode, rf=5), 2)
+    tail = agg.wide([P99], "latency_tail")
+    top = float(tail["sigma"].max())
+    for mode in MODES:
+        numbers[f"tail_sigma{top:g}_{mode}_p99_ms"] = num(value(tail, P99, mode=mode, sigma=top), 1)
+    needed = replicas_needed(agg)
+    two = needed[needed["failures"] == 2]
+    numbers["replicas_to_survive_2_isr"] = _first(two, "isr simulated (smallest RF run that survived)")
+    numbers["replicas_to_survive_2_quorum"] = _first(two, "quorum simulated (smallest RF run that survived)")
+    failures = failure_table(agg)
+    numbers["acked_records_lost_in_failure_runs"] = int(failures["acked_records_lost"].fillna(0).sum())
+    slow = agg.wide(["produce_latency_ms_max"], "slow_follower")
+    lag = float(slow["lag_time_ms"].min())
+    for mode in MODES:
+        numbers[f"slow_follower_lag{lag:g}_{mode}_max_ms"] = num(value(slow, "produce_latency_ms_max", mode=mode, lag_time_ms=lag), 1)
+    finding = (f"Quorum commits at the median follower: at RF=5 its acks=all p99 is {numbers['rf5_quorum_p99_ms']} ms "
+               f"against {numbers['rf5_isr_p99_ms']} ms for ISR (order statistics: {numbers['rf5_quorum_p99_predicted_ms']} "
+               f"/ {numbers['rf5_isr_p99_predicted_ms']}); surviving 2 failures took RF "
+               f"{numbers['replicas_to_survive_2_isr']} under ISR and {numbers['replicas_to_survive_2_quorum']} under quorum; "
+               f"a slow follower stalled ISR writes for up to {numbers[f'slow_follower_lag{lag:g}_isr_max_ms']} ms "
+               f"(quorum: {numbers[f'slow_follower_lag{lag:g}_quorum_max_ms']} ms).")
+    return numbers, finding
+
+
+def _first(df: pd.DataFrame, column: str):
+    if not len(df) or column not in df or pd.isna(df[column].iloc[0]):
+        return None
+    return int(df[column].iloc[0])

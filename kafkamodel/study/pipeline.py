@@ -1,0 +1,74 @@
+"""Everything, for ``python -m kafkamodel study``: all sweeps -> Spark aggregation -> reports -> index.
+
+Sweeps of every active study share one pool of papermill workers; one Spark
+session aggregates them all (and is stopped here); each analysis notebook
+is executed and exported; a pending study gets its placeholder. Failed
+points are reported at the end (exit status 1) after the rest has run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import REPORTS
+from .spec import all_specs, check_scale
+
+
+@dataclass
+class StudyOutcome:
+    lines: list = field(default_factory=list)
+    failed_points: int = 0
+    index: Path | None = None
+    seconds: float = 0.0
+
+
+def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0, master: str | None = None,
+              progress: bool = True, runs: Path | None = None, processed: Path | None = None,
+              reports: Path | None = None, say=None) -> StudyOutcome:
+    from .aggregate import aggregate
+    from .report import report, write_index
+    from .spark import check_java, check_master, spark_session
+    from .sweep import check_timeout, check_workers, run_sweeps
+
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    scale, timeout = check_scale(scale), check_timeout(timeout)
+    check_workers(workers)
+    check_master(master)
+    check_java()  # before hours of sweeping, not after
+    specs = all_specs()
+    active = [s for s in specs if not s.is_pending]
+    outcome = StudyOutcome()
+    total = sum(len(s.points(scale)) for s in active)
+    say(f"study: {len(active)} studies, {total} runs at scale {scale:g} "
+        f"({', '.join(s.study for s in specs if s.is_pending) or 'none'} pending)")
+    sweeps = run_sweeps(active, scale=scale, workers=workers, timeout=timeout, runs=runs, progress=progress)
+    for s in sweeps:
+        outcome.lines += s.lines()
+        outcome.failed_points += len(s.failed)
+        for line in s.lines():
+            say(line)
+    say("aggregating on Spark ...")
+    with spark_session(master, app_name="kafkamodel study") as spark:
+        for spec in active:
+            try:
+                line = aggregate(spec, spark=spark, runs=runs, processed=processed).line()
+            except Exception as exc:  # one study's problem must not hide the others' reports
+                line = f"{spec.study}: aggregation failed: {' '.join(str(exc).split())[:300]}"
+                outcome.failed_points += 1
+            outcome.lines.append(line)
+            say(line)
+    for spec in specs:
+        try:
+            line = report(spec, processed=processed, reports=reports, timeout=timeout, index=False).line()
+        except Exception as exc:
+            line = f"{spec.study}: report failed: {' '.join(str(exc).split())[:300]}"
+            outcome.failed_points += 1
+        outcome.lines.append(line)
+        say(line)
+    outcome.index = write_index(Path(reports or REPORTS), specs)
+    outcome.seconds = time.perf_counter() - t0
+    return outcome

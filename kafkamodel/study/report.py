@@ -1,0 +1,182 @@
+"""Reports: execute a study's analysis notebook against its aggregates, export offline HTML, and the index.
+
+``reports/<study>.html``: the executed notebook without code cells, figures
+embedded as PNG, no scripts from the network (require.js, MathJax, jQuery,
+mermaid and the widget manager are all switched off, widget state cleared).
+``reports/<study>.json``: the headline the notebook recorded and how the
+report was made; ``reports/index.html`` links every study with its one-line
+finding (a pending study gets a placeholder page saying so).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..paths import PROCESSED, REPORTS, ROOT
+from .headline import read_headline
+from .spec import Spec, StudyError, all_specs, load_spec, notebook_path
+from .sweep import KERNEL_ARGS, check_timeout
+
+EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")
+IMG = re.compile(r'<img alt="([^"]*)" class="" src="(data:image/png;base64,[^"]+)"')
+CDN_TRAITS = ("require_js_url", "mathjax_url", "jquery_url", "mermaid_js_url", "mermaid_layout_elk_js_url",
+              "jupyter_widgets_base_url", "widget_renderer_url")
+STYLE = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;
+color:#222;line-height:1.45}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.5rem;
+text-align:left;vertical-align:top}th{background:#f4f4f4}.pending{color:#8a6d00}.missing{color:#999}small,.meta{color:#666}
+code{background:#f4f4f4;padding:0 .2rem}"""
+
+
+@dataclass
+class ReportOutcome:
+    study: str
+    html: Path
+    finding: str
+    seconds: float
+
+    def line(self) -> str:
+        return f"{self.study}: {self.html} ({self.seconds:.1f} s)"
+
+
+def export_html(notebook, title: str = "kafkamodel report") -> str:
+    """Offline HTML of an executed notebook node: outputs only, no external scripts."""
+    from nbconvert import HTMLExporter
+
+    nb = notebook
+    nb.metadata.pop("widgets", None)  # saved widget state would pull the widget manager from a CDN
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    for trait in CDN_TRAITS:
+        if exporter.has_trait(trait):
+            setattr(exporter, trait, "")
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    body = EMPTY_SCRIPT.sub("", body)  # what the emptied URLs leave behind
+    return IMG.sub(r'<img src="\2" alt="\1"', body)  # src first: figures are easy to find
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _how() -> dict:
+    commit = None
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    from .. import __version__
+
+    return {"generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": os.environ.get("KAFKAMODEL_COMMAND", "python -m kafkamodel report"),
+            "kafkamodel": __version__, "git_commit": commit, "host": f"{platform.system()} {platform.machine()}, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}"}
+
+
+def report(study: "str | Spec", *, processed: Path | None = None, reports: Path | None = None,
+           timeout: float = 600.0, index: bool = True) -> ReportOutcome:
+    """Execute the study's analysis notebook against its aggregates and export reports/<study>.html."""
+    import nbformat
+    import papermill as pm
+
+    t0 = time.perf_counter()
+    spec = study if isinstance(study, Spec) else load_spec(study)
+    timeout = check_timeout(timeout)
+    reports = Path(reports or REPORTS)
+    if spec.is_pending:
+        return _placeholder(spec, reports, index, t0)
+    folder = Path(processed or PROCESSED) / spec.study
+    if not (folder / "meta.json").is_file():
+        raise StudyError([f"{spec.study}: no aggregates in {folder}; run `python -m kafkamodel aggregate {spec.study}` first"])
+    source = notebook_path(spec.notebook, Path(spec.source).parent)
+    executed = folder / f".report-{uuid.uuid4().hex[:8]}.ipynb"
+    try:
+        pm.execute_notebook(str(source), str(executed),
+                            parameters={"study": spec.study, "processed": str(folder), "interactive": False},
+                            execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
+                            cwd=str(ROOT), extra_arguments=KERNEL_ARGS)
+    except Exception as exc:
+        ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
+        raise StudyError([f"{spec.notebook}: failed against {folder}: {ename}: {' '.join(str(evalue).split())[:300]} "
+                          f"(executed notebook: {executed})"]) from None
+    os.replace(executed, folder / "report.ipynb")
+    nb = nbformat.read(str(folder / "report.ipynb"), as_version=4)
+    headline = read_headline(nb) or {}
+    meta = json.loads((folder / "meta.json").read_text())
+    out = reports / f"{spec.study}.html"
+    _write_atomic(out, export_html(nb, f"{spec.title}: kafkamodel"))
+    record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "done",
+              "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}),
+              "runs": meta.get("runs"), "configs": meta.get("configs"), "aggregated_at": meta.get("generated_at"),
+              "html": out.name, **_how()}
+    _write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
+    if index:
+        write_index(reports)
+    return ReportOutcome(spec.study, out, record["finding"], time.perf_counter() - t0)
+
+
+def _placeholder(spec: Spec, reports: Path, index: bool, t0: float) -> ReportOutcome:
+    finding = f"Pending: {spec.pending}"
+    body = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(spec.title)} (pending)</title>"
+            f"<style>{STYLE}</style></head><body><p><a href='index.html'>← all studies</a></p>"
+            f"<h1>{html.escape(spec.title)}</h1><p class='pending'><b>Pending.</b> {html.escape(spec.pending)}</p>"
+            f"<p>{html.escape(spec.question)}</p><p>This study has no runs and no numbers yet. It will be added as "
+            f"a sweep spec (<code>data/studies/{spec.study}.yaml</code>), an analysis notebook and its analysis module; "
+            f"the sweep, Spark aggregation and this report then come from the same pipeline as the other studies.</p>"
+            f"</body></html>\n")
+    out = reports / f"{spec.study}.html"
+    _write_atomic(out, body)
+    record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "pending",
+              "finding": finding, "numbers": {}, "html": out.name, **_how()}
+    _write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
+    if index:
+        write_index(reports)
+    return ReportOutcome(spec.study, out, finding, time.perf_counter() - t0)
+
+
+def write_index(reports: Path | None = None, specs: list[Spec] | None = None) -> Path:
+    """reports/index.html: every study, its one-line finding, and when and how each report was made."""
+    reports = Path(reports or REPORTS)
+    rows = []
+    for spec in specs if specs is not None else all_specs():
+        path = reports / f"{spec.study}.json"
+        record = json.loads(path.read_text()) if path.is_file() else None
+        title = html.escape(spec.title)
+        if record is None and spec.is_pending:
+            record = {"status": "pending", "finding": f"Pending: {spec.pending}", "html": f"{spec.study}.html"}
+        if record is None:
+            rows.append(f"<tr><td>{title}</td><td class='missing'>not generated yet: "
+                        f"<code>python -m kafkamodel report {spec.study}</code></td><td></td></tr>")
+            continue
+        cls = " class='pending'" if record.get("status") == "pending" else ""
+        made = (f"{record.get('generated_at', '')}<br><code>{html.escape(record.get('command', ''))}</code>"
+                + (f"<br>{record['runs']} runs, {record['configs']} configurations" if record.get("runs") else ""))
+        link = f"<a href='{html.escape(record['html'])}'>{title}</a>" if (reports / record["html"]).is_file() else title
+        rows.append(f"<tr><td>{link}</td>"
+                    f"<td{cls}>{html.escape(record.get('finding') or '')}</td><td class='meta'>{made}</td></tr>")
+    how = _how()
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kafkamodel studies</title><style>{STYLE}</style>"
+            f"</head><body><h1>kafkamodel studies</h1><p>Kafka replication studied on a deterministic discrete-event model: "
+            f"each study is a sweep (grid × seeds) run with papermill, aggregated on Spark, and reported from its "
+            f"analysis notebook. Every report is a single offline HTML file.</p>"
+            f"<table><tr><th>study</th><th>finding</th><th>generated</th></tr>{''.join(rows)}</table>"
+            f"<p class='meta'>Index written {how['generated_at']} by <code>{html.escape(how['command'])}</code>; "
+            f"kafkamodel {how['kafkamodel']}"
+            + (f", commit {how['git_commit']}" if how["git_commit"] else "")
+            + f"; {html.escape(how['host'])}. Regenerate everything with <code>make study</code> "
+            f"(bigger: <code>make study SCALE=4</code>).</p></body></html>\n")
+    out = reports / "index.html"
+    _write_atomic(out, page)
+    return out

@@ -1,0 +1,104 @@
+"""Shared fixtures: one Spark session for the whole run, and tiny versions of every study.
+
+A tiny study is the shipped spec with shorter runs and fewer grid values
+(``TINY`` below), written to a temporary folder: the same study name, the
+same analysis notebook, seconds instead of minutes.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafkamodel.paths import STUDIES
+
+# per study: part -> changes (overrides merged in; grid values replaced; points kept by index)
+TINY = {
+    "quorum_vs_isr": {
+        "latency_rf": {"overrides": {"duration.ms": 80000}},
+        "latency_tail": {"overrides": {"duration.ms": 40000}, "grid": {"sigma": [0.25, 1.0]}},
+        "failures": {"overrides": {"duration.ms": 12000}, "points": [0, 1, 2, 3, 4]},  # RF 3 (f 1-2), RF 5 (f 1-3)
+        "slow_follower": {"grid": {"lag_time_ms": [1000, 2000]}},
+    },
+    "lag_policies": {
+        "burst_size": {"overrides": {"duration.ms": 4000}, "grid": {"burst": [1000, 8000]}},
+        "max_messages": {"overrides": {"duration.ms": 4000}, "grid": {"max_messages": [1000, 64000]}},
+        "evict_dead": {"grid": {"rate": [100, 10000]}},
+        "stuck_follower": {"grid": {"lag_time_ms": [1000, 5000]}},
+    },
+    "acks_durability": {
+        "no_faults": {"overrides": {"duration.ms": 5000}, "grid": {"acks": [1, "all"]}},
+        "leader_crash": {"grid": {"acks": [1, "all"], "min_isr": [1]}},
+        "isr_collapse": {"grid": {"acks": [1, "all"]}},
+    },
+    "recovery_protocols": {},
+}
+
+
+def tiny_spec_text(study: str, seeds: int = 1) -> str:
+    """The shipped spec of `study`, shrunk (YAML text)."""
+    data = yaml.safe_load((STUDIES / f"{study}.yaml").read_text())
+    data["seeds"] = seeds
+    for name, part in data["parts"].items():
+        part.pop("seeds", None)
+        change = TINY[study].get(name, {})
+        part["overrides"] = {**(part.get("overrides") or {}), **copy.deepcopy(change.get("overrides", {}))}
+        for key, values in change.get("grid", {}).items():
+            part["grid"][key] = values
+        if "points" in change:
+            part["points"] = [part["points"][i] for i in change["points"]]
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one Spark session of the test run (each new one costs about 10 s)."""
+    from kafkamodel.study.spark import build_spark
+
+    session = build_spark("local[2]", app_name="kafkamodel tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def study_root(tmp_path_factory) -> Path:
+    """runs/, processed/, reports/ and specs/ for the test run (never the repository's data/)."""
+    root = tmp_path_factory.mktemp("study")
+    for sub in ("runs", "processed", "reports", "specs"):
+        (root / sub).mkdir()
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_spec(study_root):
+    """tiny_spec(study) -> the loaded tiny Spec (its file in study_root/specs/)."""
+    from kafkamodel.study.spec import load_spec
+
+    def make(study: str, seeds: int = 1):
+        path = study_root / "specs" / f"{study}.yaml"
+        path.write_text(tiny_spec_text(study, seeds))
+        return load_spec(path)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def aggregated(spark, study_root, tiny_spec):
+    """aggregated(study) -> its processed folder: tiny points run in-process, aggregated on Spark (once per study)."""
+    from kafkamodel.study.aggregate import aggregate
+    from kafkamodel.study.point import execute_point
+
+    done: dict[str, Path] = {}
+
+    def make(study: str) -> Path:
+        if study not in done:
+            spec = tiny_spec(study)
+            for point in spec.points(1):
+                execute_point(point, study_root / "runs" / study / point.run_id)
+            done[study] = aggregate(spec, spark=spark, runs=study_root / "runs", processed=study_root / "processed").out
+        return done[study]
+
+    return make

@@ -1,0 +1,175 @@
+"""The pipeline end to end: papermill sweep -> Spark aggregate -> offline HTML report; resume; failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from kafkamodel import cli
+from kafkamodel.paths import ROOT
+from kafkamodel.study import sweep as sweep_module
+from kafkamodel.study.aggregate import aggregate
+from kafkamodel.study.report import report
+from kafkamodel.study.spec import load_spec
+from kafkamodel.study.sweep import run_sweeps
+
+
+def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
+    spec = tiny_spec("recovery_protocols")
+    runs, processed, reports = study_root / "runs", study_root / "processed", study_root / "reports"
+    (outcome,) = run_sweeps([spec], workers=2, timeout=300, runs=runs, progress=False)
+    assert outcome.ok and len(outcome.ran) == outcome.total == 8
+    assert all(o > 0 for o in outcome.overhead_s)  # papermill's cost per run is measured
+    folder = runs / "recovery_protocols" / outcome.ran[0]
+    assert {"notebook.ipynb", "summary.json", "summary.parquet", "records.parquet", "events.parquet",
+            "point.json", "timing.json"} <= {p.name for p in folder.iterdir()}
+    records = pd.read_parquet(folder / "records.parquet", columns=["run_id", "seed", "part"])
+    assert set(records["run_id"]) == {folder.name} and set(records["seed"]) == {1}
+
+    agg = aggregate(spec, spark=spark, runs=runs, processed=processed)
+    assert (agg.runs, agg.configs, agg.stale) == (8, 8, 0)
+    stats = pd.read_parquet(agg.out / "stats")
+
+    def mean(part, measure, **where):
+        rows = stats[(stats.part == part) & (stats.measure == measure)]
+        for k, v in where.items():
+            rows = rows[rows[k] == v]
+        assert len(rows) == 1
+        return float(rows["mean"].iloc[0])
+
+    # each anomaly loses or diverges; its fix does not (KIP-101, KIP-966, Jepsen 2013)
+    assert mean("kip101_truncation", "committed_records_lost", truncation="high_watermark") > 0
+    assert mean("kip101_truncation", "committed_records_lost", truncation="leader_epoch") == 0
+    assert mean("kip101_power_loss", "replica_divergence", truncation="high_watermark") > 0
+    assert mean("kip101_power_loss", "replica_divergence", truncation="leader_epoch") == 0
+    assert mean("last_replica_standing", "committed_records_lost", elr=False) > 0
+    assert mean("last_replica_standing", "committed_records_lost", elr=True) == 0
+    assert mean("jepsen_2013", "acked_records_lost", config="kafka_0_8") > 0
+    assert mean("jepsen_2013", "acked_records_lost", config="min_isr_2_clean") == 0
+    assert mean("jepsen_2013", "unavailable_ms", config="min_isr_2_clean") > mean("jepsen_2013", "unavailable_ms", config="kafka_0_8")
+
+    done = report(spec, processed=processed, reports=reports, timeout=300)
+    html = done.html.read_text()
+    assert "<script src=\"http" not in html and "<script src='http" not in html
+    assert not re.search(r"""<(script|link)[^>]+(src|href)=["']https?://""", html)
+    assert html.count('<img src="data:image/png;base64,') >= 1
+    assert "import " not in html  # no code cells
+    record = json.loads((reports / "recovery_protocols.json").read_text())
+    assert record["numbers"]["jepsen_2013_anomaly_acked_lost"] == pytest.approx(
+        mean("jepsen_2013", "acked_records_lost", config="kafka_0_8"), abs=0.1)
+    index = (reports / "index.html").read_text()
+    assert "recovery_protocols.html" in index and record["finding"][:40] in index
+    assert "Pending" in index  # delivery semantics says so, with no numbers
+
+
+def _kill_spec(folder: Path) -> Path:
+    spec = folder / "killme.yaml"
+    spec.write_text(textwrap.dedent("""
+        study: killme
+        notebook: 00_explore.ipynb
+        base: unclean-election
+        seeds: 3
+        overrides: {duration.ms: 10000}
+        grid:
+          producers[*].acks: [1, all]
+    """))
+    return spec
+
+
+def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
+    spec_path = _kill_spec(tmp_path)
+    runs = tmp_path / "runs"
+    code = (f"from kafkamodel.study.spec import load_spec; from kafkamodel.study.sweep import run_sweeps; "
+            f"run_sweeps([load_spec({str(spec_path)!r})], workers=2, runs={str(runs)!r}, progress=False)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    study_dir = runs / "killme"
+    deadline = time.time() + 120
+    try:
+        while time.time() < deadline:
+            finished = [d for d in study_dir.glob("[!._]*") if (d / "summary.json").is_file()] if study_dir.exists() else []
+            if finished:
+                break
+            time.sleep(0.1)
+        assert finished, "no run finished before the deadline"
+        assert proc.poll() is None, "the sweep ended before it could be killed mid-way"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep, its workers and their kernels, mid-run
+        proc.wait()
+    before = {d.name for d in study_dir.iterdir() if not d.name.startswith((".", "_"))}
+    assert 1 <= len(before) < 6
+
+    (outcome,) = run_sweeps([load_spec(spec_path)], workers=2, runs=runs, progress=False)
+    assert outcome.ok
+    assert outcome.skipped == len(before) and len(outcome.ran) == 6 - len(before)
+    folders = sorted(d for d in study_dir.iterdir() if not d.name.startswith((".", "_")))
+    expected = sorted(p.run_id for p in load_spec(spec_path).points(1))
+    assert [d.name for d in folders] == expected  # every run exactly once
+    assert not [d for d in study_dir.iterdir() if d.name.startswith(".") and d.name != ".lock"]  # no leftovers
+    for d in folders:
+        assert json.loads((d / "summary.json").read_text())["run_id"] == d.name
+        assert (d / "notebook.ipynb").is_file()
+    # a third sweep has nothing to do
+    (again,) = run_sweeps([load_spec(spec_path)], workers=2, runs=runs, progress=False)
+    assert again.skipped == 6 and not again.ran
+
+
+FAILING_NOTEBOOK = """
+from kafkamodel.study.point import execute_point
+
+if point["columns"]["acks"] == "1":
+    raise RuntimeError("deliberate failure for acks=1")
+execute_point(point, out)
+"""
+
+
+def test_a_failing_point_is_reported_and_the_others_complete(tmp_path, monkeypatch, capsys):
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    params = nbformat.v4.new_code_cell("point = None\nout = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(FAILING_NOTEBOOK)]
+    nbformat.write(nb, tmp_path / "fails.ipynb")
+    spec = tmp_path / "failing.yaml"
+    spec.write_text(textwrap.dedent("""
+        study: failing
+        notebook: 00_explore.ipynb
+        point_notebook: fails.ipynb
+        base: unclean-election
+        seeds: 1
+        overrides: {duration.ms: 9500}
+        params: {acks: "producers[*].acks"}
+        grid: {acks: [0, 1, all]}
+    """))
+    monkeypatch.setattr(sweep_module, "RUNS", tmp_path / "runs")
+    assert cli.main(["sweep", str(spec), "--workers", "2", "--timeout", "120"]) == 1
+    out, err = capsys.readouterr()
+    assert "3 points: 2 ran, 0 already done, 1 failed" in out
+    assert "RuntimeError: deliberate failure for acks=1" in out
+    assert "1 of 3 points failed" in err
+    study_dir = tmp_path / "runs" / "failing"
+    failed = json.loads(next((study_dir / "_failed").glob("*.json")).read_text())
+    assert failed["point"]["columns"] == {"acks": "1"} and "deliberate failure" in failed["error"]
+    assert (study_dir / "_failed" / f"{failed['run_id']}.ipynb").is_file()  # the traceback, where it happened
+    assert len([d for d in study_dir.iterdir() if (d / "summary.json").is_file()]) == 2
+
+
+def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("study: bad\nnotebook: 00_explore.ipynb\nbase: steady-state\nseeds: 1\n"
+                    "grid: {broker.min.insync.replica: [1, 2]}\n")
+    monkeypatch.setattr(sweep_module, "RUNS", tmp_path / "runs")
+    assert cli.main(["sweep", str(spec)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broker.min.insync.replica: unknown key; did you mean 'min.insync.replicas'?" in err[0]
+    assert not (tmp_path / "runs").exists()
