@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from .paths import scenario_path
 from .scenario import ScenarioError, load_scenario
 
 
@@ -27,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 def _cmd_run(args) -> int:
     from .simulation import simulate
 
-    scenario = load_scenario(Path(args.scenario))
+    scenario = load_scenario(scenario_path(args.scenario))
     result = simulate(scenario)
     if args.out:
         out = result.write(args.out)
@@ -106,7 +107,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    scenario = load_scenario(Path(args.scenario))
+    scenario = load_scenario(scenario_path(args.scenario))
     print(f"{args.scenario}: ok ({scenario['name']})")
     return 0
 

@@ -17,6 +17,6 @@ NOTEBOOKS = ROOT / "notebooks"
 def scenario_path(name: str) -> Path:
     """A shipped scenario by name (with or without .yaml), or a path as given."""
     p = Path(name)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if p.suffix in (".yaml", ".yml") or p.exists() or len(p.parts) > 1:
         return p
     return SCENARIOS / f"{name}.yaml"
