@@ -51,7 +51,8 @@ def _yerr(df: pd.DataFrame, y: str, lo: str, hi: str) -> np.ndarray:
 
 
 def lines_with_ci(ax, df: pd.DataFrame, x: str, y: str, series: str | None = None, *, lo: str | None = None,
-                  hi: str | None = None, label: str = "{}", marker: str = "o", linestyle: str = "-", order=None) -> None:
+                  hi: str | None = None, label: str = "{}", marker: str = "o", linestyle: str = "-", order=None,
+                  fixed_color: str | None = None) -> None:
     """Means joined by lines with 95% CI error bars, one line per value of `series`."""
     lo, hi = lo or f"{y}_lo", hi or f"{y}_hi"
     groups = [(None, df)] if series is None else [(k, df[df[series] == k]) for k in (order or sorted(df[series].dropna().unique(), key=str))]
@@ -60,7 +61,7 @@ def lines_with_ci(ax, df: pd.DataFrame, x: str, y: str, series: str | None = Non
         if g.empty:
             continue
         ax.errorbar(g[x], g[y], yerr=_yerr(g, y, lo, hi) if lo in g and hi in g else None, marker=marker,
-                    linestyle=linestyle, capsize=3, color=color(key, i), label=label.format(key))
+                    linestyle=linestyle, capsize=3, color=fixed_color or color(key, i), label=label.format(key))
 
 
 def grouped_bars(ax, df: pd.DataFrame, group: str, series: str, y: str, *, lo: str | None = None,

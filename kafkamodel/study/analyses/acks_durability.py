@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
-from .common import num, value
+from .common import fmt, num, value
 
 ACKS = ["0", "1", "all"]
 FAULT_PARTS = {"leader_crash": "slow followers, then the leader crashes",
@@ -70,12 +70,14 @@ def tradeoff(agg: Aggregates):
 def downtime(agg: Aggregates):
     """Seconds without a leader and acks=all writes refused, per setting, under each schedule."""
     t = table(agg)
-    t = t.assign(setting=lambda d: "mi" + d["min_isr"].astype(str) + np.where(d["unclean"], " unclean", " clean"))
+    t = t.assign(setting=lambda d: "min.insync " + d["min_isr"].astype(int).astype(str)
+                 + np.where(d["unclean"].astype(bool), "\nunclean", "\nclean"))
     fig, axes = plots.figure(2, width=5.6)
     for ax, part in zip(axes, FAULT_PARTS):
         g = t[t["part"] == part]
         plots.grouped_bars(ax, g, "setting", "acks", "unavailable_s", series_order=ACKS, label="acks={}")
-        plots.finish(ax, f"{part}: time without a leader", "min.insync.replicas, election", "seconds")
+        plots.finish(ax, f"{part}: time without a leader", "", "seconds")
+        ax.tick_params(axis="x", labelsize=8)
     return fig
 
 
@@ -93,11 +95,11 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         "isr_collapse_all_mi2_clean_unavailable_s": num(value(ic, "unavailable_s", acks="all", min_isr=2, unclean=False), 1),
         "isr_collapse_all_mi2_clean_refused": num(value(ic, "not_enough_replicas_errors", acks="all", min_isr=2, unclean=False), 1),
     })
-    finding = (f"acks=1 answers in {numbers['p99_ms_acks_1']} ms at p99 against {numbers['p99_ms_acks_all']} ms for acks=all, "
-               f"and lost {numbers['leader_crash_acks_1_lost']} acknowledged records when the leader crashed ahead of slow "
-               f"followers (acks=all: {numbers['leader_crash_acks_all_lost']}); once the ISR collapsed, an unclean election "
-               f"lost {numbers['isr_collapse_all_mi1_unclean_lost']} acks=all records after "
-               f"{numbers['isr_collapse_all_mi1_unclean_unavailable_s']} s offline, while min.insync.replicas=2 with clean "
-               f"elections lost {numbers['isr_collapse_all_mi2_clean_lost']} and was offline "
-               f"{numbers['isr_collapse_all_mi2_clean_unavailable_s']} s.")
+    finding = (f"acks=1 answers in {fmt(numbers['p99_ms_acks_1'])} ms at p99 against {fmt(numbers['p99_ms_acks_all'])} ms for acks=all, "
+               f"and lost {fmt(numbers['leader_crash_acks_1_lost'])} acknowledged records when the leader crashed ahead of slow "
+               f"followers (acks=all: {fmt(numbers['leader_crash_acks_all_lost'])}); once the ISR collapsed, an unclean election "
+               f"lost {fmt(numbers['isr_collapse_all_mi1_unclean_lost'])} acks=all records after "
+               f"{fmt(numbers['isr_collapse_all_mi1_unclean_unavailable_s'])} s offline, while min.insync.replicas=2 with clean "
+               f"elections lost {fmt(numbers['isr_collapse_all_mi2_clean_lost'])} and was offline "
+               f"{fmt(numbers['isr_collapse_all_mi2_clean_unavailable_s'])} s.")
     return numbers, finding

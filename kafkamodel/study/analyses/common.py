@@ -46,3 +46,15 @@ def value(df: pd.DataFrame, column: str, **where) -> float:
 
 def num(x: float, digits: int = 1) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
+
+
+def fmt(x) -> str:
+    """A number for a sentence: 6956, 3.7, 11.5, 8.31 (no trailing .0), or n/a."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    x = float(x)
+    if x.is_integer():
+        return f"{int(x):,}"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
-from .common import num, value
+from .common import fmt, num, value
 
 RULES = ["time", "count"]
 
@@ -23,7 +23,8 @@ def shuttle(agg: Aggregates):
                  "ISR changes per run", logx=True)
     mm = agg.wide(["isr_shrinks", "isr_expands"], "max_messages")
     plots.lines_with_ci(axes[1], mm, "max_messages", "isr_shrinks", label="count rule: shrinks")
-    plots.lines_with_ci(axes[1], mm, "max_messages", "isr_expands", label="count rule: expands", linestyle=":", marker="s")
+    plots.lines_with_ci(axes[1], mm, "max_messages", "isr_expands", label="count rule: expands", linestyle=":", marker="s",
+                        fixed_color=plots.CYCLE[1])
     plots.finish(axes[1], "the count rule vs its threshold", "replica.lag.max.messages", "ISR changes per run", logx=True)
     for ax in axes:
         ax.set_ylim(bottom=0)  # counts (a 95% interval over few seeds can reach below zero)
@@ -56,7 +57,8 @@ def stuck_follower(agg: Aggregates):
     plots.finish(axes[0], "worst produce latency per time bin (follower stuck 3–15 s)", "simulated time (s)",
                  "max latency (ms)", logy=True)
     plots.lines_with_ci(axes[1], df, "lag_time_ms", "produce_latency_ms_max", label="max produce latency")
-    plots.lines_with_ci(axes[1], df, "lag_time_ms", "time_to_shrink_ms", label="stuck → ISR shrink", marker="s", linestyle=":")
+    plots.lines_with_ci(axes[1], df, "lag_time_ms", "time_to_shrink_ms", label="stuck → ISR shrink", marker="s",
+                        linestyle=":", fixed_color=plots.CYCLE[3])
     lags = np.array(sorted(df["lag_time_ms"].unique()), dtype=float)
     axes[1].fill_between(lags, lags, 1.5 * lags, color="#999999", alpha=0.25, label="lag.time .. 1.5 × lag.time")
     plots.finish(axes[1], "acks=all stall vs replica.lag.time.max.ms", "replica.lag.time.max.ms", "ms", logx=True, logy=True)
@@ -81,11 +83,11 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         numbers[f"stuck_follower_lag{lag:g}_max_latency_ms"] = num(value(stuck, "produce_latency_ms_max", lag_time_ms=lag), 0)
     lo, hi = float(stuck["lag_time_ms"].min()), float(stuck["lag_time_ms"].max())
     finding = (f"With bursts of {top:g} records per client the 0.8 count rule shrank the ISR of healthy followers "
-               f"{numbers[f'burst{top:g}_count_rule_isr_shrinks']} times a run, the time rule "
-               f"{numbers[f'burst{top:g}_time_rule_isr_shrinks']}; the count rule evicts a dead follower in "
-               f"{numbers[f'evict_ms_count_rule_{fast:g}_per_s']} ms at {fast:g} records/s but "
-               f"{numbers[f'evict_ms_count_rule_{slow:g}_per_s']} ms at {slow:g}/s (time rule: "
-               f"{numbers[f'evict_ms_time_rule_{fast:g}_per_s']} ms at any rate); a stuck follower stalls acks=all for "
-               f"{numbers[f'stuck_follower_lag{lo:g}_max_latency_ms']} ms at replica.lag.time.max.ms={lo:g} and "
-               f"{numbers[f'stuck_follower_lag{hi:g}_max_latency_ms']} ms at {hi:g}.")
+               f"{fmt(numbers[f'burst{top:g}_count_rule_isr_shrinks'])} times a run, the time rule "
+               f"{fmt(numbers[f'burst{top:g}_time_rule_isr_shrinks'])}; the count rule evicts a dead follower in "
+               f"{fmt(numbers[f'evict_ms_count_rule_{fast:g}_per_s'])} ms at {fast:g} records/s but "
+               f"{fmt(numbers[f'evict_ms_count_rule_{slow:g}_per_s'])} ms at {slow:g}/s (time rule: "
+               f"{fmt(numbers[f'evict_ms_time_rule_{fast:g}_per_s'])} ms at any rate); a stuck follower stalls acks=all for "
+               f"{fmt(numbers[f'stuck_follower_lag{lo:g}_max_latency_ms'])} ms at replica.lag.time.max.ms={lo:g} and "
+               f"{fmt(numbers[f'stuck_follower_lag{hi:g}_max_latency_ms'])} ms at {hi:g}.")
     return numbers, finding

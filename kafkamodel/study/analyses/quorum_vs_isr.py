@@ -10,7 +10,7 @@ import pandas as pd
 from ... import theory
 from .. import plots
 from ..tables import Aggregates
-from .common import choice, num, part_overrides, value
+from .common import fmt, choice, num, part_overrides, value
 
 MODES = ["isr", "quorum"]
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
@@ -180,12 +180,12 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
     lag = float(slow["lag_time_ms"].min())
     for mode in MODES:
         numbers[f"slow_follower_lag{lag:g}_{mode}_max_ms"] = num(value(slow, "produce_latency_ms_max", mode=mode, lag_time_ms=lag), 1)
-    finding = (f"Quorum commits at the median follower: at RF=5 its acks=all p99 is {numbers['rf5_quorum_p99_ms']} ms "
-               f"against {numbers['rf5_isr_p99_ms']} ms for ISR (order statistics: {numbers['rf5_quorum_p99_predicted_ms']} "
-               f"/ {numbers['rf5_isr_p99_predicted_ms']}); surviving 2 failures took RF "
-               f"{numbers['replicas_to_survive_2_isr']} under ISR and {numbers['replicas_to_survive_2_quorum']} under quorum; "
-               f"a slow follower stalled ISR writes for up to {numbers[f'slow_follower_lag{lag:g}_isr_max_ms']} ms "
-               f"(quorum: {numbers[f'slow_follower_lag{lag:g}_quorum_max_ms']} ms).")
+    finding = (f"Quorum commits at the median follower: at RF=5 its acks=all p99 is {fmt(numbers['rf5_quorum_p99_ms'])} ms "
+               f"against {fmt(numbers['rf5_isr_p99_ms'])} ms for ISR (order statistics: {fmt(numbers['rf5_quorum_p99_predicted_ms'])} "
+               f"/ {fmt(numbers['rf5_isr_p99_predicted_ms'])}); surviving 2 failures took RF "
+               f"{fmt(numbers['replicas_to_survive_2_isr'])} under ISR and {fmt(numbers['replicas_to_survive_2_quorum'])} under quorum; "
+               f"a slow follower stalled ISR writes for up to {fmt(numbers[f'slow_follower_lag{lag:g}_isr_max_ms'])} ms "
+               f"(quorum: {fmt(numbers[f'slow_follower_lag{lag:g}_quorum_max_ms'])} ms).")
     return numbers, finding
 
 

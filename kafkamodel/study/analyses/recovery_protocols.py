@@ -6,7 +6,7 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
-from .common import num, value
+from .common import fmt, num, value
 
 # part -> (column, anomaly value, fix value, what the pair is)
 PAIRS = {
@@ -78,12 +78,12 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
     def n(key):
         return numbers.get(key)
 
-    finding = (f"Truncating to the local HW lost {n('kip101_truncation_anomaly_committed_lost')} committed records "
-               f"(leader epoch: {n('kip101_truncation_fix_committed_lost')}) and after a double power loss left logs diverging "
-               f"on {n('kip101_power_loss_anomaly_divergence')} offsets (leader epoch: {n('kip101_power_loss_fix_divergence')}); "
-               f"re-electing the last replica standing lost {n('last_replica_standing_anomaly_committed_lost')} committed "
-               f"records (ELR: {n('last_replica_standing_fix_committed_lost')}); Kafka 0.8's defaults lost "
-               f"{n('jepsen_2013_anomaly_acked_lost')} acknowledged writes in Jepsen's partition, min.insync.replicas=2 with "
-               f"clean elections {n('jepsen_2013_fix_acked_lost')}, at the price of "
-               f"{n('jepsen_2013_fix_unavailable_s')} s without a leader.")
+    finding = (f"Truncating to the local HW lost {fmt(n('kip101_truncation_anomaly_committed_lost'))} committed records "
+               f"(leader epoch: {fmt(n('kip101_truncation_fix_committed_lost'))}) and after a double power loss left logs diverging "
+               f"on {fmt(n('kip101_power_loss_anomaly_divergence'))} offsets (leader epoch: {fmt(n('kip101_power_loss_fix_divergence'))}); "
+               f"re-electing the last replica standing lost {fmt(n('last_replica_standing_anomaly_committed_lost'))} committed "
+               f"records (ELR: {fmt(n('last_replica_standing_fix_committed_lost'))}); Kafka 0.8's defaults lost "
+               f"{fmt(n('jepsen_2013_anomaly_acked_lost'))} acknowledged writes in Jepsen's partition, min.insync.replicas=2 with "
+               f"clean elections {fmt(n('jepsen_2013_fix_acked_lost'))}, at the price of "
+               f"{fmt(n('jepsen_2013_fix_unavailable_s'))} s without a leader.")
     return numbers, finding
