@@ -67,6 +67,10 @@ def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, run
               processed: Path | None = None) -> AggregateOutcome:
     """Aggregate a study's runs with Spark (a session given, or a local one started and stopped here)."""
     spec = study if isinstance(study, Spec) else load_spec(study)
+    if spark is None:
+        from .spark import check_master
+
+        check_master(master)  # a bad flag is reported before anything else
     if spec.is_pending:
         raise StudyError([f"{spec.study}: pending ({spec.pending}); it has no runs to aggregate"])
     study_dir = Path(runs or RUNS) / spec.study
