@@ -73,7 +73,7 @@ def _cmd_study(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from .study.spec import load_spec
+    from .study.specfile import load_spec
     from .study.sweep import run_sweeps
 
     spec = load_spec(args.spec)

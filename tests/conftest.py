@@ -75,7 +75,7 @@ def study_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_spec(study_root):
     """tiny_spec(study) -> the loaded tiny Spec (its file in study_root/specs/)."""
-    from kafkamodel.study.spec import load_spec
+    from kafkamodel.study.specfile import load_spec
 
     def make(study: str, seeds: int = 1):
         path = study_root / "specs" / f"{study}.yaml"

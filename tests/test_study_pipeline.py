@@ -21,7 +21,7 @@ from kafkamodel.paths import ROOT
 from kafkamodel.study import sweep as sweep_module
 from kafkamodel.study.aggregate import aggregate
 from kafkamodel.study.report import report
-from kafkamodel.study.spec import load_spec
+from kafkamodel.study.specfile import load_spec
 from kafkamodel.study.sweep import run_sweeps
 
 
@@ -90,7 +90,7 @@ def _kill_spec(folder: Path) -> Path:
 def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     spec_path = _kill_spec(tmp_path)
     runs = tmp_path / "runs"
-    code = (f"from kafkamodel.study.spec import load_spec; from kafkamodel.study.sweep import run_sweeps; "
+    code = (f"from kafkamodel.study.specfile import load_spec; from kafkamodel.study.sweep import run_sweeps; "
             f"run_sweeps([load_spec({str(spec_path)!r})], workers=2, runs={str(runs)!r}, progress=False)")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

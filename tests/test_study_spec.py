@@ -7,7 +7,8 @@ import textwrap
 import pytest
 
 from kafkamodel import cli
-from kafkamodel.study.spec import SpecError, all_specs, column_for_path, load_spec
+from kafkamodel.study.spec import SpecError, column_for_path
+from kafkamodel.study.specfile import all_specs, load_spec
 from kafkamodel.theory import predict, replicas_needed
 
 

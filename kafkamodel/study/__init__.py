@@ -3,6 +3,7 @@
 One module per job:
 
 * ``spec``: a study's sweep spec (``data/studies/<study>.yaml``), expanded into points;
+  ``specfile`` reads and validates spec files;
 * ``point``: running one point (``run_point(point) -> Result``), the pure unit every engine calls;
 * ``sweep``: the papermill engine (worker processes, progress, resume, failures);
 * ``spark``: the one helper that builds a Spark session;
@@ -18,6 +19,7 @@ Heavy dependencies (papermill, pyspark, matplotlib, ipywidgets) are imported
 by the module that needs them, so ``kafkamodel`` itself stays light.
 """
 
-from .spec import SpecError, StudyError, load_spec, all_specs
+from .spec import SpecError, StudyError
+from .specfile import all_specs, load_spec
 
 __all__ = ["SpecError", "StudyError", "load_spec", "all_specs"]

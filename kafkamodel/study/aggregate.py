@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ..paths import PROCESSED, RUNS
 from .point import SUMMARY_TABLE
-from .spec import Spec, StudyError, load_spec
+from .spec import Spec, StudyError
+from .specfile import load_spec
 
 BINS = 100  # timeline bins per run
 QUANTILES = (0.5, 0.9, 0.99, 0.999)

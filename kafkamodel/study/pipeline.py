@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import REPORTS
-from .spec import all_specs, check_scale
+from .spec import check_scale
+from .specfile import all_specs
 
 
 @dataclass

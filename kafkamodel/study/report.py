@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ..paths import PROCESSED, REPORTS, ROOT
 from .headline import read_headline
-from .spec import Spec, StudyError, all_specs, load_spec, notebook_path
+from .spec import Spec, StudyError
+from .specfile import all_specs, load_spec, notebook_path
 from .sweep import KERNEL_ARGS, check_timeout
 
 EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..paths import ROOT, RUNS
 from .point import TIMING, commit_run, is_finished, staging_dir
-from .spec import Spec, StudyError, check_scale, notebook_path
+from .spec import Spec, StudyError, check_scale
+from .specfile import notebook_path
 
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
