@@ -619,9 +619,9 @@ class ReplicationActor:
             self.send(broker, f, self.follower_handle_fetch_error, (f, p, session))
             return
         found, end = rep.end_offset_for_epoch(epoch)
-        self.send(broker, f, self.follower_handle_epoch_answer, (f, p, session, found, end))
+        self.send(broker, f, self.follower_handle_epoch_answer, (f, p, session, epoch, found, end))
 
-    def follower_handle_epoch_answer(self, f: int, p: int, session: int, epoch: int, end: int) -> None:
+    def follower_handle_epoch_answer(self, f: int, p: int, session: int, asked: int, epoch: int, end: int) -> None:
         rep = self.replicas[p][f]
         if rep.fetch_session != session or rep.is_leader:
             return
@@ -630,7 +630,14 @@ class ReplicationActor:
         if epoch < 0:  # UNDEFINED: the leader has no epoch this old; fall back to the HW
             target = rep.high_watermark
         else:
-            _, own_end = rep.end_offset_for_epoch(epoch)  # KIP-279: where that epoch ends in our log
-            target = min(end, own_end) if own_end >= 0 else end
+            own_end = rep.log_end_offset  # KIP-279: where that epoch ends in our log: our first later epoch starts
+            for base, _, e, _ in reversed(rep.log):
+                if e <= epoch:
+                    break
+                own_end = base
+            target = min(end, own_end)
         self.follower_truncate(rep, target, f"to end of leader epoch {epoch}")
+        if 0 <= epoch != asked and rep.log and rep.last_epoch() > epoch:
+            self.follower_query_epoch(rep)  # KIP-279: ask again with our new last epoch until the leader knows it
+            return
         self.follower_fetch(rep)

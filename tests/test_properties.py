@@ -19,10 +19,17 @@ needs an fsync before the acknowledgement.
 from __future__ import annotations
 
 import pytest
+import os
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkamodel import load_scenario, simulate
+
+# CI runs the same examples every time (reproducible); a developer's run explores new ones
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 BROKERS = 4
 DURATION = 24_000.0
