@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from .paths import scenario_path
 from .scenario import ScenarioError, load_scenario
