@@ -60,8 +60,8 @@ class QuorumCommit:
 
     def new_high_watermark(self, rep: Replica) -> int:
         part = self.sim.partitions[rep.partition]
-        leos = sorted((rep.follower_leo.get(f, -1) for f in part.replicas if f != rep.broker), reverse=True)
-        leos.insert(0, rep.log_end_offset)
+        leos = [rep.follower_leo.get(f, -1) for f in part.replicas if f != rep.broker]
+        leos.append(rep.log_end_offset)
         leos.sort(reverse=True)
         hw = leos[self.sim.majority[rep.partition] - 1]
         if hw <= rep.high_watermark:
@@ -116,7 +116,7 @@ class HighWatermarkTruncation:
     name = "high_watermark"
 
     def begin(self, sim, rep: Replica) -> None:
-        sim.follower_truncate(rep, rep.high_watermark, "to local high watermark")
+        sim.truncate_replica(rep, rep.high_watermark, "to local high watermark")
         sim.follower_fetch(rep)
 
 
@@ -416,10 +416,6 @@ class ReplicationActor:
                 rep.timer_armed.add(f)
                 self.timer(broker, self.fetch_wait_ms, self._leader_fetch_wait_expired, rep, f)
 
-    @property
-    def fetch_wait_ms(self) -> float:
-        return float(self.broker_cfg["replica.fetch.wait.max.ms"])
-
     def _leader_answer_fetch(self, rep: Replica, f: int, offset: int, session: int) -> None:
         log = rep.log
         i = rep.entry_index(offset)
@@ -509,7 +505,7 @@ class ReplicationActor:
         if rep.fetch_session != session or rep.is_leader:
             return
         rep.last_heard_ms = self.kernel.now
-        self.follower_truncate(rep, leader_leo, "offset out of range: to leader's log end offset")
+        self.truncate_replica(rep, leader_leo, "offset out of range: to leader's log end offset")
         self.follower_fetch(rep)
 
     # ---- ISR ----------------------------------------------------------------
@@ -593,9 +589,6 @@ class ReplicationActor:
         if leader >= 0:
             self.truncation.begin(self, rep)
 
-    def follower_truncate(self, rep: Replica, offset: int, why: str) -> None:
-        self.truncate_replica(rep, offset, why)
-
     def truncate_replica(self, rep: Replica, offset: int, why: str) -> int:
         """Cut a replica's log at `offset`; an event says how much went, and how much of it was committed."""
         if offset >= rep.log_end_offset:
@@ -636,7 +629,7 @@ class ReplicationActor:
                     break
                 own_end = base
             target = min(end, own_end)
-        self.follower_truncate(rep, target, f"to end of leader epoch {epoch}")
+        self.truncate_replica(rep, target, f"to end of leader epoch {epoch}")
         if 0 <= epoch != asked and rep.log and rep.last_epoch() > epoch:
             self.follower_query_epoch(rep)  # KIP-279: ask again with our new last epoch until the leader knows it
             return

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .invariants import PROPERTIES, diverging_offsets
+from .invariants import check_all, diverging_offsets
 from .producer import ACKED, ERRORS, FAILED, PENDING, INFLIGHT
 
 TABLES = ("records", "events", "timeline", "partitions", "groups")
@@ -103,7 +103,7 @@ def build_result(sim) -> Result:
     divergence_total = 0
     for part in sim.partitions:
         final = sim.replicas[part.index][part.last_leader]
-        log = final.retired_entries + final.log  # what retention deleted was there, not lost
+        log = final.retired + final.log  # what retention deleted was there, not lost
         ids = np.fromiter((e[3] for e in log), dtype=np.int64, count=len(log))
         bases = np.fromiter((e[0] for e in log), dtype=np.int64, count=len(log))
         data = ids >= 0
@@ -161,7 +161,7 @@ def build_result(sim) -> Result:
         row["records"] = c
     group_rows = [_group_row(sim, g, offset, rec_presence) for g in sim.groups]
 
-    violations = {name: prop(sim) for name, prop in PROPERTIES.items()}
+    violations = check_all(sim)
     for name, problems in violations.items():
         for problem in problems:
             sim.event("invariant_violation", -1, -1, f"{name}: {problem}")

@@ -235,10 +235,9 @@ def validate(given: Any) -> dict:
     if not isinstance(given, Mapping):
         raise ScenarioError([f"scenario: must be a mapping of keys, got {type(given).__name__}"])
     allowed = {**TOP, **{k: None for k in SECTIONS}, **{k: None for k in LISTS}}
-    top_keys = {k: v for k, v in allowed.items()}
     for key in given:
-        if key not in top_keys:
-            problems.append(_unknown(str(key), top_keys, str(key)))
+        if key not in allowed:
+            problems.append(_unknown(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
     for name, keys in SECTIONS.items():
         s[name] = _fill(given.get(name) or {}, keys, name, problems)

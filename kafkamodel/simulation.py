@@ -43,6 +43,8 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
         broker_cfg = scenario["broker"]
         self.broker_cfg = broker_cfg
         self.flush_messages = broker_cfg["log.flush.interval.messages"] or 0  # 0: never forced
+        self.fetch_wait_ms = float(broker_cfg["replica.fetch.wait.max.ms"])  # a follower fetch's long poll
+        self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
         self.quorum = scenario["replication"] == "quorum"
 
         seeds = np.random.SeedSequence(scenario["seed"])
@@ -240,8 +242,6 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
                     self._seen_violations.add(key)
                     self.event("invariant_violation", -1, -1, f"{name}: {problem}")
 
-    _seen_violations: set = set()
-
 
 def simulate(scenario, partitioner=None) -> Result:
     """Run one scenario (a Scenario, a dict, or a YAML path) and return its Result.
@@ -249,6 +249,4 @@ def simulate(scenario, partitioner=None) -> Result:
     `partitioner`, if given, is a callable (key or None, partitions) -> partition
     used by every producer instead of the scenario's partitioner.
     """
-    sim = Simulation(load_scenario(scenario), partitioner)
-    sim._seen_violations = set()
-    return sim.run()
+    return Simulation(load_scenario(scenario), partitioner).run()

@@ -161,10 +161,6 @@ class Replica:
         written_back = self.log[i - 1][1] if i else 0
         return max(self.flushed_offset, written_back)
 
-    @property
-    def retired_entries(self) -> list:
-        return self.retired
-
     def batches(self) -> list[int]:
         return [e[3] for e in self.log]
 

@@ -68,5 +68,7 @@ def test_quorum_is_faster_than_isr_and_the_gap_grows_with_rf():
         sim_isr = simulate(scenario(rf, "isr", 5_000)).summary["produce_latency_ms_mean"]
         sim_quorum = simulate(scenario(rf, "quorum", 5_000)).summary["produce_latency_ms_mean"]
         assert sim_quorum < sim_isr
-        gaps.append((sim_isr - sim_quorum, isr - quorum))
-    assert gaps[1][0] > gaps[0][0]
+        # the gap itself is the order statistics' (5,000 records: standard error of the gap ~0.04 ms)
+        assert sim_isr - sim_quorum == pytest.approx(isr - quorum, rel=0.1)
+        gaps.append(sim_isr - sim_quorum)
+    assert gaps[1] > gaps[0]
