@@ -6,8 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SCALE  ?= 1
+ENGINE ?= papermill
 
-.PHONY: study test test-slow bench lab run clean
+.PHONY: study test test-slow bench bench-sweep dist lab run clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,9 +16,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[study,test]'
 	touch $(STAMP)
 
-## study: set up, run every study (sweeps, Spark aggregation, HTML reports); SCALE=4 for 4x the seeds
+## study: set up, run every study (sweeps, Spark aggregation, HTML reports); SCALE=4 for 4x the seeds,
+## ENGINE=spark to run the sweep points as Spark tasks instead of notebooks
 study: $(STAMP)
-	SCALE=$(SCALE) $(PY) -m kafkamodel study
+	SCALE=$(SCALE) $(PY) -m kafkamodel study --engine $(ENGINE)
 
 ## test: the fast test suite (the study kit's tests start one local Spark session)
 test: $(STAMP)
@@ -31,9 +33,18 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m kafkamodel bench
 
+## bench-sweep: points per second and per-point overhead of papermill and Spark local[1], local[2]
+bench-sweep: $(STAMP)
+	$(PY) -m kafkamodel bench --sweep
+
+## dist: the package for Spark executors: dist/kafkamodel-VERSION+HASH.zip (--py-files) and a wheel
+dist: $(STAMP)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
+	$(PY) -m kafkamodel.study.ship dist
+
 ## lab: JupyterLab on the notebooks (as root it needs --allow-root, added here)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
-	rm -rf $(VENV) data/runs data/processed .pytest_cache .hypothesis
+	rm -rf $(VENV) data/runs data/processed dist build .pytest_cache .hypothesis

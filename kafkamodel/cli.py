@@ -13,6 +13,7 @@ import sys
 
 from .paths import scenario_path
 from .scenario import ScenarioError, load_scenario
+from .study.sweep import ENGINES
 
 
 class UsageError(Exception):
@@ -63,7 +64,8 @@ def _cmd_study(args) -> int:
     from .study.pipeline import run_study
 
     scale = args.scale if args.scale is not None else _default_scale()
-    outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master)
+    outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
+                        engine=args.engine)
     print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.seconds:.0f} s")
     if outcome.failed_points:
         print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
@@ -79,8 +81,10 @@ def _cmd_sweep(args) -> int:
     if spec.is_pending:
         raise UsageError(f"{spec.study}: pending ({spec.pending}); it has no points to run")
     scale = args.scale if args.scale is not None else _default_scale()
+    if args.master is not None and args.engine != "spark":
+        raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
     (outcome,) = run_sweeps([spec], scale=scale, workers=args.workers, timeout=args.timeout,
-                            resume=not args.no_resume)
+                            resume=not args.no_resume, engine=args.engine, master=args.master, runs=args.runs)
     for line in outcome.lines():
         print(line)
     if outcome.failed:
@@ -92,7 +96,7 @@ def _cmd_sweep(args) -> int:
 def _cmd_aggregate(args) -> int:
     from .study.aggregate import aggregate
 
-    print(aggregate(args.study, master=args.master).line())
+    print(aggregate(args.study, master=args.master, runs=args.runs).line())
     return 0
 
 
@@ -128,8 +132,10 @@ def _cmd_keys(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench import run_bench
+    from .bench import run_bench, run_sweep_bench
 
+    if args.sweep:
+        return run_sweep_bench(points=args.points)
     return run_bench(records=args.records, repeats=args.repeats)
 
 
@@ -177,12 +183,20 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
     study.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
     study.add_argument("--master", help="Spark master URL (default: local[*])")
+    study.add_argument("--engine", choices=ENGINES, default="papermill",
+                       help="run sweep points as notebooks (papermill) or as Spark tasks on --master")
     study.set_defaults(func=_cmd_study)
 
-    sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill (finished runs are skipped)")
+    sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
     sweep.add_argument("spec", help="a study name (data/studies/NAME.yaml) or a sweep spec file")
-    sweep.add_argument("--workers", type=_positive_int("--workers"), help="worker processes (default: cores)")
-    sweep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
+    sweep.add_argument("--engine", choices=ENGINES, default="papermill",
+                       help="papermill: a notebook per point in worker processes; spark: a Spark task per point")
+    sweep.add_argument("--master", help="Spark master URL for --engine spark (default: local[*])")
+    sweep.add_argument("--runs", help="where run folders go (default: data/runs); with a cluster, a path every "
+                                      "executor sees (shared filesystem)")
+    sweep.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
+    sweep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
+                       help="execution timeout per notebook cell, or per point on Spark (s)")
     sweep.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
     sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
     sweep.set_defaults(func=_cmd_sweep)
@@ -190,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
     agg.add_argument("study", help="a study name or spec file")
     agg.add_argument("--master", help="Spark master URL (default: local[*])")
+    agg.add_argument("--runs", help="where the run folders are (default: data/runs)")
     agg.set_defaults(func=_cmd_aggregate)
 
     rep = verbs.add_parser("report", help="execute the study's notebook on its aggregates -> reports/STUDY.html")
@@ -200,9 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     keys = verbs.add_parser("keys", help="list every scenario key with its default")
     keys.set_defaults(func=_cmd_keys)
 
-    bench = verbs.add_parser("bench", help="simulated records per CPU-second and bytes per record")
+    bench = verbs.add_parser("bench", help="simulated records per CPU-second and bytes per record (--sweep: engines)")
     bench.add_argument("--records", type=int, default=600_000, help="records in the steady-state run")
     bench.add_argument("--repeats", type=int, default=5, help="timed repeats (the median is reported)")
+    bench.add_argument("--sweep", action="store_true",
+                       help="instead: points/s and per-point overhead of papermill and Spark local[1], local[2]")
+    bench.add_argument("--points", type=_positive_int("--points"), default=24, help="points per engine with --sweep")
     bench.set_defaults(func=_cmd_bench)
     return parser
 

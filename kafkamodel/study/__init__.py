@@ -5,7 +5,8 @@ One module per job:
 * ``spec``: a study's sweep spec (``data/studies/<study>.yaml``), expanded into points;
   ``specfile`` reads and validates spec files;
 * ``point``: running one point (``run_point(point) -> Result``), the pure unit every engine calls;
-* ``sweep``: the papermill engine (worker processes, progress, resume, failures);
+* ``sweep``: planning a sweep (resume, locks, failures) and the papermill engine (worker processes);
+* ``spark_engine``: the Spark engine (each point a Spark task); ``ship``: the package as --py-files;
 * ``spark``: the one helper that builds a Spark session;
 * ``aggregate``: per-configuration statistics over seeds, on Spark;
 * ``tables``: reading the aggregates back (notebooks);

@@ -1,7 +1,8 @@
 """Everything, for ``python -m kafkamodel study``: all sweeps -> Spark aggregation -> reports -> index.
 
-Sweeps of every active study share one pool of papermill workers; one Spark
-session aggregates them all (and is stopped here); each analysis notebook
+Sweeps of every active study share one engine (a pool of papermill workers,
+or Spark tasks); one Spark session runs those tasks and aggregates every
+study (and is stopped here); each analysis notebook
 is executed and exported; a pending study gets its placeholder. Failed
 points are reported at the end (exit status 1) after the rest has run.
 """
@@ -28,16 +29,17 @@ class StudyOutcome:
 
 def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0, master: str | None = None,
               progress: bool = True, runs: Path | None = None, processed: Path | None = None,
-              reports: Path | None = None, say=None) -> StudyOutcome:
+              reports: Path | None = None, engine: str = "papermill", say=None) -> StudyOutcome:
     from .aggregate import aggregate
     from .report import report, write_index
     from .spark import check_java, check_master, spark_session
-    from .sweep import check_timeout, check_workers, run_sweeps
+    from .sweep import check_engine, check_timeout, check_workers, run_sweeps
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     scale, timeout = check_scale(scale), check_timeout(timeout)
     check_workers(workers)
+    check_engine(engine)
     check_master(master)
     check_java()  # before hours of sweeping, not after
     specs = all_specs()
@@ -46,14 +48,15 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
     total = sum(len(s.points(scale)) for s in active)
     say(f"study: {len(active)} studies, {total} runs at scale {scale:g} "
         f"({', '.join(s.study for s in specs if s.is_pending) or 'none'} pending)")
-    sweeps = run_sweeps(active, scale=scale, workers=workers, timeout=timeout, runs=runs, progress=progress)
-    for s in sweeps:
-        outcome.lines += s.lines()
-        outcome.failed_points += len(s.failed)
-        for line in s.lines():
-            say(line)
-    say("aggregating on Spark ...")
     with spark_session(master, app_name="kafkamodel study") as spark:
+        sweeps = run_sweeps(active, scale=scale, workers=workers, timeout=timeout, runs=runs, progress=progress,
+                            engine=engine, spark=spark if engine == "spark" else None)
+        for s in sweeps:
+            outcome.lines += s.lines()
+            outcome.failed_points += len(s.failed)
+            for line in s.lines():
+                say(line)
+        say("aggregating on Spark ...")
         for spec in active:
             try:
                 line = aggregate(spec, spark=spark, runs=runs, processed=processed).line()

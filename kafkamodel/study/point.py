@@ -3,9 +3,9 @@
 ``run_point(point) -> Result`` builds the scenario (base + overrides + seed)
 and simulates it; ``write_point`` writes the run folder (Parquet tables,
 summary.json, scenario.yaml, point.json), every row carrying the run id, the
-seed and the swept parameters. An engine (papermill today, Spark tasks
-later) calls ``execute_point`` into a staging folder, adds its own files
-(the executed notebook, timing.json) and publishes it with ``commit_run``:
+seed and the swept parameters. An engine (papermill, or Spark tasks) calls
+``execute_point`` into a staging folder, adds its own files (the executed
+notebook, timing.json) and publishes it with ``commit_run``:
 one rename, so a run folder is either complete or absent.
 """
 
@@ -34,17 +34,22 @@ def as_point(point: "Point | Mapping") -> Point:
     return Point.from_dict(point)
 
 
-def scenario_for(point: "Point | Mapping") -> Scenario:
-    """The point's scenario: its base with its overrides and seed."""
+def scenario_for(point: "Point | Mapping", base_text: str | None = None) -> Scenario:
+    """The point's scenario: its base with its overrides and seed.
+
+    `base_text` is the base scenario's YAML, for an engine whose workers
+    cannot read the driver's files; else it is read from ``base_path``.
+    """
     point = as_point(point)
-    return load_scenario(Path(point.base_path)).with_overrides({**point.overrides, "seed": point.seed})
+    base = load_scenario(base_text if base_text is not None else Path(point.base_path))
+    return base.with_overrides({**point.overrides, "seed": point.seed})
 
 
-def run_point(point: "Point | Mapping"):
-    """Simulate one point; no I/O besides reading its base scenario."""
+def run_point(point: "Point | Mapping", base_text: str | None = None):
+    """Simulate one point; no I/O besides reading its base scenario (unless given as text)."""
     from ..simulation import simulate
 
-    return simulate(scenario_for(point))
+    return simulate(scenario_for(point, base_text))
 
 
 def row_columns(point: "Point | Mapping") -> dict:
@@ -96,10 +101,10 @@ def write_summary_table(summary: Mapping, columns: Mapping, path: Path) -> None:
     pq.write_table(pa.Table.from_arrays(arrays, names=names), path)
 
 
-def execute_point(point: "Point | Mapping", out: "str | Path"):
+def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | None = None):
     """run_point + write_point, timed into timing.json; returns the Result."""
     t0 = time.perf_counter()
-    result = run_point(point)
+    result = run_point(point, base_text)
     t1 = time.perf_counter()
     out = write_point(result, point, out)
     t2 = time.perf_counter()

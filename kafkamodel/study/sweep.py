@@ -1,6 +1,11 @@
-"""Sweeps: run a study's points with papermill, in worker processes, resumably.
+"""Sweeps: run a study's points, resumably, with papermill (worker processes) or on Spark.
 
-Each point executes the spec's point notebook (``00_explore.ipynb`` by
+``run_sweeps`` plans (expands every spec, locks each study's folder, skips
+finished runs) and hands the rest to an engine: ``papermill`` (here) or
+``spark`` (``kafkamodel.study.spark_engine``: each point a Spark task, no
+notebook). Both publish the same run folders and record failures alike.
+
+With papermill, each point executes the spec's point notebook (``00_explore.ipynb`` by
 default) with the point as a parameter; the notebook calls
 ``kafkamodel.study.point.execute_point`` into a hidden staging folder, then
 the worker adds the executed notebook and timing.json and publishes the
@@ -31,6 +36,7 @@ from .point import TIMING, commit_run, is_finished, staging_dir
 from .spec import Spec, StudyError, check_scale
 from .specfile import notebook_path
 
+ENGINES = ("papermill", "spark")
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
 
@@ -43,9 +49,11 @@ class SweepOutcome:
     ran: list = field(default_factory=list)  # run ids published now
     failed: list = field(default_factory=list)  # (run_id, error line)
     overhead_s: list = field(default_factory=list)  # per run: papermill time not spent in the model
-    model_s: list = field(default_factory=list)  # per run: simulate + write inside the notebook
+    model_s: list = field(default_factory=list)  # per run: simulate + write (inside the notebook or task)
     wall_s: float = 0.0
     folder: Path | None = None  # data/runs/<study>/
+    engine: str = "papermill"
+    slots: int | None = None  # parallel runs (workers, or a local Spark master's task slots; None: a cluster's)
 
     @property
     def ok(self) -> bool:
@@ -58,11 +66,40 @@ class SweepOutcome:
             out.append(f"  papermill overhead per run: mean {statistics.mean(self.overhead_s):.2f} s, "
                        f"median {statistics.median(self.overhead_s):.2f} s "
                        f"(model + write: mean {statistics.mean(self.model_s):.2f} s)")
+        elif self.engine == "spark" and self.ran and self.wall_s > 0:
+            per_point = self.overhead_per_point()
+            out.append(f"  spark: {len(self.ran) / self.wall_s:.2f} points/s"
+                       + (f" on {self.slots} slots, overhead per point {per_point:.3f} s of a slot"
+                          if per_point is not None else "")
+                       + f" (model + write: mean {statistics.mean(self.model_s):.3f} s)")
         for run_id, error in self.failed:
             out.append(f"  FAILED {run_id}: {error}")
         if self.failed:
             out.append(f"  errors and executed notebooks: {self.folder / FAILED if self.folder else FAILED}/")
         return out
+
+
+    def overhead_per_point(self) -> float | None:
+        """Slot-seconds per run spent outside the model and writing: wall x slots - work, over runs."""
+        if not self.ran or not self.slots or self.wall_s <= 0:
+            return None
+        return (self.wall_s * self.slots - sum(self.model_s)) / len(self.ran)
+
+
+def check_engine(engine) -> str:
+    if engine not in ENGINES:
+        raise StudyError([f"--engine: must be one of {', '.join(ENGINES)}, got {engine!r}"])
+    return engine
+
+
+def check_runs(runs) -> Path:
+    """Where run folders go: a filesystem path (a task publishes its run with a rename)."""
+    if runs is None:
+        return RUNS
+    if "://" in str(runs):
+        raise StudyError([f"--runs: must be a filesystem path every executor sees (a shared mount), got {str(runs)!r}; "
+                          "object stores cannot hold run folders"])
+    return Path(runs)
 
 
 def check_workers(workers) -> int:
@@ -103,7 +140,7 @@ def _clean_staging(study_dir: Path) -> None:
                 entry.unlink(missing_ok=True)
 
 
-def _record_failure(study_dir: Path, point: dict, error: str, notebook: Path | None) -> None:
+def record_failure(study_dir: Path, point: dict, error: str, notebook: Path | None) -> None:
     folder = study_dir / FAILED
     folder.mkdir(exist_ok=True)
     tmp = folder / f".{point['run_id']}.json"
@@ -113,12 +150,12 @@ def _record_failure(study_dir: Path, point: dict, error: str, notebook: Path | N
         notebook.rename(folder / f"{point['run_id']}.ipynb")
 
 
-def _clear_failure(study_dir: Path, run_id: str) -> None:
+def clear_failure(study_dir: Path, run_id: str) -> None:
     for suffix in (".json", ".ipynb"):
         (study_dir / FAILED / f"{run_id}{suffix}").unlink(missing_ok=True)
 
 
-def _error_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
     text = f"{ename}: {evalue}" if ename else f"{type(exc).__name__}: {exc}"
     return " ".join(text.split())[:500]
@@ -149,21 +186,34 @@ def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, 
         (staging / TIMING).write_text(json.dumps(timing) + "\n")
         executed.rename(staging / "notebook.ipynb")
         commit_run(staging, study_dir / point["run_id"], replace=replace)
-        _clear_failure(study_dir, point["run_id"])
-        return {"run_id": point["run_id"], "ok": True, "overhead_s": timing["overhead_s"], "model_s": inside}
+        clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "overhead_s": timing["overhead_s"],
+                "model_s": timing.get("model_s", 0.0), "write_s": timing.get("write_s", 0.0)}
     except Exception as exc:  # recorded, and the sweep carries on
-        _record_failure(study_dir, point, _error_line(exc), executed)
-        return {"run_id": point["run_id"], "ok": False, "error": _error_line(exc)}
+        record_failure(study_dir, point, error_line(exc), executed)
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         executed.unlink(missing_ok=True)
 
 
 def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0,
-               resume: bool = True, runs: Path | None = None, progress: bool = True) -> list[SweepOutcome]:
-    """Run every point of these studies not finished yet, sharing one pool of worker processes."""
+               resume: bool = True, runs: Path | None = None, progress: bool = True, engine: str = "papermill",
+               master: str | None = None, spark=None) -> list[SweepOutcome]:
+    """Run every point of these studies not finished yet, on one engine shared by all of them.
+
+    papermill: a pool of `workers` processes. spark: tasks on `spark` (a
+    session given, left running) or on a session started on `master` and
+    stopped here.
+    """
     scale, workers, timeout = check_scale(scale), check_workers(workers), check_timeout(timeout)
-    runs = Path(runs) if runs is not None else RUNS
+    engine = check_engine(engine)
+    if engine == "spark" and spark is None:
+        from .spark import check_java, check_master
+
+        check_master(master)
+        check_java()
+    runs = check_runs(runs)
     active = [s for s in specs if not s.is_pending]
     plans = []
     for spec in active:  # expand (and so validate) everything before running anything
@@ -176,48 +226,84 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
             study_dir = runs / spec.study
             stack.enter_context(_study_lock(study_dir))
             _clean_staging(study_dir)
-            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_dir)
+            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_dir, engine=engine)
             for p in points:
                 if resume and is_finished(study_dir, p.run_id):
                     outcome.skipped += 1
                 else:
                     jobs.append((spec.study, p.to_dict(), str(study_dir), str(nb)))
-        started = {s: time.perf_counter() for s in outcomes}
-        if jobs:
-            _execute(jobs, outcomes, started, workers=min(workers, len(jobs)), timeout=timeout,
+        if jobs and engine == "spark":
+            _execute_spark(jobs, outcomes, spark=spark, master=master, timeout=timeout, replace=not resume,
+                           progress=progress)
+        elif jobs:
+            _execute(jobs, outcomes, workers=min(workers, len(jobs)), timeout=timeout,
                      replace=not resume, progress=progress)
     return [outcomes[s.study] for s in active]
 
 
-def _execute(jobs, outcomes, started, *, workers, timeout, replace, progress) -> None:
-    from tqdm import tqdm
+def _tally(outcomes, remaining, started, study: str, r: dict) -> None:
+    """Count one point's result in its study's outcome."""
+    outcome = outcomes[study]
+    if r["ok"]:
+        outcome.ran.append(r["run_id"])
+        outcome.model_s.append(r["model_s"] + r["write_s"])
+        if "overhead_s" in r:
+            outcome.overhead_s.append(r["overhead_s"])
+    else:
+        outcome.failed.append((r["run_id"], r["error"]))
+    remaining[study] -= 1
+    if remaining[study] == 0:
+        outcome.wall_s = time.perf_counter() - started
 
-    skipped = sum(o.skipped for o in outcomes.values())
-    bar = tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr, disable=not progress, dynamic_ncols=True)
-    bar.set_postfix_str(f"{skipped} already done")
+
+def _remaining(jobs, outcomes) -> dict:
     remaining = {s: 0 for s in outcomes}
     for study, *_ in jobs:
         remaining[study] += 1
+    return remaining
+
+
+def _execute_spark(jobs, outcomes, *, spark, master, timeout, replace, progress) -> None:
+    from .spark import spark_session
+    from .spark_engine import run_on_spark, slots
+
+    remaining = _remaining(jobs, outcomes)
+
+    def run(session):
+        for outcome in outcomes.values():
+            outcome.slots = slots(session.sparkContext)
+        started = time.perf_counter()  # after the session's start: that is paid once, not per point
+        run_on_spark(session, jobs, timeout=timeout, replace=replace, progress=progress,
+                     on_result=lambda study, r: _tally(outcomes, remaining, started, study, r))
+
+    if spark is not None:
+        run(spark)
+    else:
+        with spark_session(master, app_name="kafkamodel sweep") as session:
+            run(session)
+
+
+def _execute(jobs, outcomes, *, workers, timeout, replace, progress) -> None:
+    from tqdm import tqdm
+
+    started = time.perf_counter()
+    for outcome in outcomes.values():
+        outcome.slots = workers
+    skipped = sum(o.skipped for o in outcomes.values())
+    bar = tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar.set_postfix_str(f"{skipped} already done")
+    remaining = _remaining(jobs, outcomes)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = {pool.submit(papermill_point, point, study_dir, nb, timeout, replace): study
                    for study, point, study_dir, nb in jobs}
         failed = 0
         for future in as_completed(futures):
-            study = futures[future]
-            outcome = outcomes[study]
             r = future.result()
-            if r["ok"]:
-                outcome.ran.append(r["run_id"])
-                outcome.overhead_s.append(r["overhead_s"])
-                outcome.model_s.append(r["model_s"])
-            else:
+            _tally(outcomes, remaining, started, futures[future], r)
+            if not r["ok"]:
                 failed += 1
-                outcome.failed.append((r["run_id"], r["error"]))
                 bar.set_postfix_str(f"{skipped} already done, {failed} failed")
-            remaining[study] -= 1
-            if remaining[study] == 0:
-                outcome.wall_s = time.perf_counter() - started[study]
             bar.update(1)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,181 @@
+"""The Spark engine for sweeps: each point a Spark task that runs the model directly (no notebook kernel).
+
+The points to run become a DataFrame (run id, the point as JSON, its base
+scenario's YAML, where its run folder goes), one partition per point, so
+tasks balance across executors and a failure costs one point.
+``mapInArrow`` runs ``execute_point`` (``run_point`` + ``write_point``, the
+code the papermill engine's notebook calls) on the executors into a hidden
+staging folder beside the final one, and publishes it with one rename: the
+same ``<runs>/<study>/<run_id>/`` folders, Parquet tables and summary as
+papermill's, without the executed notebook. So ``aggregate`` and ``report``
+read them unchanged, and the same point gives the same bytes either way.
+
+The runs folder must be a path the driver and every executor see at the
+same place: the local disk for ``local[N]`` masters, a shared filesystem
+(NFS, a mounted bucket) on a cluster. The package travels as ``--py-files``
+(``kafkamodel.study.ship``); the base scenario travels in the DataFrame, so
+executors need neither the repository nor its data.
+
+A point that raises (or outlives ``--timeout``) inside its task is recorded
+under ``_failed/`` with its error, as in the papermill engine, and the other
+tasks go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+from .point import TIMING, commit_run, execute_point, staging_dir
+
+MAX_TASKS = 10_000  # one point per task up to this many; beyond, points share tasks
+POLL_S = 0.5  # progress bar refresh
+RESULT_FIELDS = (("run_id", "string"), ("ok", "boolean"), ("error", "string"), ("model_s", "double"),
+                 ("write_s", "double"), ("task_s", "double"), ("executor", "string"))
+
+
+@contextmanager
+def deadline(seconds: float):
+    """Raise TimeoutError in this block after `seconds` (a Python worker runs tasks on its main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError(f"the point ran longer than the {seconds:g} s timeout")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_task_point(row: dict, timeout: float, replace: bool) -> dict:
+    """Executor side: run one point into its staging folder and publish it, or record its failure."""
+    from .sweep import clear_failure, error_line, record_failure
+
+    point = json.loads(row["point"])
+    study_dir = Path(row["study_dir"])
+    staging = staging_dir(study_dir, point["run_id"])
+    executor = f"{socket.gethostname()}:{os.getpid()}"
+    t0 = time.perf_counter()
+    try:
+        with deadline(timeout):
+            execute_point(point, staging, base_text=row["base"])
+        timing = json.loads((staging / TIMING).read_text())
+        timing.update({"engine": "spark", "executor": executor, "total_s": time.perf_counter() - t0})
+        (staging / TIMING).write_text(json.dumps(timing) + "\n")
+        commit_run(staging, study_dir / point["run_id"], replace=replace)
+        clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "error": None, "model_s": timing["model_s"],
+                "write_s": timing["write_s"], "task_s": time.perf_counter() - t0, "executor": executor}
+    except Exception as exc:  # recorded, and the other tasks go on
+        record_failure(study_dir, point, error_line(exc), None)
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None,
+                "write_s": None, "task_s": time.perf_counter() - t0, "executor": executor}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _task(timeout: float, replace: bool):
+    """The mapInArrow function: Arrow batches of points in, one result row per point out."""
+    def run(batches):
+        import pyarrow as pa
+
+        schema = pa.schema([(name, pa.string() if kind == "string" else pa.bool_() if kind == "boolean"
+                             else pa.float64()) for name, kind in RESULT_FIELDS])
+        for batch in batches:
+            rows = [run_task_point(row, timeout, replace) for row in batch.to_pylist()]
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    return run
+
+
+def slots(sc) -> int | None:
+    """Task slots of a local master (local[N], local[*]); None for a cluster, whose size is its own."""
+    master = sc.master
+    if master == "local":
+        return 1
+    if master.startswith("local["):
+        n = master[6:-1].split(",")[0]
+        return (os.cpu_count() or 1) if n == "*" else int(n)
+    return None
+
+
+def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: bool, on_result) -> None:
+    """Run `jobs` ((study, point dict, study_dir, _)) as Spark tasks; `on_result(study, row)` per point."""
+    from pyspark.sql.types import StringType, StructField, StructType
+    from tqdm import tqdm
+
+    from .ship import ship
+
+    sc = spark.sparkContext
+    ship(sc)
+    bases: dict[str, str] = {}
+    rows, study_of = [], {}
+    for study, point, study_dir, _ in jobs:
+        if point["base_path"] not in bases:
+            bases[point["base_path"]] = Path(point["base_path"]).read_text(encoding="utf-8")
+        rows.append((point["run_id"], json.dumps(point, default=str), bases[point["base_path"]], study_dir))
+        study_of[point["run_id"]] = study
+    schema = StructType([StructField(n, StringType(), False) for n in ("run_id", "point", "base", "study_dir")])
+    points = spark.createDataFrame(sc.parallelize(rows, min(len(rows), MAX_TASKS)), schema)
+    out_schema = ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
+    results = points.mapInArrow(_task(timeout, replace), out_schema)
+
+    group = f"kafkamodel-sweep-{uuid.uuid4().hex[:8]}"
+    box: dict = {}
+
+    def collect():
+        sc.setJobGroup(group, "kafkamodel sweep", interruptOnCancel=True)
+        try:
+            box["rows"] = results.collect()
+        except BaseException as exc:  # re-raised on the caller's thread
+            box["error"] = exc
+
+    from pyspark import InheritableThread
+
+    worker = InheritableThread(target=collect, daemon=True)
+    bar = tqdm(total=len(rows), desc="sweep (spark)", unit="run", file=sys.stderr, disable=not progress,
+               dynamic_ncols=True)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(POLL_S)
+            done = _completed_tasks(sc, group)
+            if done > bar.n:
+                bar.update(done - bar.n)
+    except BaseException:
+        sc.cancelJobGroup(group)
+        worker.join(30)
+        raise
+    finally:
+        bar.close()
+    if "error" in box:
+        raise box["error"]
+    for row in box["rows"]:
+        on_result(study_of[row["run_id"]], row.asDict())
+
+
+def _completed_tasks(sc, group: str) -> int:
+    tracker = sc.statusTracker()
+    done = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in (job.stageIds if job else []):
+            stage = tracker.getStageInfo(stage_id)
+            if stage:
+                done += stage.numCompletedTasks
+    return done

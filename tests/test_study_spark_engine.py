@@ -1,0 +1,190 @@
+"""The Spark engine for sweeps: the same runs as papermill, failures recorded, and a real standalone cluster."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kafkamodel.paths import ROOT
+from kafkamodel.study.aggregate import aggregate
+from kafkamodel.study.point import execute_point
+from kafkamodel.study.spark_engine import deadline
+from kafkamodel.study.specfile import load_spec
+from kafkamodel.study.sweep import run_sweeps
+
+# two acks settings x two seeds over a leader crash that loses acks=1 writes: runs that differ from each other
+SPEC = """\
+study: engines
+notebook: 00_explore.ipynb
+base: acks1-leader-crash
+seeds: 2
+grid:
+  producers[*].acks: [1, all]
+"""
+ENGINE_FILES = {"timing.json", "notebook.ipynb"}  # what differs by engine; everything else must not
+
+
+def _spec(folder: Path, text: str = SPEC):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "engines.yaml").write_text(text)
+    return load_spec(folder / "engines.yaml")
+
+
+def _run_folders(study_dir: Path) -> dict[str, Path]:
+    return {d.name: d for d in sorted(study_dir.iterdir()) if not d.name.startswith((".", "_"))}
+
+
+def test_both_engines_write_the_same_runs_and_aggregate_alike(spark, tmp_path):
+    spec = _spec(tmp_path)
+    (by_papermill,) = run_sweeps([spec], workers=2, timeout=300, runs=tmp_path / "papermill", progress=False)
+    (by_spark,) = run_sweeps([spec], timeout=300, runs=tmp_path / "spark", progress=False, engine="spark", spark=spark)
+    assert by_papermill.ok and by_spark.ok and len(by_spark.ran) == by_spark.total == 4
+    assert by_spark.slots == 2 and by_spark.overhead_per_point() is not None
+
+    papermill, spark_runs = _run_folders(tmp_path / "papermill" / "engines"), _run_folders(tmp_path / "spark" / "engines")
+    assert sorted(spark_runs) == sorted(papermill) == sorted(p.run_id for p in spec.points())
+    for run_id, folder in spark_runs.items():
+        files = {p.name for p in folder.iterdir()}
+        assert files == {p.name for p in papermill[run_id].iterdir()} - {"notebook.ipynb"}
+        for name in sorted(files - ENGINE_FILES):  # summary, tables, scenario, point: byte for byte
+            assert filecmp.cmp(folder / name, papermill[run_id] / name, shallow=False), f"{run_id}/{name} differs"
+        timing = json.loads((folder / "timing.json").read_text())
+        assert timing["engine"] == "spark" and timing["model_s"] > 0
+    # the runs differ from each other (a comparison of empty or constant runs would prove nothing)
+    lost = {json.loads((f / "summary.json").read_text())["acked_records_lost"] for f in spark_runs.values()}
+    assert len(lost) > 1 and max(lost) > 0
+
+    # aggregate reads the Spark engine's runs unchanged, to the same statistics
+    stats = {}
+    for engine in ("papermill", "spark"):
+        out = aggregate(spec, spark=spark, runs=tmp_path / engine, processed=tmp_path / f"processed-{engine}").out
+        stats[engine] = pd.read_parquet(out / "stats").sort_values(["measure", "config_id"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(stats["papermill"], stats["spark"])
+
+    # a second sweep finds every run done
+    (again,) = run_sweeps([spec], runs=tmp_path / "spark", progress=False, engine="spark", spark=spark)
+    assert again.skipped == 4 and not again.ran
+
+
+def test_a_point_that_raises_in_its_task_is_recorded_and_the_others_complete(spark, tmp_path):
+    spec = _spec(tmp_path)
+    study_dir = tmp_path / "runs" / "engines"
+    study_dir.mkdir(parents=True)
+    broken = spec.points()[1].run_id
+    (study_dir / broken).write_text("a file where the run folder should go\n")  # publishing this point raises
+
+    (outcome,) = run_sweeps([spec], runs=tmp_path / "runs", progress=False, engine="spark", spark=spark)
+    assert not outcome.ok
+    assert sorted(outcome.ran) == sorted(p.run_id for p in spec.points() if p.run_id != broken)
+    assert [run_id for run_id, _ in outcome.failed] == [broken]
+    assert "NotADirectoryError" in outcome.failed[0][1]
+    record = json.loads((study_dir / "_failed" / f"{broken}.json").read_text())
+    assert record["run_id"] == broken and "NotADirectoryError" in record["error"]
+    assert record["point"]["columns"] == {"acks": spec.points()[1].columns["acks"]}
+    assert f"FAILED {broken}: NotADirectoryError" in "\n".join(outcome.lines())
+    assert not [d for d in study_dir.iterdir() if d.name.startswith(".") and d.name != ".lock"]  # no staging left
+
+    # once the cause is gone, the next sweep runs only that point and forgets the failure
+    (study_dir / broken).unlink()
+    (retry,) = run_sweeps([spec], runs=tmp_path / "runs", progress=False, engine="spark", spark=spark)
+    assert retry.ok and retry.ran == [broken] and retry.skipped == 3
+    assert not list((study_dir / "_failed").iterdir())
+
+
+def test_deadline_interrupts_a_point_that_runs_too_long():
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match="0.2 s timeout"):
+        with deadline(0.2):
+            time.sleep(5)
+    assert time.perf_counter() - t0 < 2
+    with deadline(0.2):  # a block that ends in time leaves no timer behind
+        pass
+    time.sleep(0.4)
+
+
+# --- a real distributed run: a standalone master and one worker on the loopback ------------------------
+
+SPARK_BIN = Path(__import__("pyspark").__file__).parent / "bin" / "spark-class"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen, seconds: float) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
+        if log.exists() and text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    pytest.fail(f"{text!r} not in {log.name} within {seconds} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(15)
+
+
+def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
+    spec = _spec(tmp_path / "spec")
+    port = _free_port()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    procs = []
+
+    def start(name: str, *args: str) -> tuple[subprocess.Popen, Path]:
+        log = tmp_path / f"{name}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen([str(SPARK_BIN), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    cwd=tmp_path, start_new_session=True)
+        procs.append(proc)
+        return proc, log
+
+    try:
+        master, master_log = start("master", "org.apache.spark.deploy.master.Master",
+                                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0")
+        _wait_for(master_log, "I have been elected leader", master, 90)
+        worker, worker_log = start("worker", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                                   "--cores", "1", "--memory", "2g", "--webui-port", "0",
+                                   "--work-dir", str(tmp_path / "work"))
+        _wait_for(worker_log, "Successfully registered with master", worker, 90)
+
+        runs = tmp_path / "runs"
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkamodel", "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark",
+             "--master", f"spark://127.0.0.1:{port}", "--runs", str(runs), "--timeout", "120"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+    assert all(proc.poll() is not None for proc in procs)  # nothing left running
+
+    # the points ran in the worker's executor (its work dir holds the application), not in the driver
+    assert list((tmp_path / "work").glob("app-*/*/stderr"))
+    # and gave the runs a local execute_point gives: the same summary, byte for byte
+    folders = _run_folders(runs / "engines")
+    assert sorted(folders) == sorted(p.run_id for p in spec.points())
+    for point in spec.points():
+        local = execute_point(point, tmp_path / "local" / point.run_id)
+        assert (folders[point.run_id] / "summary.json").read_bytes() == (tmp_path / "local" / point.run_id / "summary.json").read_bytes()
+        assert json.loads((folders[point.run_id] / "summary.json").read_text())["records_sent"] == local.summary["records_sent"]
