@@ -145,10 +145,10 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                 if isinstance(f.dataType, NumericType) and f.name not in keys and f.name not in NOT_MEASURES]
     rest = [c for c in runs.columns if c not in keys + measures + ["run_id", "seed", "duration_ms"]]
     runs = runs.select(*keys, "run_id", "seed", "duration_ms",
-                       *[F.col(m).cast("double").alias(m) for m in measures], *rest).cache()
+                       *[_col(m).cast("double").alias(m) for m in measures], *[_col(c) for c in rest]).cache()
 
     # statistics over seeds, one row per configuration and measure
-    long = runs.unpivot([*keys, "seed"], measures, "measure", "value")
+    long = runs.unpivot([*keys, "seed"], [_col(m) for m in measures], "measure", "value")
     stats = long.groupBy(*keys, "measure").agg(
         F.count("value").alias("n"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"),
         F.percentile_approx("value", 0.5, ACCURACY).alias("p50"),
@@ -200,6 +200,14 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
         for frame in (summaries, binned, runs):
             frame.unpersist()
     return AggregateOutcome(spec.study, kept, len(dirs) - kept, n_configs, out, seconds)
+
+
+def _col(name: str):
+    """A column by its exact name: per-group summary keys carry a dot (``billing.consumed_lost``),
+    which Spark would otherwise read as a struct field."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _read_column(folder: Path, column: str) -> list:
