@@ -34,6 +34,9 @@ TINY = {
         "leader_crash": {"grid": {"acks": [1, "all"], "min_isr": [1]}},
         "isr_collapse": {"grid": {"acks": [1, "all"]}},
     },
+    "delivery_semantics": {  # runs stay 30 s long: the crashes are timed against the bursts
+        "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
+    },
     "recovery_protocols": {},
 }
 

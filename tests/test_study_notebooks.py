@@ -86,6 +86,39 @@ def test_acks_durability_notebook(aggregated, tmp_path):
     assert not math.isnan(numbers["isr_collapse_all_mi2_clean_refused"])
 
 
+def test_delivery_semantics_notebook(aggregated, tmp_path):
+    numbers = execute("40_delivery_semantics.ipynb", tmp_path / "d.ipynb", study="delivery_semantics",
+                      processed=str(aggregated("delivery_semantics")))
+    # each policy keeps what Kafka documents, in every run (every schedule, and the idempotent producer's resends)
+    assert numbers["worst_duplicates_before_processing"] == 0  # at most once
+    assert numbers["worst_lost_after_processing"] == 0  # at least once
+    assert numbers["worst_lost_auto"] == 0  # auto commit with processing inside the poll loop: at least once
+    assert numbers["worst_lost_atomic"] == numbers["worst_duplicates_atomic"] == 0  # exactly once
+    # a crash mid-poll: commit-then-process never gets to the rest of the poll, process-then-commit redoes its start
+    assert numbers["crash_rejoin_lost_before_processing"] > 0
+    assert numbers["crash_rejoin_duplicates_after_processing"] > 0
+    assert numbers["repeated_lost_before_processing"] > 0 and numbers["repeated_duplicates_auto"] > 0
+    # members leaving and joining (no crash) commit before they let go: nothing lost or redone under any policy
+    assert numbers["no_crash_worst_lost"] == numbers["no_crash_worst_duplicates"] == 0
+    # the numbers are the model's: before_processing under crash + rejoin is the shipped delivery-at-most-once
+    at_most_once = simulate(load_scenario(SCENARIOS / "delivery-at-most-once.yaml").with_overrides({"seed": 1})).summary
+    assert numbers["crash_rejoin_lost_before_processing"] == at_most_once["consumed_lost"]
+    # latency: without faults a burst (2000 records, 2 members, 1.5 ms each) drains in 1.5 s whatever the policy;
+    # after a crash the member's partitions wait for its session to expire (6 s, heartbeats every 2 s: at least 4 s)
+    assert numbers["none_p99_s_after_processing"] == pytest.approx(2000 / 2 * 1.5 / 1000, rel=0.15)
+    p50s = [numbers[f"no_fault_p50_s_{p}"] for p in ("auto", "before_processing", "after_processing", "atomic")]
+    assert max(p50s) <= 1.05 * min(p50s)
+    assert numbers["crash_rejoin_p99_s_after_processing"] > 4
+    # the idempotent producer leaves nothing twice in the log; without it, resends after the leader crash do
+    assert numbers["log_duplicates_idempotent"] == 0
+    assert numbers["log_duplicates_not_idempotent"] > 0
+    # no consumer policy undoes them: policies that redo nothing process exactly the log's duplicates twice
+    for policy in ("before_processing", "atomic"):
+        dups = numbers[f"retries_not_idempotent_duplicates_{policy}"]
+        assert dups == numbers[f"retries_not_idempotent_log_duplicates_{policy}"] > 0
+    assert numbers["retries_idempotent_duplicates_atomic"] == 0
+
+
 def test_study_notebook_names_missing_aggregates(tmp_path):
     with pytest.raises(pm.PapermillExecutionError, match="no aggregates for 'lag_policies'"):
         execute("20_lag_policies.ipynb", tmp_path / "x.ipynb", study="lag_policies", processed=str(tmp_path / "none"))
