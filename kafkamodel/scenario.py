@@ -347,12 +347,17 @@ def _set_nested(item: dict, key: str, value: Any, keys: Mapping[str, Key], where
     raise ScenarioError([_unknown(key, keys, f"{where}.{key}")])
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (the second would silently win)."""
+class StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (the second would silently win).
+
+    Merge keys (``<<: *anchor``) are allowed: the keys written beside one override the merged ones.
+    """
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
@@ -380,7 +385,7 @@ def load_scenario(source: "str | Path | Mapping | Scenario") -> Scenario:
     else:
         text, origin = text_or_path, "scenario"
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = yaml.load(text, Loader=StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else (f" position {exc.position}" if hasattr(exc, "position") else "")

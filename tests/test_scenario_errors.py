@@ -172,6 +172,8 @@ CASES = [
     # not YAML at all
     pytest.param("name: x\ntopics: [1, 2\n", "scenario", "line 3 not valid YAML", id="invalid-yaml"),
     pytest.param("name: x\n\tbrokers: 3\n", "scenario", "line 2 not valid YAML", id="invalid-yaml-tab"),
+    pytest.param("name: x\nbrokers: 3\nbrokers: 5\n", "scenario", "line 3 not valid YAML (duplicate key 'brokers')",
+                 id="duplicate-key"),
 ]
 
 
@@ -536,3 +538,20 @@ def test_nan_in_yaml_is_rejected(tmp_path):
     path.write_text(yaml.safe_dump(broken((("duration.ms",), math.inf))))
     with pytest.raises(ScenarioError, match=r"^duration\.ms: must be a finite number, got inf$"):
         load_scenario(path)
+
+
+def test_yaml_merge_keys_share_settings_and_the_keys_beside_them_win():
+    text = """
+name: merged
+duration.ms: 1000
+brokers: 3
+topics:
+  - &orders {name: orders, partitions: 2, replication.factor: 3}
+  - <<: *orders
+    name: audit
+producers:
+  - {topic: audit, rate.per.s: 10}
+"""
+    topics = load_scenario(text)["topics"]
+    assert [(t["name"], t["partitions"], t["replication.factor"]) for t in topics] == [
+        ("orders", 2, 3), ("audit", 2, 3)]

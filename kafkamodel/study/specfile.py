@@ -16,22 +16,9 @@ from typing import Any, Mapping
 import yaml
 
 from ..paths import NOTEBOOKS, STUDIES, scenario_path
-from ..scenario import ScenarioError, load_scenario
+from ..scenario import ScenarioError, StrictLoader, load_scenario
 from .spec import (DEFAULT_POINT_NOTEBOOK, NAME, PART_KEYS, RESERVED, TOP_KEYS, Param, Part, Spec, SpecError,
                    _kind, column_for_path)
-
-
-class _Loader(yaml.SafeLoader):
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` merges are allowed
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def spec_path(study: "str | Path") -> Path:
@@ -59,7 +46,7 @@ def load_spec(study: "str | Path") -> Spec:
         raise SpecError([f"{study}: no such study or spec file{hint}"])
     text = path.read_text(encoding="utf-8")
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

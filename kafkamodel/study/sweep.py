@@ -279,6 +279,8 @@ def _execute_spark(jobs, outcomes, *, spark, master, timeout, replace, progress)
     if spark is not None:
         run(spark)
     else:
+        if progress:
+            print(f"starting Spark ({master or 'local[*]'}) ...", file=sys.stderr, flush=True)
         with spark_session(master, app_name="kafkamodel sweep") as session:
             run(session)
 
