@@ -170,7 +170,7 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
     how = _how()
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kafkamodel studies</title><style>{STYLE}</style>"
             f"</head><body><h1>kafkamodel studies</h1><p>Kafka replication studied on a deterministic discrete-event model: "
-            f"each study is a sweep (grid × seeds) run with papermill, aggregated on Spark, and reported from its "
+            f"each study is a sweep (grid × seeds) run with papermill or as Spark tasks, aggregated on Spark, and reported from its "
             f"analysis notebook. Every report is a single offline HTML file.</p>"
             f"<table><tr><th>study</th><th>finding</th><th>generated</th></tr>{''.join(rows)}</table>"
             f"<p class='meta'>Index written {how['generated_at']} by <code>{html.escape(how['command'])}</code>; "
