@@ -44,13 +44,14 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else str(v)
 
 
-def record_headline(numbers: Mapping[str, Any], finding: str) -> dict:
-    """Display the headline in the running notebook; returns what was recorded."""
+def record_headline(numbers: Mapping[str, Any], finding: str) -> None:
+    """Display the headline in the running notebook (``read_headline`` reads it back).
+
+    Returns nothing: a notebook cell ending in this call would otherwise echo the numbers again as a raw dict.
+    """
     from IPython.display import display
 
-    bundle = headline_bundle(numbers, finding)
-    display(bundle, raw=True)
-    return bundle[MIME]
+    display(headline_bundle(numbers, finding), raw=True)
 
 
 def read_headline(notebook: "str | Path | Mapping") -> dict | None:
