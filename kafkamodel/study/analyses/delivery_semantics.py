@@ -56,9 +56,9 @@ def table(agg: Aggregates) -> pd.DataFrame:
         "records lost": df[LOST], "lost (worst seed)": df["config_id"].map(worst[LOST]),
         "records processed twice": df[DUPS], "twice (worst seed)": df["config_id"].map(worst[DUPS]),
         "records processed": df[processed], "rebalances": df[rebalances],
-        "send→processed p50 (s)": df[p50] / 1000.0, "send→processed p99 (s)": df[p99] / 1000.0,
+        "send→processed p50 (s)": (df[p50] / 1000.0).round(2), "send→processed p99 (s)": (df[p99] / 1000.0).round(2),
     })
-    return _ordered(out)
+    return _ordered(out.round({c: 1 for c in out.columns if "(s)" not in c}))
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
@@ -92,9 +92,9 @@ def guarantees(agg: Aggregates) -> pd.DataFrame:
     runs = s[s["measure"] == LOST].groupby("policy")["n"].sum()
     out = pd.DataFrame({"policy": worst.index, "Kafka's promise": [PROMISES[p] for p in worst.index],
                         "runs": runs.reindex(worst.index).astype(int).to_numpy(),
-                        "most records lost in a run": worst[LOST].to_numpy(),
-                        "most processed twice in a run": worst[DUPS].to_numpy(),
-                        "most log duplicates in a run": worst[LOG_DUPS].to_numpy()})
+                        "most records lost in a run": worst[LOST].astype(int).to_numpy(),
+                        "most processed twice in a run": worst[DUPS].astype(int).to_numpy(),
+                        "most log duplicates in a run": worst[LOG_DUPS].astype(int).to_numpy()})
     lost_ok = out["most records lost in a run"] == 0
     twice_ok = out["most processed twice in a run"] == 0
     promise = out["Kafka's promise"]
@@ -155,8 +155,8 @@ def retries_table(agg: Aggregates) -> pd.DataFrame:
     out = pd.DataFrame({"idempotence": df["idempotence"], "policy": df["policy"],
                         "log duplicates": df[LOG_DUPS], "records lost": df[LOST],
                         "records processed twice": df[DUPS],
-                        "send→processed p99 (s)": df[p99] / 1000.0})
-    return _ordered(out)
+                        "send→processed p99 (s)": (df[p99] / 1000.0).round(2)})
+    return _ordered(out.round({c: 1 for c in out.columns if "(s)" not in c}))
 
 
 def idempotence(agg: Aggregates):
@@ -238,16 +238,14 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
 
     p50s = sorted({x for x in (numbers.get(f"no_fault_p50_s_{p}") for p in POLICIES) if x is not None})
     p50 = "n/a" if not p50s else fmt(p50s[0]) if len(p50s) == 1 else f"{fmt(p50s[0])}–{fmt(p50s[-1])}"
-    finding = (f"When a consumer crashed mid-poll and rejoined, commit-then-process lost {n('crash_rejoin_lost_before_processing')} "
-               f"records and process-then-commit processed {n('crash_rejoin_duplicates_after_processing')} twice (auto commit: "
-               f"{n('crash_rejoin_duplicates_auto')}), atomic output + offset neither; with an idempotent producer no run broke "
-               f"its policy's promise (at most once: worst {n('worst_duplicates_before_processing')} processed twice; at least "
-               f"once and exactly once: worst {n('worst_lost_after_processing')} and {n('worst_lost_atomic')} lost). Three "
-               f"crashes cost auto commit {n('repeated_duplicates_auto')} records processed twice (a 5 s commit interval redone) "
-               f"against {n('repeated_duplicates_after_processing')} for process-then-commit. The policy barely moves "
-               f"send→processed latency (p50 {p50} s without faults); a crash lifts p99 from "
-               f"{n('none_p99_s_after_processing')} s to {n('crash_rejoin_p99_s_after_processing')} s. Without idempotence a "
-               f"leader crash with batches in flight left {n('log_duplicates_not_idempotent')} records twice in the log "
-               f"(idempotent: {n('log_duplicates_idempotent')}), and even the atomic group processed "
-               f"{n('retries_not_idempotent_duplicates_atomic')} records twice.")
+    finding = (f"A consumer crash mid-poll lost {n('crash_rejoin_lost_before_processing')} records under commit-then-process "
+               f"and made process-then-commit process {n('crash_rejoin_duplicates_after_processing')} twice (auto commit: "
+               f"{n('crash_rejoin_duplicates_auto')}, {n('repeated_duplicates_auto')} after three crashes); with an idempotent "
+               f"producer, atomic output + offset lost {n('worst_lost_atomic')} and repeated {n('worst_duplicates_atomic')} in "
+               f"its worst run; "
+               f"the policy barely moves send→processed latency (p50 {p50} s) while a crash lifts p99 from "
+               f"{n('none_p99_s_after_processing')} s to {n('crash_rejoin_p99_s_after_processing')} s; without idempotence a "
+               f"leader crash left {n('log_duplicates_not_idempotent')} records twice in the log (idempotent: "
+               f"{n('log_duplicates_idempotent')}), and even the atomic group processed "
+               f"{n('retries_not_idempotent_duplicates_atomic')} of them twice.")
     return numbers, finding
