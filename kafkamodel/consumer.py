@@ -87,6 +87,11 @@ class ConsumerActor:
             count = next(t["partitions"] for t in self.scenario["topics"] if t["name"] == c["topic"])
             self.groups.append(Group(i, c, list(range(first, first + count)), n))
 
+    def consumer_send(self, src: int, dst: int, action, args: tuple, refused=None) -> None:
+        """A consumer or coordinator message: on the consumers' own connections (not queued
+        behind produce traffic), with latencies from their own random stream."""
+        self.send(src, dst, action, args, refused=refused, conn=1)
+
     def start_consumers(self) -> None:
         for g in self.groups:
             g.members = [Member(i, g.name, 0.0) for i in range(g.cfg["members"])]
@@ -125,7 +130,8 @@ class ConsumerActor:
         members = {m.index for m in g.members if m.in_group}
         if g.rebalancing and members <= g.joined:
             # JoinGroup and SyncGroup: two round trips to the coordinator
-            delay = self.latency() + self.latency() + self.latency() + self.latency()
+            draw = self.consumer_latency
+            delay = draw() + draw() + draw() + draw()
             self.kernel.schedule(self.kernel.now + delay, self.group_complete_rebalance, g, g.rebalances)
 
     def group_complete_rebalance(self, g: Group, rebalance: int) -> None:
@@ -179,7 +185,7 @@ class ConsumerActor:
             return
         m.busy = True
         m.fetch_id += 1
-        self.send(CLIENT, leader, self.leader_handle_consumer_fetch,
+        self.consumer_send(CLIENT, leader, self.leader_handle_consumer_fetch,
                   (leader, g.index, m.index, m.token, m.fetch_id, p, m.positions[p]), refused=self._consumer_refused)
         # no answer (leader cut off or stuck): give up after request.timeout.ms (30 s) and poll again
         self.kernel.schedule(now + cfg["fetch.max.wait.ms"] + 30000.0, self._consumer_fetch_timeout, g, m, m.token, m.fetch_id)
@@ -196,12 +202,12 @@ class ConsumerActor:
         rep = self.replicas[p][broker]
         g = self.groups[gi]
         if not rep.is_leader:
-            self.send(broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, NOT_LEADER))
+            self.consumer_send(broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, NOT_LEADER))
             return
         if pos == RESET:
             pos = rep.high_watermark if g.cfg["auto.offset.reset"] == "latest" else rep.log_start_offset
         if pos < rep.log_start_offset or pos > rep.log_end_offset:
-            self.send(broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, OUT_OF_RANGE))
+            self.consumer_send(broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, OUT_OF_RANGE))
             return
         if pos >= rep.high_watermark:  # nothing committed to read (or a new leader's HW still behind): long poll
             rep.consumer_parked[(gi, mi, fid)] = (token, p, pos)
@@ -225,7 +231,7 @@ class ConsumerActor:
                 budget -= hi - lo
             nxt = hi
             i += 1
-        self.send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, slices, nxt, 0))
+        self.consumer_send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, slices, nxt, 0))
 
     def leader_wake_consumers(self, rep) -> None:
         """The HW moved: parked consumer fetches are answered."""
@@ -237,7 +243,7 @@ class ConsumerActor:
         parked = rep.consumer_parked.pop((gi, mi, fid), None)
         if parked is not None:
             token, p, pos = parked
-            self.send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, 0))
+            self.consumer_send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, 0))
 
     def consumer_handle_fetch(self, gi, mi, token, fid, p, pos, slices, nxt, error) -> None:
         g = self.groups[gi]
@@ -259,13 +265,13 @@ class ConsumerActor:
             return
         if g.cfg["commit"] == "before_processing":  # commitSync, then process only if it went through
             m.processing = (None, slices, p, nxt)  # fetched, not started: lost if the member dies now
-            self.send(CLIENT, COORDINATOR, self.coordinator_commit_sync, (gi, mi, m.token, m.generation, {p: nxt}, slices, p, nxt))
+            self.consumer_send(CLIENT, COORDINATOR, self.coordinator_commit_sync, (gi, mi, m.token, m.generation, {p: nxt}, slices, p, nxt))
             return
         self._consumer_process(g, m, slices, p, nxt)
 
     def coordinator_commit_sync(self, gi, mi, token, generation, offsets, slices, p, nxt) -> None:
         accepted = self.coordinator_commit(gi, generation, offsets, None)
-        self.send(COORDINATOR, CLIENT, self.consumer_commit_answer, (gi, mi, token, accepted, slices, p, nxt))
+        self.consumer_send(COORDINATOR, CLIENT, self.consumer_commit_answer, (gi, mi, token, accepted, slices, p, nxt))
 
     def consumer_commit_answer(self, gi, mi, token, accepted, slices, p, nxt) -> None:
         g = self.groups[gi]
@@ -324,7 +330,7 @@ class ConsumerActor:
         if sync:  # commitSync before revoking: done before the member rejoins
             self.coordinator_commit(g.index, m.generation, offsets, output)
             return
-        self.send(CLIENT, COORDINATOR, self.coordinator_commit, (g.index, m.generation, offsets, output))
+        self.consumer_send(CLIENT, COORDINATOR, self.coordinator_commit, (g.index, m.generation, offsets, output))
 
     def coordinator_commit(self, gi: int, generation: int, offsets: dict, output) -> bool:
         """OffsetCommit (with the output, for atomic): refused from a member of an older generation."""

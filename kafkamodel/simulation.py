@@ -49,8 +49,11 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
 
         seeds = np.random.SeedSequence(scenario["seed"])
         producer_count = len(scenario["producers"])
-        children = seeds.spawn(len(STREAMS) + 2 * producer_count)
+        children = seeds.spawn(len(STREAMS) + 2 * producer_count + 1)
         self.latency = Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[0]))
+        # consumers and their coordinator draw their own latencies (the last child), so a consumer-side
+        # change (commit policy, a consumer crash) leaves producers and replication on the same draws
+        self.consumer_latency = Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[-1]))
         mbps = scenario["network"]["bandwidth.mbps"]
         self.ms_per_byte = 8.0 / (mbps * 1000.0) if mbps else 0.0  # transfer time of one byte
         producer_rngs = [
@@ -60,7 +63,7 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
 
         self.brokers = [Broker(b) for b in range(scenario["brokers"])]
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
-        self.channel_clock: dict[tuple[int, int], float] = {}  # (from, to) -> arrival time of its latest message
+        self.channel_clock: dict[tuple, float] = {}  # (from, to[, conn]) -> arrival time of its latest message
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}
         n = len(self.brokers)
@@ -110,29 +113,32 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
             return False
         return not self.cuts or (a, b) not in self.cuts
 
-    def send(self, src: int, dst: int, action, args: tuple, fetch: bool = False, refused=None, nbytes: int = 0) -> None:
+    def send(self, src: int, dst: int, action, args: tuple, fetch: bool = False, refused=None, nbytes: int = 0,
+             conn: int = 0) -> None:
         """A one-way message: delivered after a latency draw (plus nbytes over the
-        bandwidth, when one is set) unless a fault eats it."""
+        bandwidth, when one is set) unless a fault eats it. Messages of one
+        connection (`src`, `dst`, `conn`) arrive in order; consumers' connections
+        (conn 1) draw from their own stream."""
         brokers = self.brokers
         if src >= 0 and brokers[src].isolated:
             return
         if self.cuts and (src, dst) in self.cuts:
             return
-        latency = self.latency()
+        latency = self.consumer_latency() if conn else self.latency()
         if nbytes and self.ms_per_byte:
             latency += nbytes * self.ms_per_byte
         if fetch:
             factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
             latency *= factor
         at = self.kernel.now + latency
-        channel = (src, dst)  # one TCP connection: messages arrive in the order they were sent
+        channel = (src, dst, conn) if conn else (src, dst)  # one TCP connection: in order, as sent
         last = self.channel_clock.get(channel, 0.0)
         if at < last:
             at = last
         self.channel_clock[channel] = at
-        self.kernel.schedule(at, self._deliver, src, dst, action, args, refused)
+        self.kernel.schedule(at, self._deliver, src, dst, action, args, refused, conn)
 
-    def _deliver(self, src: int, dst: int, action, args: tuple, refused) -> None:
+    def _deliver(self, src: int, dst: int, action, args: tuple, refused, conn: int) -> None:
         brokers = self.brokers
         if src >= 0 and brokers[src].isolated:
             return
@@ -142,7 +148,7 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
             b = brokers[dst]
             if not b.up:
                 if refused is not None:  # the connection is refused: the sender learns it
-                    self.send(CLIENT, src, refused, args)
+                    self.send(CLIENT, src, refused, args, conn=conn)
                 return
             if b.isolated:
                 return
