@@ -64,7 +64,8 @@ def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
     html = done.html.read_text()
     assert "<script src=\"http" not in html and "<script src='http" not in html
     assert not re.search(r"""<(script|link)[^>]+(src|href)=["']https?://""", html)
-    assert html.count('<img src="data:image/png;base64,') >= 1
+    figures = re.findall(r'<img alt="([^"]*)" src="data:image/png;base64,', html)
+    assert figures and all(alt and "No description" not in alt for alt in figures)  # embedded, each with its titles
     assert "import " not in html  # no code cells
     record = json.loads((reports / "recovery_protocols.json").read_text())
     assert record["numbers"]["jepsen_2013_anomaly_acked_lost"] == pytest.approx(

@@ -29,7 +29,7 @@ from .specfile import all_specs, load_spec, notebook_path
 from .sweep import KERNEL_ARGS, check_timeout
 
 EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")
-IMG = re.compile(r'<img alt="([^"]*)" class="" src="(data:image/png;base64,[^"]+)"')
+TEMPLATES = Path(__file__).with_name("templates")  # report.html.j2: the lab template, figures with their alt text
 CDN_TRAITS = ("require_js_url", "mathjax_url", "jquery_url", "mermaid_js_url", "mermaid_layout_elk_js_url",
               "jupyter_widgets_base_url", "widget_renderer_url")
 STYLE = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:62rem;margin:2rem auto;padding:0 1rem;
@@ -55,13 +55,15 @@ def export_html(notebook, title: str = "kafkamodel report") -> str:
 
     nb = notebook
     nb.metadata.pop("widgets", None)  # saved widget state would pull the widget manager from a CDN
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter = HTMLExporter(template_name="lab", extra_template_paths=[str(TEMPLATES)],
+                            template_file="report.html.j2", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
     for trait in CDN_TRAITS:
         if exporter.has_trait(trait):
             setattr(exporter, trait, "")
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     body = EMPTY_SCRIPT.sub("", body)  # what the emptied URLs leave behind
-    return IMG.sub(r'<img src="\2" alt="\1"', body)  # src first: figures are easy to find
+    return body
 
 
 def _write_atomic(path: Path, text: str) -> None:
