@@ -238,6 +238,8 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
         elif jobs:
             _execute(jobs, outcomes, workers=min(workers, len(jobs)), timeout=timeout,
                      replace=not resume, progress=progress)
+        for outcome in outcomes.values():  # again: a killed sweep's kernels (own sessions) may outlive it by ~1 s
+            _clean_staging(outcome.folder)
     return [outcomes[s.study] for s in active]
 
 
