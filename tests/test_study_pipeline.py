@@ -128,6 +128,37 @@ def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path):
     assert again.skipped == 4 and not again.ran
 
 
+def test_a_kernel_that_does_not_start_is_started_again_but_a_point_error_is_not_retried(tmp_path, monkeypatch):
+    import papermill
+
+    spec = load_spec(_kill_spec(tmp_path))
+    point = spec.points()[0].to_dict()
+    study_dir = tmp_path / "runs" / "killme"
+    study_dir.mkdir(parents=True)
+    notebook = str(ROOT / "notebooks" / "00_explore.ipynb")
+    real, calls = papermill.execute_notebook, []
+
+    def flaky(*args, **kwargs):  # the first kernel never answers, as jupyter_client reports it
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel didn't respond in 60 seconds")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    r = sweep_module.papermill_point(point, str(study_dir), notebook, 300, False)
+    assert r["ok"] and r["kernel_restarts"] == 1 and len(calls) == 2
+    assert json.loads((study_dir / point["run_id"] / "timing.json").read_text())["kernel_restarts"] == 1
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("the point's own error")
+
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", broken)
+    r = sweep_module.papermill_point(spec.points()[1].to_dict(), str(study_dir), notebook, 300, False)
+    assert not r["ok"] and len(calls) == 1 and "the point's own error" in r["error"]
+
+
 FAILING_NOTEBOOK = """
 from kafkamodel.study.point import execute_point
 

@@ -37,6 +37,9 @@ from .spec import Spec, StudyError, check_scale
 from .specfile import notebook_path
 
 ENGINES = ("papermill", "spark")
+# a kernel that does not answer its first request (seen about once in 300 runs on a loaded 2-core machine)
+KERNEL_START_FAILURES = ("Kernel didn't respond in", "Kernel died before replying to kernel_info")
+KERNEL_RETRIES = 1  # starts of a fresh kernel for such a point before it counts as failed
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
 
@@ -54,6 +57,7 @@ class SweepOutcome:
     folder: Path | None = None  # data/runs/<study>/
     engine: str = "papermill"
     slots: int | None = None  # parallel runs (workers, or a local Spark master's task slots; None: a cluster's)
+    kernel_restarts: int = 0  # papermill: kernels that never started and were started again
 
     @property
     def ok(self) -> bool:
@@ -65,7 +69,9 @@ class SweepOutcome:
         if self.overhead_s:
             out.append(f"  papermill overhead per run: mean {statistics.mean(self.overhead_s):.2f} s, "
                        f"median {statistics.median(self.overhead_s):.2f} s "
-                       f"(model + write: mean {statistics.mean(self.model_s):.2f} s)")
+                       f"(model + write: mean {statistics.mean(self.model_s):.2f} s)"
+                       + (f"; {self.kernel_restarts} kernel(s) did not start and were started again"
+                          if self.kernel_restarts else ""))
         elif self.engine == "spark" and self.ran and self.wall_s > 0:
             per_point = self.overhead_per_point()
             out.append(f"  spark: {len(self.ran) / self.wall_s:.2f} points/s"
@@ -170,25 +176,35 @@ def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, 
     staging = staging_dir(study_dir, point["run_id"])
     executed = staging.with_name(staging.name + ".ipynb")
     t0 = time.perf_counter()
+    restarts = 0
     try:
-        pm.execute_notebook(
-            notebook, str(executed),
-            parameters={"point": point, "out": str(staging), "plots": False, "interactive": False},
-            execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
-            request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
-        )
+        while True:
+            try:
+                pm.execute_notebook(
+                    notebook, str(executed),
+                    parameters={"point": point, "out": str(staging), "plots": False, "interactive": False},
+                    execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
+                    request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
+                )
+                break
+            except RuntimeError as exc:  # the kernel never started: the machine's problem, not the point's
+                if restarts >= KERNEL_RETRIES or not str(exc).startswith(KERNEL_START_FAILURES):
+                    raise
+                restarts += 1
+                shutil.rmtree(staging, ignore_errors=True)
+                executed.unlink(missing_ok=True)
         total = time.perf_counter() - t0
         if not (staging / "summary.json").is_file():
             raise StudyError([f"{notebook}: finished without writing the run folder (does it call execute_point?)"])
         timing = json.loads((staging / TIMING).read_text()) if (staging / TIMING).is_file() else {}
         inside = timing.get("model_s", 0.0) + timing.get("write_s", 0.0)
-        timing.update({"engine": "papermill", "total_s": total, "overhead_s": total - inside})
+        timing.update({"engine": "papermill", "total_s": total, "overhead_s": total - inside, "kernel_restarts": restarts})
         (staging / TIMING).write_text(json.dumps(timing) + "\n")
         executed.rename(staging / "notebook.ipynb")
         commit_run(staging, study_dir / point["run_id"], replace=replace)
         clear_failure(study_dir, point["run_id"])
         return {"run_id": point["run_id"], "ok": True, "overhead_s": timing["overhead_s"],
-                "model_s": timing.get("model_s", 0.0), "write_s": timing.get("write_s", 0.0)}
+                "model_s": timing.get("model_s", 0.0), "write_s": timing.get("write_s", 0.0), "kernel_restarts": restarts}
     except Exception as exc:  # recorded, and the sweep carries on
         record_failure(study_dir, point, error_line(exc), executed)
         return {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
@@ -251,6 +267,7 @@ def _tally(outcomes, remaining, started, study: str, r: dict) -> None:
         outcome.model_s.append(r["model_s"] + r["write_s"])
         if "overhead_s" in r:
             outcome.overhead_s.append(r["overhead_s"])
+        outcome.kernel_restarts += r.get("kernel_restarts", 0)
     else:
         outcome.failed.append((r["run_id"], r["error"]))
     remaining[study] -= 1
