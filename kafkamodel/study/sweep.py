@@ -58,6 +58,8 @@ class SweepOutcome:
     engine: str = "papermill"
     slots: int | None = None  # parallel runs (workers, or a local Spark master's task slots; None: a cluster's)
     kernel_restarts: int = 0  # papermill: kernels that never started and were started again
+    job_points: int = 0  # spark: points of the job this study's points ran in (all studies of a `study` run)
+    job_work_s: float = 0.0  # spark: their model + write time
 
     @property
     def ok(self) -> bool:
@@ -74,10 +76,12 @@ class SweepOutcome:
                           if self.kernel_restarts else ""))
         elif self.engine == "spark" and self.ran and self.wall_s > 0:
             per_point = self.overhead_per_point()
-            out.append(f"  spark: {len(self.ran) / self.wall_s:.2f} points/s"
+            points = self.job_points or len(self.ran)
+            shared = f" (one job for {points} points of several studies)" if self.job_points > len(self.ran) else ""
+            out.append(f"  spark: {points / self.wall_s:.2f} points/s{shared}"
                        + (f" on {self.slots} slots, overhead per point {per_point:.3f} s of a slot"
                           if per_point is not None else "")
-                       + f" (model + write: mean {statistics.mean(self.model_s):.3f} s)")
+                       + f"; model + write: mean {statistics.mean(self.model_s):.3f} s")
         for run_id, error in self.failed:
             out.append(f"  FAILED {run_id}: {error}")
         if self.failed:
@@ -86,10 +90,12 @@ class SweepOutcome:
 
 
     def overhead_per_point(self) -> float | None:
-        """Slot-seconds per run spent outside the model and writing: wall x slots - work, over runs."""
-        if not self.ran or not self.slots or self.wall_s <= 0:
+        """Slot-seconds per run spent outside the model and writing: wall x slots - work, over runs
+        (over the whole job when studies shared one)."""
+        points, work = (self.job_points, self.job_work_s) if self.job_points else (len(self.ran), sum(self.model_s))
+        if not points or not self.slots or self.wall_s <= 0:
             return None
-        return (self.wall_s * self.slots - sum(self.model_s)) / len(self.ran)
+        return (self.wall_s * self.slots - work) / points
 
 
 def check_engine(engine) -> str:
@@ -294,6 +300,10 @@ def _execute_spark(jobs, outcomes, *, spark, master, timeout, replace, progress)
         started = time.perf_counter()  # after the session's start: that is paid once, not per point
         run_on_spark(session, jobs, timeout=timeout, replace=replace, progress=progress,
                      on_result=lambda study, r: _tally(outcomes, remaining, started, study, r))
+        points = sum(len(o.ran) for o in outcomes.values())
+        work = sum(sum(o.model_s) for o in outcomes.values())
+        for outcome in outcomes.values():  # one job: its wall time is every study's
+            outcome.job_points, outcome.job_work_s = points, work
 
     if spark is not None:
         run(spark)
