@@ -50,6 +50,8 @@ def test_both_engines_write_the_same_runs_and_aggregate_alike(spark, tmp_path):
     (by_spark,) = run_sweeps([spec], timeout=300, runs=tmp_path / "spark", progress=False, engine="spark", spark=spark)
     assert by_papermill.ok and by_spark.ok and len(by_spark.ran) == by_spark.total == 4
     assert by_spark.slots == 2 and by_spark.overhead_per_point() is not None
+    # the package zip went to the executors, not onto this process's sys.path (spawned papermill workers inherit it)
+    assert not [entry for entry in sys.path if Path(entry).name.startswith("kafkamodel-")]
 
     papermill, spark_runs = _run_folders(tmp_path / "papermill" / "engines"), _run_folders(tmp_path / "spark" / "engines")
     assert sorted(spark_runs) == sorted(papermill) == sorted(p.run_id for p in spec.points())

@@ -65,7 +65,11 @@ def ship(sc, dest: Path | None = None) -> Path:
     """Add the package zip to a SparkContext's --py-files (once per context)."""
     path = pyfiles(dest)
     if not any(Path(f).name == path.name for f in sc.listFiles):
+        driver_path = list(sys.path)
         sc.addPyFile(str(path))
+        # pyspark also puts the zip on the driver's sys.path; the driver (and the processes it spawns,
+        # which inherit sys.path) keep importing the sources they started from
+        sys.path[:] = driver_path
     return path
 
 
