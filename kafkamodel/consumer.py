@@ -24,6 +24,7 @@ import numpy as np
 from .assignors import assign
 
 CLIENT, COORDINATOR = -1, -2
+CONSUMER_CONN = 1  # consumers' connections and latency stream (Simulation.send's `conn`)
 RESET = -1  # position unknown: auto.offset.reset decides at the leader
 NOT_LEADER, OUT_OF_RANGE = 1, 2
 
@@ -90,7 +91,7 @@ class ConsumerActor:
     def consumer_send(self, src: int, dst: int, action, args: tuple, refused=None) -> None:
         """A consumer or coordinator message: on the consumers' own connections (not queued
         behind produce traffic), with latencies from their own random stream."""
-        self.send(src, dst, action, args, refused=refused, conn=1)
+        self.send(src, dst, action, args, refused=refused, conn=CONSUMER_CONN)
 
     def start_consumers(self) -> None:
         for g in self.groups:
@@ -119,7 +120,7 @@ class ConsumerActor:
             return
         if m.assignment:
             if g.cfg["commit"] == "auto":
-                self._consumer_commit(g, m, {p: m.positions[p] for p in m.assignment if m.positions.get(p, RESET) >= 0}, sync=True)
+                self._consumer_commit(g, m, self._known_positions(m), sync=True)
             self.event("consumer_revoke", -1, -1, f"group {g.name}: {m.id} revokes {self._names(m.assignment)}")
         m.assignment = []
         m.token += 1
@@ -130,7 +131,7 @@ class ConsumerActor:
         members = {m.index for m in g.members if m.in_group}
         if g.rebalancing and members <= g.joined:
             # JoinGroup and SyncGroup: two round trips to the coordinator
-            draw = self.consumer_latency
+            draw = self.draws[CONSUMER_CONN]
             delay = draw() + draw() + draw() + draw()
             self.kernel.schedule(self.kernel.now + delay, self.group_complete_rebalance, g, g.rebalances)
 
@@ -174,7 +175,7 @@ class ConsumerActor:
         now = self.kernel.now
         cfg = g.cfg
         if cfg["commit"] == "auto" and now - m.last_commit_ms >= cfg["auto.commit.interval.ms"]:
-            self._consumer_commit(g, m, {p: m.positions[p] for p in m.assignment if m.positions[p] >= 0})
+            self._consumer_commit(g, m, self._known_positions(m))
             m.last_commit_ms = now
         p = m.assignment[m.cursor % len(m.assignment)]
         m.cursor += 1
@@ -238,6 +239,12 @@ class ConsumerActor:
         parked, rep.consumer_parked = rep.consumer_parked, {}
         for (gi, mi, fid), (token, p, pos) in parked.items():
             self._leader_answer_consumer(rep, gi, mi, token, fid, p, pos)
+
+    def leader_release_consumers(self, rep, src: int) -> None:
+        """The leader steps down or its process dies: parked consumer fetches hear NOT_LEADER_OR_FOLLOWER
+        (from `src`: the broker, or CLIENT for a connection its dead process's kernel resets)."""
+        for (gi, mi, fid), (token, p, pos) in rep.consumer_parked.items():
+            self.consumer_send(src, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, NOT_LEADER))
 
     def _consumer_wait_expired(self, rep, gi, mi, fid) -> None:
         parked = rep.consumer_parked.pop((gi, mi, fid), None)
@@ -324,6 +331,11 @@ class ConsumerActor:
 
     # ---- commits ------------------------------------------------------------------------
 
+    @staticmethod
+    def _known_positions(m: Member) -> dict:
+        """What the member would commit: the positions of its partitions (not those still to be reset)."""
+        return {p: m.positions[p] for p in m.assignment if m.positions.get(p, RESET) >= 0}
+
     def _consumer_commit(self, g: Group, m: Member, offsets: dict, output=None, sync: bool = False) -> None:
         if not offsets:
             return
@@ -392,7 +404,7 @@ class ConsumerActor:
     def _member_leave(self, g: Group, m: Member) -> None:
         """close(): commit if auto-committing, LeaveGroup; the group rebalances at once."""
         if g.cfg["commit"] == "auto" and m.assignment:
-            self._consumer_commit(g, m, {p: m.positions[p] for p in m.assignment if m.positions[p] >= 0}, sync=True)
+            self._consumer_commit(g, m, self._known_positions(m), sync=True)
         m.alive = False
         m.expired = True
         m.token += 1

@@ -85,8 +85,7 @@ class FaultActor:
                 continue
             for _, batch, attempt, _ in rep.pending:
                 self.send(CLIENT, CLIENT, self._producer_refused, (b, batch, attempt))
-            for (gi, mi, fid), (token, part, pos) in rep.consumer_parked.items():
-                self.send(CLIENT, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, part, pos, [], pos, 1))
+            self.leader_release_consumers(rep, CLIENT)
             for follower, (_, _, session) in rep.parked.items():
                 self.send(follower, follower, self.follower_handle_fetch_error, (follower, p, session))
 

@@ -574,8 +574,7 @@ class ReplicationActor:
         if rep.is_leader:
             for _, b, attempt, _ in rep.pending:
                 self.send(rep.broker, CLIENT, self.producer_handle_response, (b, attempt, NOT_LEADER, -1))
-            for (gi, mi, fid), (token, p, pos) in rep.consumer_parked.items():
-                self.send(rep.broker, CLIENT, self.consumer_handle_fetch, (gi, mi, token, fid, p, pos, [], pos, 1))
+            self.leader_release_consumers(rep, rep.broker)
             rep.reset_leader_state()
             rep.is_leader = False
 

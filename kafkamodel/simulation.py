@@ -51,9 +51,10 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
         producer_count = len(scenario["producers"])
         children = seeds.spawn(len(STREAMS) + 2 * producer_count + 1)
         self.latency = Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[0]))
-        # consumers and their coordinator draw their own latencies (the last child), so a consumer-side
-        # change (commit policy, a consumer crash) leaves producers and replication on the same draws
-        self.consumer_latency = Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[-1]))
+        # one latency stream per kind of connection (send's `conn`): 0 brokers and producers, 1 consumers and
+        # their coordinator (the last child), so a consumer-side change (commit policy, a consumer crash)
+        # leaves producers and replication on the same draws
+        self.draws = (self.latency, Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[-1])))
         mbps = scenario["network"]["bandwidth.mbps"]
         self.ms_per_byte = 8.0 / (mbps * 1000.0) if mbps else 0.0  # transfer time of one byte
         producer_rngs = [
@@ -63,7 +64,7 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
 
         self.brokers = [Broker(b) for b in range(scenario["brokers"])]
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
-        self.channel_clock: dict[tuple, float] = {}  # (from, to[, conn]) -> arrival time of its latest message
+        self.channel_clock: dict[tuple, float] = {}  # (from, to, conn) -> arrival time of its latest message
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}
         n = len(self.brokers)
@@ -117,21 +118,21 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
              conn: int = 0) -> None:
         """A one-way message: delivered after a latency draw (plus nbytes over the
         bandwidth, when one is set) unless a fault eats it. Messages of one
-        connection (`src`, `dst`, `conn`) arrive in order; consumers' connections
-        (conn 1) draw from their own stream."""
+        connection (`src`, `dst`, `conn`) arrive in order; each kind of connection
+        (`conn`: 0 brokers and producers, 1 consumers) draws from its own stream."""
         brokers = self.brokers
         if src >= 0 and brokers[src].isolated:
             return
         if self.cuts and (src, dst) in self.cuts:
             return
-        latency = self.consumer_latency() if conn else self.latency()
+        latency = self.draws[conn]()
         if nbytes and self.ms_per_byte:
             latency += nbytes * self.ms_per_byte
         if fetch:
             factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
             latency *= factor
         at = self.kernel.now + latency
-        channel = (src, dst, conn) if conn else (src, dst)  # one TCP connection: in order, as sent
+        channel = (src, dst, conn)  # one TCP connection: in order, as sent
         last = self.channel_clock.get(channel, 0.0)
         if at < last:
             at = last

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -129,6 +130,26 @@ def test_exactly_once_neither_loses_nor_duplicates(seed):
                ).groups.iloc[0].consumed_lost > 0
     assert run("delivery-exactly-once", seed=seed, **{"producers[*].enable.idempotence": False}
                ).summary["records_duplicated"] > 0
+
+
+def test_every_consumer_message_travels_on_the_consumers_connections(monkeypatch):
+    """Group, fetch and commit messages (also a stepping-down or crashed leader's answers to parked
+    fetches) use the consumers' connections and stream; nothing else does."""
+    from kafkamodel.consumer import CONSUMER_CONN
+
+    seen = Counter()
+    send = Simulation.send
+
+    def spy(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0):
+        seen[(action.__func__.__qualname__.startswith("ConsumerActor."), conn)] += 1
+        return send(self, src, dst, action, args, fetch, refused, nbytes, conn)
+
+    monkeypatch.setattr(Simulation, "send", spy)
+    for name in ("delivery-at-most-once", "delivery-at-least-once", "delivery-exactly-once"):
+        for seed in range(1, 6):
+            Simulation(load_scenario(SCENARIOS / f"{name}.yaml").with_overrides({"seed": seed})).run()
+    assert seen[(True, CONSUMER_CONN)] > 1000 and seen[(False, 0)] > 1000
+    assert set(seen) == {(True, CONSUMER_CONN), (False, 0)}, seen
 
 
 def test_the_commit_policy_leaves_the_producer_side_on_the_same_draws():
