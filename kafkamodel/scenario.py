@@ -13,7 +13,7 @@ import difflib
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -47,10 +47,20 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def _unknown(key: str, valid: Mapping[str, Key], path: str) -> str:
-    near = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
-    hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(valid)}"
-    return f"{path}: unknown key{hint}"
+def did_you_mean(name: Any, choices: Iterable[str], otherwise: str = "") -> str:
+    """"; did you mean 'x'?" for the nearest choice, else `otherwise` (a listing, or nothing)."""
+    near = difflib.get_close_matches(str(name), list(choices), n=1)
+    return f"; did you mean '{near[0]}'?" if near else otherwise
+
+
+def unknown_key(key: Any, valid: Iterable[str], path: str) -> str:
+    """`path: unknown key` with the nearest valid key, or all of them."""
+    valid = list(valid)
+    return f"{path}: unknown key" + did_you_mean(key, valid, f"; valid keys: {', '.join(valid)}")
+
+
+def _unknown_topic(name: Any, topics: Mapping, where: str) -> str:
+    return f"{where}.topic: no topic named {name!r}" + did_you_mean(name, topics, f"; topics are {', '.join(topics) or 'none'}")
 
 
 def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -> dict:
@@ -62,7 +72,7 @@ def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -
     prefix = f"{path}." if path else ""
     for key in given:
         if not isinstance(key, str) or key not in keys:
-            problems.append(_unknown(str(key), keys, prefix + str(key)))
+            problems.append(unknown_key(str(key), keys, prefix + str(key)))
     for key, spec in keys.items():
         where = prefix + key
         if key in given:
@@ -110,9 +120,7 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
     for i, p in enumerate(s["producers"]):
         where = f"producers[{i}]"
         if p["topic"] is not None and p["topic"] not in topics:
-            near = difflib.get_close_matches(str(p["topic"]), list(topics), n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else f"; topics are {', '.join(topics) or 'none'}"
-            problems.append(f"{where}.topic: no topic named {p['topic']!r}{hint}")
+            problems.append(_unknown_topic(p["topic"], topics, where))
         if p["rate.per.s"] == 0 and p["burst"] is None:
             problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
         if all(isinstance(p[k], (int, float)) for k in ("linger.ms", "request.timeout.ms", "delivery.timeout.ms")):
@@ -131,7 +139,15 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.enable.idempotence: true needs retries > 0")
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
             p["enable.idempotence"] = bool(is_all and p["retries"] > 0 and p["max.in.flight.requests.per.connection"] <= 5)
+        elif p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
+            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
+                            f"got {p['max.in.flight.requests.per.connection']}")
         p["acks"] = "all" if p["acks"] == -1 else p["acks"]
+        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
+        count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
+        for key, part in (mapping or {}).items():
+            if count is not None and part >= count:
+                problems.append(f"{where}.partitioner.mapping.{key}: topic {p['topic']!r} has partitions 0..{count - 1}, not {part}")
     groups: dict[str, dict] = {}
     for i, c in enumerate(s["consumers"]):
         where = f"consumers[{i}]"
@@ -139,20 +155,9 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.group: duplicate group {c['group']!r} (one subscription per group)")
         groups[c["group"]] = c
         if c["topic"] not in topics:
-            near = difflib.get_close_matches(str(c["topic"]), list(topics), n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else f"; topics are {', '.join(topics) or 'none'}"
-            problems.append(f"{where}.topic: no topic named {c['topic']!r}{hint}")
+            problems.append(_unknown_topic(c["topic"], topics, where))
         if c["heartbeat.interval.ms"] >= c["session.timeout.ms"]:
             problems.append(f"{where}.heartbeat.interval.ms: must be lower than session.timeout.ms ({c['session.timeout.ms']:g})")
-    for i, p in enumerate(s["producers"]):
-        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
-        count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
-        for key, part in (mapping or {}).items():
-            if count is not None and part >= count:
-                problems.append(f"producers[{i}].partitioner.mapping.{key}: topic {p['topic']!r} has partitions 0..{count - 1}, not {part}")
-        if p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
-            problems.append(f"producers[{i}].max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
-                            f"got {p['max.in.flight.requests.per.connection']}")
     for i, f in enumerate(s["faults"]):
         where = f"faults[{i}]"
         at = f["at.ms"]
@@ -237,7 +242,7 @@ def validate(given: Any) -> dict:
     allowed = {**TOP, **{k: None for k in SECTIONS}, **{k: None for k in LISTS}}
     for key in given:
         if key not in allowed:
-            problems.append(_unknown(str(key), allowed, str(key)))
+            problems.append(unknown_key(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
     for name, keys in SECTIONS.items():
         s[name] = _fill(given.get(name) or {}, keys, name, problems)
@@ -329,7 +334,7 @@ def _set_path(given: dict, path: str, value: Any) -> None:
     if path in TOP or path in SECTIONS or path in LISTS:
         given[path] = value
         return
-    raise ScenarioError([_unknown(path, {**TOP, **SECTIONS, **LISTS}, path)])
+    raise ScenarioError([unknown_key(path, {**TOP, **SECTIONS, **LISTS}, path)])
 
 
 def _set_nested(item: dict, key: str, value: Any, keys: Mapping[str, Key], where: str) -> None:
@@ -344,7 +349,7 @@ def _set_nested(item: dict, key: str, value: Any, keys: Mapping[str, Key], where
         sub[rest] = value
         item[head] = sub
         return
-    raise ScenarioError([_unknown(key, keys, f"{where}.{key}")])
+    raise ScenarioError([unknown_key(key, keys, f"{where}.{key}")])
 
 
 class StrictLoader(yaml.SafeLoader):

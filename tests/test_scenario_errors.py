@@ -169,6 +169,14 @@ CASES = [
                  "network.latency.ms.low", "must not exceed high (1), got 3", id="dist-uniform-low-above-high"),
     pytest.param(broken((NET, -2)),
                  "network.latency.ms", "must be a finite number >= 0 (ms), got -2", id="dist-negative-constant"),
+    # producer settings that only make sense together
+    pytest.param(broken((P0 + ("partitioner",), {"mapping": {"key-1": 7}}), (P0 + ("keys",), {"cardinality": 10})),
+                 "producers[0].partitioner.mapping.key-1", "topic 'orders' has partitions 0..2, not 7",
+                 id="mapping-beyond-partitions"),
+    pytest.param(broken((P0 + ("acks",), "all"), (P0 + ("enable.idempotence",), True),
+                        (P0 + ("max.in.flight.requests.per.connection",), 6)),
+                 "producers[0].max.in.flight.requests.per.connection", "must be <= 5 with enable.idempotence, got 6",
+                 id="idempotence-in-flight"),
     # not YAML at all
     pytest.param("name: x\ntopics: [1, 2\n", "scenario", "line 3 not valid YAML", id="invalid-yaml"),
     pytest.param("name: x\n\tbrokers: 3\n", "scenario", "line 2 not valid YAML", id="invalid-yaml-tab"),

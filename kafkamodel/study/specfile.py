@@ -7,7 +7,6 @@ checked as a scenario before anything runs.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..paths import NOTEBOOKS, STUDIES, scenario_path
-from ..scenario import ScenarioError, StrictLoader, load_scenario
+from ..scenario import ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
 from .spec import (DEFAULT_POINT_NOTEBOOK, NAME, PART_KEYS, RESERVED, TOP_KEYS, Param, Part, Spec, SpecError,
                    _kind, column_for_path)
 
@@ -41,8 +40,7 @@ def load_spec(study: "str | Path") -> Spec:
     path = spec_path(study)
     if not path.is_file():
         known = sorted(f.stem for f in STUDIES.glob("*.yaml"))
-        near = difflib.get_close_matches(str(study), known, n=1)
-        hint = f"; did you mean '{near[0]}'?" if near else (f"; studies are {', '.join(known)}" if known else "")
+        hint = did_you_mean(study, known, f"; studies are {', '.join(known)}" if known else "")
         raise SpecError([f"{study}: no such study or spec file{hint}"])
     text = path.read_text(encoding="utf-8")
     try:
@@ -63,10 +61,7 @@ def _build(data: Any, path: Path, problems: list[str]) -> Spec | None:
     if not isinstance(data, Mapping):
         problems.append(f"spec: must be a mapping, got {type(data).__name__}")
         return None
-    for key in data:
-        if key not in TOP_KEYS:
-            near = difflib.get_close_matches(str(key), TOP_KEYS, n=1)
-            problems.append(f"{key}: unknown key" + (f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(TOP_KEYS)}"))
+    problems.extend(unknown_key(key, TOP_KEYS, str(key)) for key in data if key not in TOP_KEYS)
     study = data.get("study")
     if not isinstance(study, str) or not NAME.match(study):
         problems.append(f"study: must be a name like quorum_vs_isr ([a-z][a-z0-9_]*), got {study!r}")
@@ -210,10 +205,7 @@ def _part(name, raw, where, base, seeds, overrides, params, values, problems) ->
     if not isinstance(raw, Mapping):
         problems.append(f"{where}: must be a mapping with grid and/or points")
         return None
-    for key in raw:
-        if key not in PART_KEYS:
-            near = difflib.get_close_matches(str(key), PART_KEYS, n=1)
-            problems.append(f"{at}{key}: unknown key" + (f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(PART_KEYS)}"))
+    problems.extend(unknown_key(key, PART_KEYS, f"{at}{key}") for key in raw if key not in PART_KEYS)
     part_base = raw.get("base", base)
     if not isinstance(part_base, str) or not part_base:
         problems.append(f"{at}base: required (a scenario name in data/scenarios/ or a YAML path)")
@@ -294,8 +286,7 @@ def _param_for(key: str, params: dict, where: str, problems: list[str]) -> Param
             return None
         params[column] = Param(column, (key,))
         return params[column]
-    near = difflib.get_close_matches(key, list(params), n=1)
-    problems.append(f"{where}: not a declared param nor an override path" + (f"; did you mean '{near[0]}'?" if near else ""))
+    problems.append(f"{where}: not a declared param nor an override path" + did_you_mean(key, params))
     return None
 
 
