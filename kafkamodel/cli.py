@@ -37,21 +37,16 @@ def _cmd_run(args) -> int:
     return 0
 
 
-def _scale(value: str) -> float:
+def _scale(value: str, flag: str = "--scale") -> float:
     try:
         return float(value)
     except ValueError:
-        raise UsageError(f"--scale: must be a number > 0, got {value!r}") from None
+        raise UsageError(f"{flag}: must be a number > 0, got {value!r}") from None
 
 
 def _default_scale() -> float:
     raw = os.environ.get("SCALE", "").strip()
-    if not raw:
-        return 1.0
-    try:
-        return float(raw)
-    except ValueError:
-        raise UsageError(f"SCALE: must be a number > 0, got {raw!r}") from None
+    return _scale(raw, "SCALE") if raw else 1.0
 
 
 def _command(argv) -> None:
@@ -178,26 +173,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("scenario")
     validate.set_defaults(func=_cmd_validate)
 
+    def sweep_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--engine", choices=ENGINES, default="papermill",
+                       help="papermill: a notebook per point in worker processes; spark: a Spark task per point")
+        p.add_argument("--master", help="Spark master URL for the Spark work (default: local[*])")
+        p.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
+        p.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
+                       help="execution timeout per notebook cell, or per point on Spark (s)")
+        p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
+
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
-    study.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
-    study.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
-    study.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
-    study.add_argument("--master", help="Spark master URL (default: local[*])")
-    study.add_argument("--engine", choices=ENGINES, default="papermill",
-                       help="run sweep points as notebooks (papermill) or as Spark tasks on --master")
+    sweep_options(study)
     study.set_defaults(func=_cmd_study)
 
     sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
     sweep.add_argument("spec", help="a study name (data/studies/NAME.yaml) or a sweep spec file")
-    sweep.add_argument("--engine", choices=ENGINES, default="papermill",
-                       help="papermill: a notebook per point in worker processes; spark: a Spark task per point")
-    sweep.add_argument("--master", help="Spark master URL for --engine spark (default: local[*])")
+    sweep_options(sweep)
     sweep.add_argument("--runs", help="where run folders go (default: data/runs); with a cluster, a path every "
                                       "executor sees (shared filesystem)")
-    sweep.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
-    sweep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
-                       help="execution timeout per notebook cell, or per point on Spark (s)")
-    sweep.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
     sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
     sweep.set_defaults(func=_cmd_sweep)
 

@@ -187,6 +187,5 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     folders = _run_folders(runs / "engines")
     assert sorted(folders) == sorted(p.run_id for p in spec.points())
     for point in spec.points():
-        local = execute_point(point, tmp_path / "local" / point.run_id)
+        execute_point(point, tmp_path / "local" / point.run_id)
         assert (folders[point.run_id] / "summary.json").read_bytes() == (tmp_path / "local" / point.run_id / "summary.json").read_bytes()
-        assert json.loads((folders[point.run_id] / "summary.json").read_text())["records_sent"] == local.summary["records_sent"]

@@ -112,6 +112,18 @@ def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | 
     return result
 
 
+def amend_timing(out: Path, total_s: float, **fields) -> dict:
+    """Complete a run folder's timing.json (model_s, write_s from execute_point) with the engine's view:
+    `total_s` it spent on the point, `overhead_s` of it outside the model and writing, and `fields`."""
+    path = Path(out) / TIMING
+    timing = json.loads(path.read_text()) if path.is_file() else {}
+    timing.setdefault("model_s", 0.0)
+    timing.setdefault("write_s", 0.0)
+    timing.update(fields, total_s=total_s, overhead_s=total_s - timing["model_s"] - timing["write_s"])
+    path.write_text(json.dumps(timing) + "\n")
+    return timing
+
+
 def staging_dir(study_dir: Path, run_id: str) -> Path:
     """A hidden sibling of the final folder (Spark and the sweep ignore names starting with '.')."""
     return study_dir / f".{run_id}.{uuid.uuid4().hex[:8]}"

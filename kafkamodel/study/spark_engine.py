@@ -35,12 +35,12 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .point import TIMING, commit_run, execute_point, staging_dir
+from .point import amend_timing, commit_run, execute_point, staging_dir
 
 MAX_TASKS = 10_000  # one point per task up to this many; beyond, points share tasks
 POLL_S = 0.5  # progress bar refresh
 RESULT_FIELDS = (("run_id", "string"), ("ok", "boolean"), ("error", "string"), ("model_s", "double"),
-                 ("write_s", "double"), ("task_s", "double"), ("executor", "string"))
+                 ("write_s", "double"))
 
 
 @contextmanager
@@ -69,22 +69,19 @@ def run_task_point(row: dict, timeout: float, replace: bool) -> dict:
     point = json.loads(row["point"])
     study_dir = Path(row["study_dir"])
     staging = staging_dir(study_dir, point["run_id"])
-    executor = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
     try:
         with deadline(timeout):
             execute_point(point, staging, base_text=row["base"])
-        timing = json.loads((staging / TIMING).read_text())
-        timing.update({"engine": "spark", "executor": executor, "total_s": time.perf_counter() - t0})
-        (staging / TIMING).write_text(json.dumps(timing) + "\n")
+        timing = amend_timing(staging, time.perf_counter() - t0, engine="spark",
+                              executor=f"{socket.gethostname()}:{os.getpid()}")
         commit_run(staging, study_dir / point["run_id"], replace=replace)
         clear_failure(study_dir, point["run_id"])
         return {"run_id": point["run_id"], "ok": True, "error": None, "model_s": timing["model_s"],
-                "write_s": timing["write_s"], "task_s": time.perf_counter() - t0, "executor": executor}
+                "write_s": timing["write_s"]}
     except Exception as exc:  # recorded, and the other tasks go on
         record_failure(study_dir, point, error_line(exc), None)
-        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None,
-                "write_s": None, "task_s": time.perf_counter() - t0, "executor": executor}
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import ROOT, RUNS
-from .point import TIMING, commit_run, is_finished, staging_dir
+from .point import amend_timing, commit_run, is_finished, staging_dir
 from .spec import Spec, StudyError, check_scale
 from .specfile import notebook_path
 
@@ -87,7 +87,6 @@ class SweepOutcome:
         if self.failed:
             out.append(f"  errors and executed notebooks: {self.folder / FAILED if self.folder else FAILED}/")
         return out
-
 
     def overhead_per_point(self) -> float | None:
         """Slot-seconds per run spent outside the model and writing: wall x slots - work, over runs
@@ -202,15 +201,11 @@ def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, 
         total = time.perf_counter() - t0
         if not (staging / "summary.json").is_file():
             raise StudyError([f"{notebook}: finished without writing the run folder (does it call execute_point?)"])
-        timing = json.loads((staging / TIMING).read_text()) if (staging / TIMING).is_file() else {}
-        inside = timing.get("model_s", 0.0) + timing.get("write_s", 0.0)
-        timing.update({"engine": "papermill", "total_s": total, "overhead_s": total - inside, "kernel_restarts": restarts})
-        (staging / TIMING).write_text(json.dumps(timing) + "\n")
+        timing = amend_timing(staging, total, engine="papermill", kernel_restarts=restarts)
         executed.rename(staging / "notebook.ipynb")
         commit_run(staging, study_dir / point["run_id"], replace=replace)
         clear_failure(study_dir, point["run_id"])
-        return {"run_id": point["run_id"], "ok": True, "overhead_s": timing["overhead_s"],
-                "model_s": timing.get("model_s", 0.0), "write_s": timing.get("write_s", 0.0), "kernel_restarts": restarts}
+        return {"run_id": point["run_id"], "ok": True, **timing}
     except Exception as exc:  # recorded, and the sweep carries on
         record_failure(study_dir, point, error_line(exc), executed)
         return {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
