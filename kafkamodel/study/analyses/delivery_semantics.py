@@ -105,44 +105,37 @@ def guarantees(agg: Aggregates) -> pd.DataFrame:
 
 def delivery(agg: Aggregates):
     """Records lost and records processed twice per consumer schedule, one bar per commit policy."""
-    df = agg.wide([LOST, DUPS], CRASHES)
-    order = [s for s in SCHEDULES if s in set(df["schedule"])]
-    df = df.assign(schedule=df["schedule"].map(SCHEDULE_LABELS), policy=df["policy"].map(LEGEND))
-    fig, axes = plots.figure(2, width=5.8)
-    for ax, m, title in ((axes[0], LOST, "records lost (below the committed offset, never processed)"),
-                         (axes[1], DUPS, "records processed twice or more")):
-        plots.grouped_bars(ax, df, "schedule", "policy", m, series_order=list(LEGEND.values()),
-                           group_order=[SCHEDULE_LABELS[s] for s in order])
-        ax.set_yscale("symlog", linthresh=1)  # zeros, and hundreds to thousands
-        ax.set_ylim(bottom=0)
-        plots.finish(ax, title, "consumer faults of the group", "records per run (mean over seeds)", legend=False)
-        ax.tick_params(axis="x", labelsize=8)
-    _policy_legend(fig, axes[0])
-    return fig
-
-
-def _policy_legend(fig, ax) -> None:
-    """One legend for the policies, below the panels."""
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=8)
+    per_run = "records per run (mean over seeds)"
+    return _schedule_panels(agg, [(LOST, "records lost (below the committed offset, never processed)", per_run),
+                                  (DUPS, "records processed twice or more", per_run)],
+                            symlog=True)  # zeros, and hundreds to thousands
 
 
 def latency(agg: Aggregates):
     """Send → processed latency (p50, p99) per consumer schedule, one bar per commit policy."""
     p50, p99 = _latency_measures(agg)
-    df = agg.wide([p50, p99], CRASHES)
+    return _schedule_panels(agg, [(p50, "send → processed latency, p50", "p50 (s)"),
+                                  (p99, "send → processed latency, p99", "p99 (s)")], scale=1 / 1000.0)
+
+
+def _schedule_panels(agg: Aggregates, panels: list, scale: float = 1.0, symlog: bool = False):
+    """One panel per (measure, title, y label): bars per consumer schedule, one per commit policy, one legend."""
+    df = agg.wide([m for m, _, _ in panels], CRASHES)
     order = [s for s in SCHEDULES if s in set(df["schedule"])]
     df = df.assign(schedule=df["schedule"].map(SCHEDULE_LABELS), policy=df["policy"].map(LEGEND))
-    for m in (p50, p99):
+    for m, _, _ in panels:
         for suffix in ("", "_lo", "_hi"):
-            df[m + suffix] = df[m + suffix] / 1000.0
-    fig, axes = plots.figure(2, width=5.8)
-    for ax, m, q in ((axes[0], p50, "p50"), (axes[1], p99, "p99")):
+            df[m + suffix] = df[m + suffix] * scale
+    fig, axes = plots.figure(len(panels), width=5.8)
+    for ax, (m, title, ylabel) in zip(axes, panels):
         plots.grouped_bars(ax, df, "schedule", "policy", m, series_order=list(LEGEND.values()),
                            group_order=[SCHEDULE_LABELS[s] for s in order])
+        if symlog:
+            ax.set_yscale("symlog", linthresh=1)
         ax.set_ylim(bottom=0)
-        plots.finish(ax, f"send → processed latency, {q}", "consumer faults of the group", f"{q} (s)", legend=False)
+        plots.finish(ax, title, "consumer faults of the group", ylabel, legend=False)
         ax.tick_params(axis="x", labelsize=8)
-    _policy_legend(fig, axes[0])
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=8)
     return fig
 
 
