@@ -454,11 +454,18 @@ class ReplicationActor:
         del rep.parked[f]
         self.send(rep.broker, f, self.follower_handle_fetch_response, (f, rep.partition, session, [], rep.high_watermark), True)
 
-    def follower_handle_fetch_response(self, f: int, p: int, session: int, entries: list, leader_hw: int) -> None:
+    def _follower_heard(self, f: int, p: int, session: int) -> Replica | None:
+        """Broker f's replica of p if an answer of this fetch session reaches it (the leader heard from), else None."""
         rep = self.replicas[p][f]
         if rep.fetch_session != session or rep.is_leader:
-            return
+            return None
         rep.last_heard_ms = self.kernel.now
+        return rep
+
+    def follower_handle_fetch_response(self, f: int, p: int, session: int, entries: list, leader_hw: int) -> None:
+        rep = self._follower_heard(f, p, session)
+        if rep is None:
+            return
         if entries:
             if entries[0][0] != rep.log_end_offset:  # not contiguous: refetch from our LEO
                 self.follower_fetch(rep)
@@ -477,10 +484,9 @@ class ReplicationActor:
         self.follower_fetch(rep)
 
     def follower_handle_fetch_error(self, f: int, p: int, session: int) -> None:
-        rep = self.replicas[p][f]
-        if rep.fetch_session != session or rep.is_leader:
+        rep = self._follower_heard(f, p, session)
+        if rep is None:
             return
-        rep.last_heard_ms = self.kernel.now
         self.timer(f, float(self.broker_cfg["replica.fetch.backoff.ms"]), self._follower_retry, rep, session)
 
     def _follower_retry(self, rep: Replica, session: int) -> None:
@@ -489,10 +495,9 @@ class ReplicationActor:
 
     def follower_restart_log_at(self, f: int, p: int, session: int, start: int) -> None:
         """truncateFullyAndStartAt: the leader no longer has what follows our log; start over at its log start."""
-        rep = self.replicas[p][f]
-        if rep.fetch_session != session or rep.is_leader:
+        rep = self._follower_heard(f, p, session)
+        if rep is None:
             return
-        rep.last_heard_ms = self.kernel.now
         rep.retired.extend(rep.log)
         rep.truncate_to(rep.log_start_offset)
         rep.log_start_offset = rep.log_end_offset = start
@@ -501,10 +506,9 @@ class ReplicationActor:
         self.follower_fetch(rep)
 
     def follower_handle_out_of_range(self, f: int, p: int, session: int, leader_leo: int) -> None:
-        rep = self.replicas[p][f]
-        if rep.fetch_session != session or rep.is_leader:
+        rep = self._follower_heard(f, p, session)
+        if rep is None:
             return
-        rep.last_heard_ms = self.kernel.now
         self.truncate_replica(rep, leader_leo, "offset out of range: to leader's log end offset")
         self.follower_fetch(rep)
 
@@ -614,11 +618,10 @@ class ReplicationActor:
         self.send(broker, f, self.follower_handle_epoch_answer, (f, p, session, epoch, found, end))
 
     def follower_handle_epoch_answer(self, f: int, p: int, session: int, asked: int, epoch: int, end: int) -> None:
-        rep = self.replicas[p][f]
-        if rep.fetch_session != session or rep.is_leader:
+        rep = self._follower_heard(f, p, session)
+        if rep is None:
             return
         rep.awaiting_epoch = False
-        rep.last_heard_ms = self.kernel.now
         if epoch < 0:  # UNDEFINED: the leader has no epoch this old; fall back to the HW
             target = rep.high_watermark
         else:
