@@ -49,7 +49,7 @@ def test_both_engines_write_the_same_runs_and_aggregate_alike(spark, tmp_path):
     (by_papermill,) = run_sweeps([spec], workers=2, timeout=300, runs=tmp_path / "papermill", progress=False)
     (by_spark,) = run_sweeps([spec], timeout=300, runs=tmp_path / "spark", progress=False, engine="spark", spark=spark)
     assert by_papermill.ok and by_spark.ok and len(by_spark.ran) == by_spark.total == 4
-    assert by_spark.slots == 2 and by_spark.overhead_per_point() is not None
+    assert by_spark.slots == 2 and by_spark.overhead_per_point() > 0  # slot time beyond the model: measured, not assumed
     # the package zip went to the executors, not onto this process's sys.path (spawned papermill workers inherit it)
     assert not [entry for entry in sys.path if Path(entry).name.startswith("kafkamodel-")]
 
