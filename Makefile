@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 SCALE  ?= 1
 ENGINE ?= papermill
 
-.PHONY: study test test-slow bench bench-sweep dist lab run clean
+.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,13 +21,24 @@ $(STAMP): pyproject.toml Makefile
 study: $(STAMP)
 	SCALE=$(SCALE) $(PY) -m kafkamodel study --engine $(ENGINE)
 
-## test: the fast test suite (the study kit's tests start one local Spark session)
+## test: the fast test suite (the study kit's tests start one local Spark session); the browser tests run when
+## Debian's Chromium is installed (apt-get install chromium) and are skipped, saying so, when it is not
 test: $(STAMP)
 	$(PY) -m pytest
+
+## test-browser: only the browser tests (the explorer in JupyterLab, the reports), a missing Chromium a failure
+test-browser: $(STAMP)
+	KAFKAMODEL_REQUIRE_BROWSER=1 $(PY) -m pytest -m browser
 
 ## test-slow: the long tests (more hypothesis examples), bounded
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
+
+## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
+## on purpose; prints which numbers moved. Commit it on its own, saying why.
+snapshot: $(STAMP)
+	$(PY) tests/snapshot.py --update
+	$(PY) tests/snapshot.py --update --studies
 
 ## bench: simulated records per CPU-second and bytes per record
 bench: $(STAMP)
@@ -42,9 +53,10 @@ dist: $(STAMP)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 	$(PY) -m kafkamodel.study.ship dist
 
-## lab: JupyterLab on the notebooks (as root it needs --allow-root, added here)
+## lab: JupyterLab on the notebooks, with the repository's jupyter_server_config.py (the kit's notebooks are
+## saved without outputs); as root it needs --allow-root, added here
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(VENV)/bin/jupyter lab --config=jupyter_server_config.py notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean:
 	rm -rf $(VENV) data/runs data/processed dist build .pytest_cache .hypothesis

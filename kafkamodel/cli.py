@@ -1,6 +1,7 @@
 """``python -m kafkamodel VERB``: run, validate, keys, bench, and the study kit's study, sweep, aggregate, report.
 
-Bad input exits with status 2 and one line on stderr naming the field and
+The study kit (``kafkamodel.study``) is imported only by its own verbs, so
+``run``, ``validate`` and ``keys`` stay light. Bad input exits with status 2 and one line on stderr naming the field and
 the rule; nothing is left half-written.
 """
 
@@ -11,9 +12,10 @@ import json
 import os
 import sys
 
-from .paths import scenario_path
+from .paths import scenario_path, unknown_scenario
 from .scenario import ScenarioError, load_scenario
-from .study.sweep import ENGINES
+
+ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.study.engines checks the name)
 
 
 class UsageError(Exception):
@@ -25,13 +27,44 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _load(name: str):
+    problem = unknown_scenario(name)
+    if problem:
+        raise UsageError(problem)
+    return load_scenario(scenario_path(name))
+
+
+def _writable_out(out: str) -> None:
+    """--out must be a folder that can be created (or replaced) where it is: checked before the run, by a probe."""
+    import tempfile
+    from pathlib import Path
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out: {out} exists and is not a folder")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"--out: cannot write {out} ({parent} is not a folder)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".kafkamodel-probe-", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write {out} ({exc.strerror} in {parent})") from None
+
+
 def _cmd_run(args) -> int:
     from .simulation import simulate
 
-    scenario = load_scenario(scenario_path(args.scenario))
+    scenario = _load(args.scenario)
+    if args.out:
+        _writable_out(args.out)
     result = simulate(scenario)
     if args.out:
-        out = result.write(args.out)
+        try:
+            out = result.write(args.out)
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write {args.out} ({exc.strerror or exc})") from None
         print(f"wrote {out}", file=sys.stderr)
     print(json.dumps(result.summary, indent=2))
     return 0
@@ -105,7 +138,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    scenario = load_scenario(scenario_path(args.scenario))
+    scenario = _load(args.scenario)
     print(f"{args.scenario}: ok ({scenario['name']})")
     return 0
 
@@ -126,12 +159,27 @@ def _cmd_keys(args) -> int:
     return 0
 
 
+def _cmd_measures(args) -> int:
+    from .measures import EVENT_KINDS, GROUP_SUMMARY, SUMMARY
+
+    print("summary keys (result.summary, summary.json):")
+    for m in SUMMARY:
+        print(f"  {m.name:<40} {m.unit:<13} {m.meaning}")
+    print("per consumer group, as GROUP.key:")
+    for m in GROUP_SUMMARY:
+        print(f"  {m.name:<40} {m.unit:<13} {m.meaning}")
+    print("event kinds (result.events.kind):")
+    for kind, meaning in EVENT_KINDS.items():
+        print(f"  {kind:<40} {meaning}")
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from .bench import run_bench, run_sweep_bench
 
     if args.sweep:
         return run_sweep_bench(points=args.points)
-    return run_bench(records=args.records, repeats=args.repeats)
+    return run_bench(records=args.records, repeats=args.repeats, cases=args.case)
 
 
 def _positive_int(flag: str):
@@ -165,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     run = verbs.add_parser("run", help="simulate one scenario; print its summary")
-    run.add_argument("scenario", help="scenario YAML file")
+    run.add_argument("scenario", help="a shipped scenario's name (data/scenarios/) or a scenario YAML file")
     run.add_argument("--out", help="write the run folder here (Parquet tables, summary.json)")
     run.set_defaults(func=_cmd_run)
 
@@ -174,8 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=_cmd_validate)
 
     def sweep_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--engine", choices=ENGINES, default="papermill",
-                       help="papermill: a notebook per point in worker processes; spark: a Spark task per point")
+        p.add_argument("--engine", default="papermill",
+                       help=f"{ENGINES}: papermill runs a notebook per point in worker processes, spark a Spark "
+                            "task per point")
         p.add_argument("--master", help="Spark master URL for the Spark work (default: local[*])")
         p.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
         p.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
@@ -208,9 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     keys = verbs.add_parser("keys", help="list every scenario key with its default")
     keys.set_defaults(func=_cmd_keys)
 
+    measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")
+    measures.set_defaults(func=_cmd_measures)
+
     bench = verbs.add_parser("bench", help="simulated records per CPU-second and bytes per record (--sweep: engines)")
-    bench.add_argument("--records", type=int, default=600_000, help="records in the steady-state run")
-    bench.add_argument("--repeats", type=int, default=5, help="timed repeats (the median is reported)")
+    bench.add_argument("--records", type=_positive_int("--records"), default=600_000, help="records in the steady-state run")
+    bench.add_argument("--repeats", type=_positive_int("--repeats"), default=5, help="timed repeats (the median is reported)")
+    bench.add_argument("--case", action="append", choices=("steady-state", "one-partition", "many-partitions"),
+                       help="only this case (repeatable; default: all three)")
     bench.add_argument("--sweep", action="store_true",
                        help="instead: points/s and per-point overhead of papermill and Spark local[1], local[2]")
     bench.add_argument("--points", type=_positive_int("--points"), default=24, help="points per engine with --sweep")
@@ -227,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, UsageError) as exc:
         print("error: " + " ".join(line.strip() for line in str(exc).splitlines()), file=sys.stderr)  # one line
         return 2
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept; the same command resumes", file=sys.stderr)
         return 130

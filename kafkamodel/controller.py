@@ -8,46 +8,57 @@ comes back registers again. When the controller's own session expires, the
 lowest-id healthy broker takes the role over and rebuilds its view from
 ZooKeeper (``controller_resync``): nothing the old controller knew is lost.
 
-Elections (``controller_elect_leader``):
-
-* ``isr``: the first live replica of the ISR in assignment order; else, with
-  ``eligible.leader.replicas.enable`` (KIP-966), the first live member of the
-  ELR; else, with ``unclean.leader.election.enable``, the first live replica
-  at all (its missing records are lost); else the partition is offline and
-  its ISR keeps the last leader.
-* ``quorum``: the most up-to-date live replica (last epoch, then LEO), and
-  only while a majority of the replicas is alive, as a Raft vote would.
-* preferred: every ``leader.imbalance.check.interval.seconds``, a broker that
-  leads fewer than (100 - ``leader.imbalance.per.broker.percentage``)% of the
-  partitions it is preferred for takes them back where it is in the ISR.
+Whom it elects is the replication mode's election policy (``elections``).
+Preferred-replica election (ISR mode): every
+``leader.imbalance.check.interval.seconds``, a broker that leads fewer than
+(100 - ``leader.imbalance.per.broker.percentage``)% of the partitions it is
+preferred for takes them back where it is in the ISR.
 """
 
 from __future__ import annotations
 
+from .measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, CONTROLLER_FAILOVER, CONTROLLER_LOST, ISR_SHRINK,
+                       LEADER_ELECTION, PARTITION_OFFLINE)
+from .protocol import CONTROLLER
 from .state import Partition, Replica
 
-CONTROLLER = -2  # ZooKeeper / the metadata log: reachable unless a broker is cut from it
 
+class Controller:
+    MESSAGES = ("handle_registration",)
 
-class ControllerActor:
-    def init_controller(self) -> None:
-        self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers with a live session, as the controller saw
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.send = sim.transport.send
+        self.reachable = sim.transport.reachable
+        self.brokers = sim.brokers
+        self.partitions = sim.partitions
+        self.partitions_of = sim.partitions_of
+        self.replicas = sim.replicas
+        self.mode = sim.mode
+        self.counters = sim.recorder.counters
+        self.event = sim.recorder.event
+        self.note_availability = sim.availability.note
+        cfg = sim.settings.broker
+        self.session_timeout_ms = cfg.zookeeper_session_timeout_ms
+        self.elr_enabled = cfg.eligible_leader_replicas_enable
+        self.rebalance = cfg.auto_leader_rebalance_enable and self.mode.preferred_leader_rebalance
+        self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
+        self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
+        self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers with a live session, as it saw
         self.controller_broker = 0  # the broker holding the controller role (-1: none can)
-        self.elr_enabled = bool(self.broker_cfg["eligible.leader.replicas.enable"])
+        self.handle_leader_and_isr = None  # wired: the brokers' LeaderAndIsr handler
 
-    def start_controller(self) -> None:
-        cfg = self.broker_cfg
-        if cfg["auto.leader.rebalance.enable"] and not self.quorum:
-            every = float(cfg["leader.imbalance.check.interval.seconds"]) * 1000.0
-            self.kernel.schedule(every, self.controller_check_preferred_leaders, every)
+    def wire(self, replica_manager) -> None:
+        self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
 
-    # ---- liveness ---------------------------------------------------------------
+    def start(self) -> None:
+        if self.rebalance:
+            every = self.rebalance_every_ms
+            self.kernel.schedule(every, self.check_preferred_leaders, every)
 
-    @property
-    def session_timeout_ms(self) -> float:
-        return float(self.broker_cfg["zookeeper.session.timeout.ms"])
+    # ---- liveness ---------------------------------------------------------------------------------------------
 
-    def controller_active(self) -> bool:
+    def active(self) -> bool:
         c = self.controller_broker
         return c >= 0 and self.brokers[c].healthy
 
@@ -64,182 +75,160 @@ class ControllerActor:
         if not broker.healthy and broker.unhealthy_since is None:
             broker.unhealthy_since = now
             broker.episode += 1
-            self.kernel.schedule(now + self.session_timeout_ms, self.controller_session_expired, b, broker.episode)
+            self.kernel.schedule(now + self.session_timeout_ms, self.session_expired, b, broker.episode)
         elif broker.healthy and broker.unhealthy_since is not None:
             broker.unhealthy_since = None
             broker.episode += 1
             if self.controller_broker < 0:  # nobody could hold the role: this broker takes it
-                self.controller_failover()
+                self.failover()
             elif b == self.controller_broker:
                 # the controller is back within its session: its ZooKeeper watches fire for what it missed
-                self.controller_resync()
+                self.resync()
             # it answers again: it registers (if it was declared dead) and gets the current state
-            self.send(b, CONTROLLER, self.controller_handle_registration, (b,))
+            self.send(b, CONTROLLER, self.handle_registration, (b,))
         self.note_availability()
 
-    def controller_session_expired(self, b: int, episode: int) -> None:
+    def session_expired(self, b: int, episode: int) -> None:
         if self.brokers[b].episode != episode:
             return
         if b == self.controller_broker:
-            self.controller_failover()
-        elif self.controller_active() and b in self.live_brokers:
-            self.controller_broker_failed(b, "session expired")
+            self.failover()
+        elif self.active() and b in self.live_brokers:
+            self.broker_failed(b, "session expired")
 
-    def controller_failover(self) -> None:
+    def failover(self) -> None:
         """The controller's session is gone: the lowest-id healthy broker takes over from ZooKeeper's state."""
         old = self.controller_broker
         healthy = [b.id for b in self.brokers if b.healthy and b.id != old]
         if not healthy:
             self.controller_broker = -1
-            self.event("controller_lost", -1, old, "no healthy broker can take the controller role")
+            self.event(CONTROLLER_LOST, -1, old, "no healthy broker can take the controller role")
             return
         self.controller_broker = healthy[0]
-        self.event("controller_failover", -1, healthy[0], f"was {old}")
-        self.controller_resync()
+        self.event(CONTROLLER_FAILOVER, -1, healthy[0], f"was {old}")
+        self.resync()
 
-    def controller_resync(self) -> None:
-        """A new controller reads the broker registrations and partition states, and acts on what changed."""
+    def resync(self) -> None:
+        """controller_resync: read the broker registrations and partition states, and act on what changed."""
         alive = {b.id for b in self.brokers if self.session_alive(b.id) and not b.restarted}
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
             why = "restarted" if self.brokers[b].restarted else "session expired"
-            self.controller_broker_failed(b, f"{why} (seen by the controller on resync)")
+            self.broker_failed(b, f"{why} (seen by the controller on resync)")
         for broker in self.brokers:
             if broker.healthy and (broker.id not in self.live_brokers or broker.restarted):
                 broker.restarted = False  # fenced above if it bounced; now it registers as new
-                self.controller_handle_registration(broker.id)
+                self.handle_registration(broker.id)
         for part in self.partitions:
             if part.leader < 0 or part.leader not in self.live_brokers:
-                self.controller_elect_leader(part)
+                self.elect_leader(part)
             else:
-                self._controller_send(part)
+                self._send(part)
         self.note_availability()
 
-    def controller_broker_failed(self, b: int, why: str) -> None:
+    def broker_failed(self, b: int, why: str) -> None:
         self.live_brokers.discard(b)
-        self.event("broker_failure_detected", -1, b, why)
+        self.event(BROKER_FAILURE_DETECTED, -1, b, why)
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             if part.leader == b:
-                self.controller_elect_leader(part)
-            elif not self.quorum and b in part.isr and len(part.isr) > 1:
-                self._controller_set_isr(part, tuple(r for r in part.isr if r != b))
-                self.event("isr_shrink", p, b, f"controller removed dead broker {b}; isr now {list(part.isr)}")
-                self.stats["isr_shrinks"] += 1
-                self._controller_send(part)
+                self.elect_leader(part)
+            elif self.mode.keeps_isr and b in part.isr and len(part.isr) > 1:
+                self._set_isr(part, tuple(r for r in part.isr if r != b))
+                self.event(ISR_SHRINK, p, b, f"controller removed dead broker {b}; isr now {list(part.isr)}")
+                self.counters.isr_shrinks += 1
+                self._send(part)
         self.note_availability()
 
-    def controller_handle_registration(self, b: int) -> None:
+    def handle_registration(self, b: int) -> None:
         """Broker b (re)registers: restarted, healed from isolation, or resumed."""
         broker = self.brokers[b]
         if not broker.healthy:
             return
-        if not self.controller_active():
+        if not self.active():
             return  # the next controller's resync will see the registration
         live = self.live_brokers
         if b in live and broker.restarted:
             # a restart faster than the session timeout: the new process fences the old one
-            self.controller_broker_failed(b, "restarted before its session expired")
+            self.broker_failed(b, "restarted before its session expired")
         broker.restarted = False
         if b not in live:
             live.add(b)
-            self.event("broker_registered", -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
+            self.event(BROKER_REGISTERED, -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
         if broker.unclean_shutdown and self.elr_enabled:
             # KIP-966: a replica that lost power may miss acknowledged data; it is no longer electable as in sync
             for p in self.partitions_of[b]:
                 part = self.partitions[p]
                 if b in part.isr and part.leader != b:
-                    self._controller_set_isr(part, tuple(r for r in part.isr if r != b))
+                    self._set_isr(part, tuple(r for r in part.isr if r != b))
                 part.elr = tuple(r for r in part.elr if r != b)
         broker.unclean_shutdown = False
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             if part.leader < 0:
-                self.controller_elect_leader(part)
-        self.controller_send_state(b)
+                self.elect_leader(part)
+        self.send_state(b)
         self.note_availability()
 
-    def controller_send_state(self, b: int) -> None:
+    def send_state(self, b: int) -> None:
         """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect)."""
         for p in self.partitions_of[b]:
             part = self.partitions[p]
-            self.send(self.controller_broker, b, self.broker_handle_leader_and_isr,
+            self.send(self.controller_broker, b, self.handle_leader_and_isr,
                       (b, p, part.leader, part.leader_epoch, part.isr))
 
-    def controller_link_healed(self, a: int, b: int) -> None:
+    def link_healed(self, a: int, b: int) -> None:
         """A cut between brokers a and b healed: if one holds the controller role, it resends the other its state."""
-        if not self.controller_active() or b < 0 or a < 0:
+        if not self.active() or b < 0 or a < 0:
             return
         if a == self.controller_broker and b in self.live_brokers:
-            self.controller_send_state(b)
+            self.send_state(b)
         elif b == self.controller_broker and a in self.live_brokers:
-            self.controller_send_state(a)
+            self.send_state(a)
 
-    # ---- elections ------------------------------------------------------------------
+    # ---- elections -------------------------------------------------------------------------------------------------
 
-    def controller_elect_leader(self, part: Partition) -> None:
-        live = self.live_brokers
-        kind = "clean"
-        if self.quorum:
-            voters = [r for r in part.replicas if r in live]
-            leader = -1
-            if len(voters) >= self.majority[part.index]:
-                reps = self.replicas[part.index]
-                leader = max(voters, key=lambda r: (reps[r].last_epoch(), reps[r].log_end_offset, -part.replicas.index(r)))
-            isr = part.replicas
-            kind = "quorum"
-        else:
-            candidates = [r for r in part.replicas if r in part.isr and r in live]
-            eligible = [r for r in part.replicas if r in part.elr and r in live] if self.elr_enabled else []
-            if candidates:
-                leader = candidates[0]
-                isr = tuple(r for r in part.isr if r in live)
-            elif eligible:
-                leader, isr, kind = eligible[0], (eligible[0],), "eligible leader replica"
-            elif part.unclean and any(r in live for r in part.replicas):
-                leader = next(r for r in part.replicas if r in live)
-                isr = (leader,)
-                kind = "unclean"
-            else:
-                leader, isr = -1, part.isr
+    def elect_leader(self, part: Partition) -> None:
+        """controller_elect_leader: as the mode's election policy chooses."""
+        replicas = self.replicas[part.index]
+        leader, isr, kind = self.mode.election.choose(part, self.live_brokers, replicas)
         old = part.leader
         if leader < 0 and old < 0:
             return  # still offline: nothing changes, no new epoch
         at_risk = self._offsets_beyond(part, leader) if kind == "unclean" else 0
         part.leader = leader
         part.leader_epoch += 1
-        if not self.quorum:
-            self._controller_set_isr(part, isr)
+        if self.mode.keeps_isr:
+            self._set_isr(part, isr)
         else:
             part.isr = isr
         if leader < 0:
-            self.event("partition_offline", part.index, old, f"no eligible replica; isr {list(isr)}")
+            self.event(PARTITION_OFFLINE, part.index, old, f"no eligible replica; isr {list(isr)}")
         else:
             part.last_leader = leader
-            self.stats["leader_elections"] += 1
+            self.counters.leader_elections += 1
             if kind == "unclean":
-                self.stats["unclean_leader_elections"] += 1
+                self.counters.unclean_leader_elections += 1
             detail = f"{kind}: epoch {part.leader_epoch}, isr {list(part.isr)}, was {old}"
             if at_risk:
                 detail += f"; {at_risk} offsets other replicas hold beyond its log end are lost"
-            self.event("leader_election", part.index, leader, detail)
-        self._controller_send(part)
+            self.event(LEADER_ELECTION, part.index, leader, detail)
+        self._send(part)
 
     def _offsets_beyond(self, part: Partition, leader: int) -> int:
         reps = self.replicas[part.index]
-        return max(reps[r].log_end_offset for r in part.replicas) - reps[leader].log_end_offset
+        return max(reps[r].log.log_end_offset for r in part.replicas) - reps[leader].log.log_end_offset
 
-    def controller_check_preferred_leaders(self, every: float) -> None:
+    def check_preferred_leaders(self, every: float) -> None:
         """auto.leader.rebalance.enable: move leadership back to preferred replicas."""
-        self.kernel.schedule(self.kernel.now + every, self.controller_check_preferred_leaders, every)
-        if not self.controller_active():
+        self.kernel.schedule(self.kernel.now + every, self.check_preferred_leaders, every)
+        if not self.active():
             return
-        threshold = float(self.broker_cfg["leader.imbalance.per.broker.percentage"]) / 100.0
         for b in sorted(self.live_brokers):
             preferred = [part for part in self.partitions if part.replicas[0] == b]
             elsewhere = [part for part in preferred if part.leader != b]
-            if not preferred or len(elsewhere) / len(preferred) <= threshold:
+            if not preferred or len(elsewhere) / len(preferred) <= self.imbalance:
                 continue
             for part in elsewhere:
                 if b in part.isr and self.brokers[b].healthy:
@@ -247,14 +236,14 @@ class ControllerActor:
                     part.leader = b
                     part.leader_epoch += 1
                     part.last_leader = b
-                    self.stats["leader_elections"] += 1
-                    self.event("leader_election", part.index, b, f"preferred: epoch {part.leader_epoch}, was {old}")
-                    self._controller_send(part)
+                    self.counters.leader_elections += 1
+                    self.event(LEADER_ELECTION, part.index, b, f"preferred: epoch {part.leader_epoch}, was {old}")
+                    self._send(part)
         self.note_availability()
 
-    # ---- ISR metadata ---------------------------------------------------------------
+    # ---- ISR metadata ------------------------------------------------------------------------------------------------
 
-    def _controller_set_isr(self, part: Partition, new_isr: tuple) -> None:
+    def _set_isr(self, part: Partition, new_isr: tuple) -> None:
         """Store a new ISR; with ELR, members removed while it is below min.insync.replicas stay electable."""
         old = part.isr
         part.isr = new_isr
@@ -264,18 +253,18 @@ class ControllerActor:
             else:
                 part.elr = ()
 
-    def _controller_send(self, part: Partition) -> None:
+    def _send(self, part: Partition) -> None:
         """LeaderAndIsr to every live replica of the partition."""
         src = self.controller_broker
         for r in part.replicas:
             if r in self.live_brokers:
-                self.send(src, r, self.broker_handle_leader_and_isr, (r, part.index, part.leader, part.leader_epoch, part.isr))
+                self.send(src, r, self.handle_leader_and_isr, (r, part.index, part.leader, part.leader_epoch, part.isr))
 
-    def controller_alter_isr(self, rep: Replica, new_isr: set) -> bool:
+    def alter_isr(self, rep: Replica, new_isr: set) -> bool:
         """A leader writes a new ISR to ZooKeeper; refused if it is not the current leader or cannot reach ZooKeeper."""
         part = self.partitions[rep.partition]
         if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
-        self._controller_set_isr(part, tuple(r for r in part.replicas if r in new_isr))
-        rep.isr = set(part.isr)
+        self._set_isr(part, tuple(r for r in part.replicas if r in new_isr))
+        rep.lead.isr = set(part.isr)
         return True

@@ -1,6 +1,7 @@
 """Safety properties, named as in the TLA+ specifications of Kafka's protocol.
 
-Each takes a running (or finished) simulation and returns its violations as
+Each takes a running (or finished) simulation (its ``partitions``,
+``replicas``, ``batches`` and replication ``mode``) and returns its violations as
 strings; an empty list means the property holds. They are measured and
 reported at the end of every run (and after every event with
 ``debug.invariants: true``), never asserted away.
@@ -40,7 +41,7 @@ def diverging_offsets(a: list, b: list, upto: int) -> int:
 
 def leader_in_isr(sim) -> list[str]:
     """The controller's leader is a member of the controller's ISR."""
-    if sim.quorum:
+    if not sim.mode.keeps_isr:
         return []
     return [
         f"{part.name}: leader {part.leader} not in isr {list(part.isr)}"
@@ -58,7 +59,7 @@ def committed_prefixes_agree(sim) -> list[str]:
             for y in range(x + 1, len(reps)):
                 a, b = reps[x], reps[y]
                 upto = min(a.high_watermark, b.high_watermark)
-                n = diverging_offsets(a.log, b.log, upto)
+                n = diverging_offsets(a.log.entries, b.log.entries, upto)
                 if n:
                     problems.append(f"{part.name}: brokers {a.broker} and {b.broker} differ on {n} committed offsets")
     return problems
@@ -67,8 +68,8 @@ def committed_prefixes_agree(sim) -> list[str]:
 def no_committed_record_lost(sim) -> list[str]:
     """Every batch some leader's HW covered is in the log of the partition's current (or last) leader
     (or was deleted from it by retention)."""
-    committed = sim.b_committed
-    part_of = sim.b_partition
+    committed = sim.batches.committed
+    part_of = sim.batches.partition
     wanted: dict[int, set] = {}
     for b, c in enumerate(committed):
         if c:
@@ -76,10 +77,10 @@ def no_committed_record_lost(sim) -> list[str]:
     problems = []
     for p, batches in wanted.items():
         part = sim.partitions[p]
-        rep = sim.replicas[p][part.last_leader]
-        missing = batches.difference(e[3] for e in rep.log).difference(e[3] for e in rep.retired)
+        log = sim.replicas[p][part.last_leader].log
+        missing = batches.difference(e[3] for e in log.entries).difference(e[3] for e in log.retired)
         if missing:
-            records = sum(sim.b_count[b] for b in missing)
+            records = sum(sim.batches.count[b] for b in missing)
             problems.append(f"{part.name}: {records} committed records missing from leader {part.last_leader}")
     return problems
 

@@ -36,5 +36,9 @@ class Kernel:
                 hook()
         self.now = until
 
+    def events(self) -> tuple:
+        """The heap and the sequence counter, for a caller that pushes (at >= now, next(seq), action, args) itself."""
+        return self._heap, self._seq
+
     def pending(self) -> int:
         return len(self._heap)

@@ -20,3 +20,20 @@ def scenario_path(name: str) -> Path:
     if p.suffix in (".yaml", ".yml") or p.exists() or len(p.parts) > 1:
         return p
     return SCENARIOS / f"{name}.yaml"
+
+
+def shipped_scenarios() -> list[str]:
+    """The names of the scenarios in data/scenarios/."""
+    return sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+
+
+def unknown_scenario(name: str) -> str | None:
+    """For a bare name that names no shipped scenario: one line with the nearest name and the list; else None."""
+    from .scenario import did_you_mean
+
+    p = scenario_path(name)
+    if p.parent != SCENARIOS or p.is_file():
+        return None  # a path (its own errors say what is wrong with it), or a shipped name
+    names = shipped_scenarios()
+    return (f"scenario {name!r}: no shipped scenario of that name" + did_you_mean(name, names, "")
+            + f" (shipped: {', '.join(names)}; or give a YAML path)")

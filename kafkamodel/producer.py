@@ -1,260 +1,374 @@
-"""The producer client: sending batches, answers, retries, timeouts.
+"""The producer client's Sender: produce requests per broker connection, answers, retries, timeouts.
 
-Batches are fixed before the run (``workload``); here they are sent to the
-leader the producer's metadata names, answered or refused, and retried.
-Retries of a partition go through one queue per (producer, partition):
-while it holds batches, new batches wait behind them and only the oldest is
-resent each ``retry.backoff.ms`` (the idempotent producer's in-order resend;
-it also keeps a long outage from costing one event per batch per backoff).
+Each producer keeps one connection per broker. When one of a broker's
+partitions is ready (``accumulator``) and the connection has fewer than
+``max.in.flight.requests.per.connection`` requests unanswered, the sender
+drains that broker: one batch from every partition it leads that has one (up
+to ``max.request.size``), in one request. The broker answers the request as a
+whole (acks=all: once every partition in it is committed). A request
+unanswered for ``request.timeout.ms`` closes the connection, failing every
+request in flight on it; a refused or reset connection fails them too, and
+the producer waits ``reconnect.backoff.ms`` (doubling up to
+``reconnect.backoff.max.ms``) before it connects again. A failed batch is
+retried ahead of newer records; a partition whose leader is unknown waits for
+a metadata refresh (``retry.backoff.ms``). The broker handles a connection's
+requests one at a time (``server``), so a plain producer's batches reorder
+only when one fails and a later one, already in flight, does not.
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import insort
+from heapq import heappop, heappush
 
-import numpy as np
-
-from .workload import ACKS_CODE
-
-# batch states
-PENDING, INFLIGHT, ACKED, FAILED = 0, 1, 2, 3
-ALL = 2  # acks code for acks=all
-
-# error codes, named as Kafka's errors
-NONE = 0
-ERRORS = ("NONE", "NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
-          "DELIVERY_TIMEOUT", "OUT_OF_ORDER_SEQUENCE_NUMBER")
-NOT_LEADER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NETWORK_EXCEPTION, DELIVERY_TIMEOUT, OUT_OF_ORDER_SEQUENCE = range(1, 7)
+from .accumulator import INF, Accumulator, PartitionQueue
+from .protocol import (ACKED, CLIENT, DELIVERY_TIMEOUT, FAILED, INFLIGHT, NETWORK_EXCEPTION, NONE,
+                       NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE_NUMBER, PENDING, REQUEST_TIMED_OUT)
+from .settings import ProducerSettings
 
 RECONNECT_BACKOFF_MS = 50.0  # reconnect.backoff.ms
 RECONNECT_BACKOFF_MAX_MS = 1000.0  # reconnect.backoff.max.ms
 
 
-class ProducerConfig:
-    __slots__ = ("acks", "idempotent", "retries", "backoff", "request_timeout", "delivery_timeout", "max_inflight",
-                 "metadata", "queue", "armed", "probe", "node_backoff", "node_failures", "inflight", "blocked", "epoch",
-                 "next_seq")
+class Connection:
+    """A producer's connection to one broker, as the client sees it."""
 
-    def __init__(self, cfg: dict, partitions: int, brokers: int):
-        self.acks = ACKS_CODE[cfg["acks"]]  # 0, 1 or 2 (all)
-        self.idempotent = bool(cfg["enable.idempotence"])  # producer id + sequence numbers
-        self.retries = int(cfg["retries"])
-        self.backoff = float(cfg["retry.backoff.ms"])
-        self.request_timeout = float(cfg["request.timeout.ms"])
-        self.delivery_timeout = float(cfg["delivery.timeout.ms"])
-        self.max_inflight = int(cfg["max.in.flight.requests.per.connection"])
+    __slots__ = ("node", "epoch", "inflight", "sent_ms", "backoff_until", "failures", "retry_armed", "timer_armed")
+
+    def __init__(self, node: int):
+        self.node = node
+        self.epoch = 0  # bumps when the connection is closed or reset; answers on an older one are void
+        self.inflight: dict[int, list] = {}  # request id -> its (batch, attempt) pairs, oldest first
+        self.sent_ms: dict[int, float] = {}  # request id -> when it was sent
+        self.timer_armed = False  # a request.timeout.ms check is scheduled
+        self.backoff_until = 0.0  # no connection attempt before this time
+        self.failures = 0  # consecutive refused connections
+        self.retry_armed = False  # a drain is scheduled for when the backoff ends
+
+
+class ProducerState:
+    """What one producer client tracks while it runs."""
+
+    __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "no_leader", "refresh_armed",
+                 "epoch", "next_seq", "next_request")
+
+    def __init__(self, index: int, node: int, config: ProducerSettings, acc: Accumulator, partitions: int,
+                 brokers: int):
+        self.index = index
+        self.node = node  # its network node (its client.rack's, or the clients')
+        self.config = config  # its settings
+        self.acc = acc  # its record accumulator
         self.metadata = [-1] * partitions  # partition -> leader as this producer last learned it
-        self.queue: dict[int, list[int]] = {}  # partition -> batches waiting to be resent, oldest first
-        self.armed: set[int] = set()  # partitions with a retry wake-up pending
-        self.probe: dict[int, int] = {}  # partition -> the queued batch currently resent alone
-        self.node_backoff = [0.0] * brokers  # broker -> no connection attempt before this time
-        self.node_failures = [0] * brokers  # broker -> consecutive refused connections
-        self.inflight = [0] * partitions  # partition -> batches sent and not yet answered
-        self.blocked: dict[int, list[int]] = {}  # partition -> batches waiting for an in-flight slot, oldest first
+        self.conns = [Connection(b) for b in range(brokers)]
+        self.heaps: list[list] = [[] for _ in range(brokers)]  # broker -> (key, partition, stamp) of queues with data
+        self.ready: list[set] = [set() for _ in range(brokers)]  # broker -> its partitions whose head is ready
+        self.no_leader: set[int] = set()  # partitions with data and no known leader
+        self.refresh_armed = False  # a metadata refresh is scheduled
         self.epoch = [0] * partitions  # partition -> producer epoch; bumped when a batch fails for good (KIP-360)
         self.next_seq = [0] * partitions  # partition -> next sequence number in the current epoch
+        self.next_request = 0
 
 
-class ProducerActor:
-    def init_producers(self, rngs) -> None:
-        w = self.workload
-        nb = w.batches
-        P = len(self.partitions)
-        self.producer_cfg = [ProducerConfig(p, P, len(self.brokers)) for p in self.scenario["producers"]]
-        self.b_partition = w.batch_partition.tolist()
-        self.b_producer = w.batch_producer.tolist()
-        self.b_count = (w.batch_hi - w.batch_lo).tolist()
-        self.b_bytes = [c * int(self.scenario["producers"][pr]["record.size.bytes"]) for c, pr in zip(self.b_count, self.b_producer)]
-        self.b_create = w.batch_create_ms.tolist()
-        self.b_state = [PENDING] * nb  # PENDING, INFLIGHT, ACKED or FAILED
-        self.b_attempt = [0] * nb  # sends so far
-        self.b_ack_ms = [np.nan] * nb  # when the producer learned of success
-        self.b_error = [NONE] * nb  # the error a failed batch ended with
-        self.b_base = [-1] * nb  # offset the leader reported
-        self.b_visible_ms = [np.nan] * nb  # first time a leader's HW covered it
-        self.b_committed = [False] * nb  # some leader's HW covered it
-        self.b_epoch = [-1] * nb  # producer epoch its sequence number belongs to
-        self.b_seq = [-1] * nb  # sequence number, given at its first send in an epoch (batches go out in order)
-        self.track_producers = any(pc.idempotent for pc in self.producer_cfg)  # brokers keep producer state
-        self.feed = np.argsort(w.batch_ready_ms, kind="stable").tolist()
-        self.feed_ready = w.batch_ready_ms[self.feed].tolist() if nb else []
+class ProducerClient:
+    """Every producer of the scenario (clients never fail)."""
 
-    def start_producers(self) -> None:
-        for pc in self.producer_cfg:
+    MESSAGES = ("handle_response", "handle_refused", "connection_reset")
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.send = sim.transport.send
+        self.partitions = sim.partitions  # the controller's view, for metadata requests
+        self.batches = sim.batches
+        self.counters = sim.recorder.counters
+        w = sim.workload
+        times = array("d", w.send_ms.tobytes())  # every record's send time: 8 bytes each, read as Python floats
+        n_brokers = len(sim.brokers)
+        self.states = []
+        for i, config in enumerate(sim.settings.producers):
+            acc = Accumulator(i, config, times, w.lo[i].tolist(), w.hi[i].tolist(), sim.batches)
+            node = sim.layout.client_node(config.client_rack)
+            self.states.append(ProducerState(i, node, config, acc, len(sim.partitions), n_brokers))
+        self.server_produce = self.server_forget = None  # wired: the brokers' request intake, their disconnects
+        self.leader_handle_produce = None  # wired: the leaders' produce handler
+
+    def wire(self, server, leader) -> None:
+        self.server_produce = server.produce
+        self.server_forget = server.forget
+        self.leader_handle_produce = leader.handle_produce
+
+    def start(self) -> None:
+        for ps in self.states:
             for part in self.partitions:
-                pc.metadata[part.index] = part.leader
-        if self.feed:
-            self.kernel.schedule(self.feed_ready[0], self._producer_feed, 0)
+                ps.metadata[part.index] = part.leader
+            for q in ps.acc.queues:
+                if q.next < q.end:
+                    self._arm(ps, q)
 
-    def _producer_feed(self, i: int) -> None:
-        """The sender finds batch feed[i] ready; the next ready batch is scheduled."""
-        if i + 1 < len(self.feed):
-            self.kernel.schedule(self.feed_ready[i + 1], self._producer_feed, i + 1)
-        b = self.feed[i]
-        pc = self.producer_cfg[self.b_producer[b]]
-        p = self.b_partition[b]
-        if p in pc.queue:
-            insort(pc.queue[p], b)  # resends in progress: wait behind them, in order
-            return
-        if p in pc.blocked:
-            pc.blocked[p].append(b)  # in-flight slots taken: wait in order
-            return
-        self.producer_send(b)
+    # ---- the accumulator's queues and the sender's wake-ups --------------------------------------------------
 
-    def producer_send(self, b: int) -> None:
-        """Send batch b to the leader this producer knows, or queue it for later."""
+    def _arm(self, ps: ProducerState, q: PartitionQueue) -> None:
+        """(Re)file the queue under its leader's connection and schedule its head's ready time."""
+        q.stamp += 1
+        acc = ps.acc
+        key = acc.key(q)
+        if key == INF:
+            q.node = -1
+            return
+        node = ps.metadata[q.p]
+        if node < 0:
+            q.node = -1
+            ps.no_leader.add(q.p)
+            self._request_metadata(ps)
+            return
+        q.node = node
+        heappush(ps.heaps[node], (key, q.p, q.stamp))
+        at = acc.ready_at(q)
+        if at != INF:
+            self.kernel.schedule(at, self._ready, ps, q, q.stamp)
+
+    def _ready(self, ps: ProducerState, q: PartitionQueue, stamp: int) -> None:
+        """The queue's head became ready (full, linger.ms passed, or a resend's backoff ended)."""
+        if q.stamp != stamp or q.node < 0:
+            return
+        ps.ready[q.node].add(q.p)
+        self._drain(ps, q.node)
+
+    def _drain(self, ps: ProducerState, node: int) -> None:
+        """Send one request to `node` with a batch of every partition that has one, if the connection can."""
+        ready = ps.ready[node]
+        if not ready:
+            return
+        conn = ps.conns[node]
+        cfg = ps.config
         now = self.kernel.now
-        pc = self.producer_cfg[self.b_producer[b]]
-        p = self.b_partition[b]
-        if now - self.b_create[b] >= pc.delivery_timeout:
-            self._producer_fail(b, DELIVERY_TIMEOUT)
+        if cfg.acks and len(conn.inflight) >= cfg.max_in_flight:
+            return  # an answer frees a slot, and drains again
+        if conn.backoff_until > now:
+            if not conn.retry_armed:
+                conn.retry_armed = True
+                self.kernel.schedule(conn.backoff_until, self._reconnect, ps, node)
             return
-        leader = pc.metadata[p]
-        if leader < 0 or pc.node_backoff[leader] > now:
-            self._producer_queue(b, pc, p, now)
-            return
-        if pc.acks and pc.inflight[p] >= pc.max_inflight:
-            insort(pc.blocked.setdefault(p, []), b)  # max.in.flight.requests.per.connection reached
-            return
-        attempt = self.b_attempt[b] + 1
-        self.b_attempt[b] = attempt
-        if pc.idempotent and self.b_epoch[b] != pc.epoch[p]:  # first send in this epoch: next sequence number
-            self.b_epoch[b] = pc.epoch[p]
-            self.b_seq[b] = pc.next_seq[p]
-            pc.next_seq[p] += 1
-        self.stats["produce_requests"] += 1
-        if pc.acks == 0:  # acks=0: success once it is on the wire; no answer comes
-            if self.b_state[b] != ACKED:
-                self.b_state[b] = ACKED
-                self.b_ack_ms[b] = now
-            self.send(-1, leader, self.leader_handle_produce, (leader, b, attempt), nbytes=self.b_bytes[b])
-            return
-        self.b_state[b] = INFLIGHT
-        pc.inflight[p] += 1
-        self.send(-1, leader, self.leader_handle_produce, (leader, b, attempt), refused=self._producer_refused,
-                  nbytes=self.b_bytes[b])
-        self.kernel.schedule(now + pc.request_timeout, self._producer_request_timeout, b, attempt)
+        heap = ps.heaps[node]
+        acc = ps.acc
+        queues = acc.queues
+        batches = self.batches
+        taken, touched, size = [], [], 0
+        limit = cfg.max_request_size
+        while heap and heap[0][0] <= now:
+            if taken and size + cfg.batch_size > limit:
+                break  # the request is full: the rest wait for the next one
+            _, p, stamp = heappop(heap)
+            q = queues[p]
+            if stamp != q.stamp:
+                continue
+            if ps.metadata[p] != node:
+                self._arm(ps, q)
+                continue
+            touched.append(q)
+            while True:
+                b = acc.take(q, now)
+                if b < 0 or now - batches.create_ms[b] < cfg.delivery_timeout_ms:
+                    break
+                if q.probe == b:
+                    q.probe = -1
+                self._fail(ps, b, DELIVERY_TIMEOUT)
+            if b >= 0:
+                taken.append(b)
+                size += batches.bytes[b]
+        for q in touched:
+            ready.discard(q.p)
+            self._arm(ps, q)
+        if taken:
+            self._send_request(ps, conn, taken)
 
-    def producer_handle_response(self, b: int, attempt: int, error: int, base: int) -> None:
-        """The leader's answer reaches the producer."""
-        if self.b_attempt[b] != attempt or self.b_state[b] != INFLIGHT:
+    def _reconnect(self, ps: ProducerState, node: int) -> None:
+        ps.conns[node].retry_armed = False
+        self._drain(ps, node)
+
+    # ---- requests ---------------------------------------------------------------------------------------------
+
+    def _send_request(self, ps: ProducerState, conn: Connection, taken: list[int]) -> None:
+        now = self.kernel.now
+        cfg = ps.config
+        batches = self.batches
+        queues = ps.acc.queues
+        entries = []
+        nbytes = 0
+        for b in taken:
+            p = batches.partition[b]
+            attempt = batches.attempt[b] + 1
+            batches.attempt[b] = attempt
+            if cfg.enable_idempotence and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
+                batches.epoch[b] = ps.epoch[p]
+                batches.seq[b] = ps.next_seq[p]
+                ps.next_seq[p] += 1
+            entries.append((b, attempt))
+            nbytes += batches.bytes[b]
+        self.counters.produce_requests += 1
+        self.counters.produce_batches += len(taken)
+        node = conn.node
+        req = ps.next_request = ps.next_request + 1
+        handler_args = (node, ps.index, conn.epoch, req, entries)
+        key = (ps.index, conn.epoch, node)  # the broker's side of this connection (muted while it handles one)
+        if cfg.acks == 0:  # success once it is on the wire; no answer comes
+            for b, _ in entries:
+                if batches.state[b] != ACKED:
+                    batches.state[b] = ACKED
+                    batches.ack_ms[b] = now
+            self.send(ps.node, node, self.server_produce,
+                      (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes)
+            return
+        for b, _ in entries:
+            batches.state[b] = INFLIGHT
+            queues[batches.partition[b]].inflight += 1
+        conn.inflight[req] = entries
+        conn.sent_ms[req] = now
+        self.send(ps.node, node, self.server_produce,
+                  (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
+                  refused=self.handle_refused, nbytes=nbytes)
+        if not conn.timer_armed:  # one check per connection, at its oldest request's deadline
+            conn.timer_armed = True
+            self.kernel.schedule(now + cfg.request_timeout_ms, self._request_timeout, ps, node)
+
+    def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
+        """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it."""
+        ps = self.states[pi]
+        conn = ps.conns[node]
+        if conn.epoch != epoch or conn.inflight.pop(req, None) is None:
+            return  # an answer on a connection closed since
+        del conn.sent_ms[req]
+        conn.failures = 0
+        for b, attempt, error, base in results:
+            self._batch_answered(ps, b, attempt, error, base)
+        if ps.ready[node]:
+            self._drain(ps, node)
+
+    def _batch_answered(self, ps: ProducerState, b: int, attempt: int, error: int, base: int) -> None:
+        batches = self.batches
+        if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:
             return  # an answer to an abandoned attempt
-        pc = self.producer_cfg[self.b_producer[b]]
-        p = self.b_partition[b]
-        pc.inflight[p] -= 1
-        leader = pc.metadata[p]
-        if leader >= 0:
-            pc.node_failures[leader] = 0
+        p = batches.partition[b]
+        q = ps.acc.queues[p]
+        q.inflight -= 1
         if error == NONE:
-            self.b_state[b] = ACKED
-            self.b_ack_ms[b] = self.kernel.now
-            self.b_base[b] = base
-            if pc.probe.get(p) == b:
-                self._producer_flush(pc, p)
-            self._producer_pump(pc, p)
+            batches.state[b] = ACKED
+            batches.ack_ms[b] = self.kernel.now
+            batches.base[b] = base
+            if q.probe == b:  # the resend went through: what waited behind it follows
+                q.probe = -1
+                q.probing = False
+                self._arm(ps, q)
             return
-        if error == NOT_LEADER:
-            pc.metadata[p] = -1  # ask for fresh metadata before the resend
-        elif error == OUT_OF_ORDER_SEQUENCE and pc.inflight[p] == 0 and self._oldest_unsent(pc, p, b):
-            self._producer_bump_epoch(pc, p)  # nothing earlier is pending: the broker lost our state (KIP-360)
-        self._producer_retry(b, error)
-        self._producer_pump(pc, p)
+        if error == NOT_LEADER_OR_FOLLOWER:
+            ps.metadata[p] = -1  # ask for fresh metadata before the resend
+        elif error == OUT_OF_ORDER_SEQUENCE_NUMBER and q.inflight == 0 and (not q.retry or q.retry[0] > b):
+            self._bump_epoch(ps, p)  # nothing earlier is pending: the broker lost our state (KIP-360)
+        self._retry(ps, b, error)
 
-    def _oldest_unsent(self, pc: ProducerConfig, p: int, b: int) -> bool:
-        queue = pc.queue.get(p)
-        return not queue or queue[0] > b
+    def handle_refused(self, node: int, key, handler, args: tuple, partitions: int, nbytes: int) -> None:
+        """The connection to the broker was refused (its process is down): the request fails, and the
+        producer backs off before connecting again."""
+        _, pi, epoch, req, _ = args
+        self._connection_failed(self.states[pi], node, epoch, req, NETWORK_EXCEPTION)
 
-    def _producer_bump_epoch(self, pc: ProducerConfig, p: int) -> None:
+    def connection_reset(self, pi: int, node: int, epoch: int) -> None:
+        """The broker's process died and its kernel reset the connection: every request in flight fails."""
+        self._connection_failed(self.states[pi], node, epoch, None, NETWORK_EXCEPTION)
+
+    def _connection_failed(self, ps: ProducerState, node: int, epoch: int, req, error: int) -> None:
+        conn = ps.conns[node]
+        if conn.epoch != epoch or (req is not None and req not in conn.inflight):
+            return
+        conn.failures += 1
+        conn.backoff_until = self.kernel.now + min(RECONNECT_BACKOFF_MS * 2 ** (conn.failures - 1),
+                                                   RECONNECT_BACKOFF_MAX_MS)
+        self._close(ps, conn, error)
+
+    def _request_timeout(self, ps: ProducerState, node: int) -> None:
+        """request.timeout.ms: if the oldest request in flight has waited that long, the connection closes
+        (Kafka's NetworkClient), failing every request on it."""
+        conn = ps.conns[node]
+        conn.timer_armed = False
+        if not conn.sent_ms:
+            return
+        oldest = next(iter(conn.sent_ms.values()))
+        deadline = oldest + ps.config.request_timeout_ms
+        if self.kernel.now < deadline:
+            conn.timer_armed = True
+            self.kernel.schedule(deadline, self._request_timeout, ps, node)
+            return
+        self._close(ps, conn, REQUEST_TIMED_OUT)
+
+    def _close(self, ps: ProducerState, conn: Connection, error: int) -> None:
+        """Close the connection: every request in flight on it fails with `error`; metadata is refreshed."""
+        inflight, conn.inflight = conn.inflight, {}
+        conn.sent_ms = {}
+        self.server_forget((ps.index, conn.epoch, conn.node))  # what the broker had not read yet is gone
+        conn.epoch += 1
+        batches = self.batches
+        for entries in inflight.values():
+            for b, attempt in entries:
+                if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:
+                    continue
+                p = batches.partition[b]
+                ps.acc.queues[p].inflight -= 1
+                ps.metadata[p] = -1  # Kafka refreshes metadata after a disconnect
+                self._retry(ps, b, error)
+
+    # ---- retries and failures ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _bump_epoch(ps: ProducerState, p: int) -> None:
         """A new producer epoch: sequence numbers start again at 0 for the batches still to be written."""
-        pc.epoch[p] += 1
-        pc.next_seq[p] = 0
+        ps.epoch[p] += 1
+        ps.next_seq[p] = 0
 
-    def _producer_pump(self, pc: ProducerConfig, p: int) -> None:
-        """An in-flight slot freed: send the batches that waited for one (unless resends are pending)."""
-        blocked = pc.blocked.get(p)
-        while blocked and pc.inflight[p] < pc.max_inflight and p not in pc.queue:
-            self.producer_send(blocked.pop(0))
-        if blocked is not None and not blocked:
-            pc.blocked.pop(p, None)
-
-    def _producer_refused(self, leader: int, b: int, attempt: int) -> None:
-        """The connection to the leader was refused (its process is down)."""
-        if self.b_attempt[b] != attempt or self.b_state[b] != INFLIGHT:
+    def _retry(self, ps: ProducerState, b: int, error: int) -> None:
+        batches = self.batches
+        batches.error[b] = error
+        q = ps.acc.queues[batches.partition[b]]
+        if q.probe == b:
+            q.probe = -1
+        if batches.attempt[b] > ps.config.retries:
+            self._fail(ps, b, error)
+            q.probing = False  # a resend that failed for good: what waited behind it goes
+            self._arm(ps, q)
             return
-        pc = self.producer_cfg[self.b_producer[b]]
-        pc.inflight[self.b_partition[b]] -= 1
-        fails = pc.node_failures[leader] = pc.node_failures[leader] + 1
-        pc.node_backoff[leader] = self.kernel.now + min(RECONNECT_BACKOFF_MS * 2 ** (fails - 1), RECONNECT_BACKOFF_MAX_MS)
-        pc.metadata[self.b_partition[b]] = -1
-        self._producer_retry(b, NETWORK_EXCEPTION)
+        batches.state[b] = PENDING
+        insort(q.retry, b)
+        q.probing = ps.config.enable_idempotence
+        q.backoff_until = self.kernel.now + max(ps.config.retry_backoff_ms, 1.0)
+        self._arm(ps, q)
 
-    def _producer_request_timeout(self, b: int, attempt: int) -> None:
-        if self.b_attempt[b] != attempt or self.b_state[b] != INFLIGHT:
-            return
-        pc = self.producer_cfg[self.b_producer[b]]
-        p = self.b_partition[b]
-        pc.inflight[p] -= 1
-        pc.metadata[p] = -1  # Kafka disconnects and refreshes metadata
-        self._producer_retry(b, REQUEST_TIMED_OUT)
-        self._producer_pump(pc, p)
+    def _fail(self, ps: ProducerState, b: int, error: int) -> None:
+        batches = self.batches
+        batches.state[b] = FAILED
+        batches.error[b] = error
+        p = batches.partition[b]
+        if ps.config.enable_idempotence:
+            self._bump_epoch(ps, p)  # KIP-360: a new epoch lets later batches past the gap
 
-    def _producer_retry(self, b: int, error: int) -> None:
-        pc = self.producer_cfg[self.b_producer[b]]
-        self.b_error[b] = error
-        if self.b_attempt[b] > pc.retries:
-            self._producer_fail(b, error)
-            return
-        p = self.b_partition[b]
-        if pc.probe.get(p) == b:
-            del pc.probe[p]
-        self._producer_queue(b, pc, p, self.kernel.now)
+    # ---- metadata ---------------------------------------------------------------------------------------------
 
-    def _producer_queue(self, b: int, pc: ProducerConfig, p: int, now: float) -> None:
-        self.b_state[b] = PENDING
-        queue = pc.queue.setdefault(p, [])
-        insort(queue, b)
-        for waiting in pc.blocked.pop(p, []):  # one backlog, oldest first: nothing overtakes a resend
-            insort(queue, waiting)
-        if p not in pc.armed:
-            pc.armed.add(p)
-            self.kernel.schedule(now + max(pc.backoff, 1.0), self._producer_wake, pc, p)
+    def _request_metadata(self, ps: ProducerState) -> None:
+        if not ps.refresh_armed:
+            ps.refresh_armed = True
+            self.kernel.schedule(self.kernel.now + max(ps.config.retry_backoff_ms, 1.0), self._refresh, ps)
 
-    def _producer_wake(self, pc: ProducerConfig, p: int) -> None:
-        """After the backoff: refresh metadata, drop expired batches, resend the oldest."""
-        pc.armed.discard(p)
+    def _refresh(self, ps: ProducerState) -> None:
+        """A metadata response (the controller's view): partitions waiting for a leader are filed again;
+        records and resends that waited past delivery.timeout.ms fail."""
+        ps.refresh_armed = False
         now = self.kernel.now
-        part = self.partitions[p]
-        pc.metadata[p] = part.leader  # a metadata request answered from the controller's view
-        queue = pc.queue.get(p)
-        while queue and now - self.b_create[queue[0]] >= pc.delivery_timeout:
-            self._producer_fail(queue.pop(0), DELIVERY_TIMEOUT)
-        if not queue:
-            pc.queue.pop(p, None)
-            return
-        leader = pc.metadata[p]
-        if leader < 0 or pc.node_backoff[leader] > now:
-            pc.armed.add(p)
-            wait = max(pc.backoff, 1.0) if leader < 0 else max(pc.node_backoff[leader] - now, 1.0)
-            self.kernel.schedule(now + wait, self._producer_wake, pc, p)
-            return
-        b = queue.pop(0)
-        pc.probe[p] = b
-        self.producer_send(b)
-
-    def _producer_flush(self, pc: ProducerConfig, p: int) -> None:
-        """The resent batch went through: send everything that waited behind it."""
-        pc.probe.pop(p, None)
-        queue = pc.queue.pop(p, None) or []
-        for b in queue:
-            self.producer_send(b)
-        self._producer_pump(pc, p)
-
-    def _producer_fail(self, b: int, error: int) -> None:
-        self.b_state[b] = FAILED
-        self.b_error[b] = error
-        pc = self.producer_cfg[self.b_producer[b]]
-        p = self.b_partition[b]
-        if pc.idempotent:
-            self._producer_bump_epoch(pc, p)  # KIP-360: a new epoch lets later batches past the gap
-        if pc.probe.get(p) == b:
-            self._producer_flush(pc, p)
+        cfg = ps.config
+        acc = ps.acc
+        waiting, ps.no_leader = ps.no_leader, set()
+        for p in sorted(waiting):
+            q = acc.queues[p]
+            ps.metadata[p] = self.partitions[p].leader
+            while q.retry and now - self.batches.create_ms[q.retry[0]] >= cfg.delivery_timeout_ms:
+                self._fail(ps, q.retry.pop(0), DELIVERY_TIMEOUT)
+            for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):
+                self._fail(ps, b, DELIVERY_TIMEOUT)
+            self._arm(ps, q)

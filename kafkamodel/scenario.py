@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import yaml
 
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
+from .settings import derive
 
 
 class ScenarioError(ValueError):
@@ -107,7 +108,7 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
         if isinstance(rf, int) and brokers and rf > brokers:
             problems.append(f"topics[{i}].replication.factor: {rf} exceeds brokers ({brokers})")
         own = t["min.insync.replicas"]
-        # the broker-wide value is a default, applied as min(min.insync.replicas, RF) (KAFKA_FACTS.md);
+        # the broker-wide value is a default, applied as min(min.insync.replicas, RF) (docs/kafka-facts.md);
         # a topic's own value above its RF is a mistake: no acks=all write could ever succeed
         if isinstance(own, int) and isinstance(rf, int) and own > rf:
             problems.append(
@@ -116,6 +117,7 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             )
     if not s["topics"] and (s["producers"] or s["faults"]):
         problems.append("topics: at least one topic is needed")
+    _check_racks_and_links(s, brokers, problems)
     given_producers = given.get("producers") or []
     for i, p in enumerate(s["producers"]):
         where = f"producers[{i}]"
@@ -137,12 +139,9 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.enable.idempotence: true needs acks=all, got acks={p['acks']}")
         elif explicit is True and p["retries"] == 0:
             problems.append(f"{where}.enable.idempotence: true needs retries > 0")
-        if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
-            p["enable.idempotence"] = bool(is_all and p["retries"] > 0 and p["max.in.flight.requests.per.connection"] <= 5)
-        elif p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
+        if p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
             problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
                             f"got {p['max.in.flight.requests.per.connection']}")
-        p["acks"] = "all" if p["acks"] == -1 else p["acks"]
         mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
         for key, part in (mapping or {}).items():
@@ -176,7 +175,7 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
         targets = target if isinstance(target, list) and target else [target]
         for k, t in enumerate(targets):
             here = f"{where}.broker" + (f"[{k}]" if isinstance(target, list) else "")
-            problems.extend(_check_target(t, here, f["kind"], brokers, topics))
+            problems.extend(_check_target(t, here, f["kind"], brokers, topics, s["racks"] or []))
         if isinstance(target, list) and len(set(map(str, target))) != len(target):
             problems.append(f"{where}.broker: lists a target twice")
         if f["from"] is not None:
@@ -197,6 +196,22 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
 
 
+def _check_racks_and_links(s: dict, brokers: int, problems: list[str]) -> None:
+    """racks no longer than brokers; every link end a broker that exists, a rack someone is in, clients or *."""
+    racks = s["racks"] or []
+    if racks and brokers and len(racks) > brokers:
+        problems.append(f"racks: {len(racks)} racks for {brokers} brokers; a rack needs a broker (at most {brokers})")
+    known = list(dict.fromkeys([*racks, *(c["client.rack"] for c in s["producers"] + s["consumers"] if c["client.rack"])]))
+    for i, link in enumerate(s["network"]["links"]):
+        for k, end in enumerate(link["between"]):
+            where = f"network.links[{i}].between[{k}]"
+            if isinstance(end, int) and brokers and end >= brokers:
+                problems.append(f"{where}: no broker {end}; ids are 0..{brokers - 1}")
+            elif isinstance(end, str) and end.startswith("rack:") and end[5:] not in known:
+                listing = f"; racks are {', '.join(known)}" if known else "; no racks are defined (racks, client.rack)"
+                problems.append(f"{where}: no rack named {end[5:]!r}" + did_you_mean(end[5:], known, listing))
+
+
 def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
     problems = [f"{where}.{key}: not used by consumer faults" for key in ("broker", "from") if f[key] is not None]
     if f["group"] is None:
@@ -213,17 +228,26 @@ def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
     return problems
 
 
-def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict) -> list[str]:
-    """Problems with one fault target: a broker id or leader:TOPIC-P."""
+def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict, racks: list) -> list[str]:
+    """Problems with one fault target: a broker id, leader:TOPIC-P, rack:NAME (its brokers) or * (every broker)."""
+    kinds = "a broker id, leader:TOPIC-P, rack:NAME or *"
     if isinstance(t, bool) or t is None:
-        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+        return [f"{where}: must be {kinds}, got {t!r}"]
     if isinstance(t, int):
         return [] if 0 <= t < brokers else [f"{where}: no broker {t}; ids are 0..{brokers - 1}"]
     if not isinstance(t, str):
-        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+        return [f"{where}: must be {kinds}, got {t!r}"]
+    if t == "*":
+        return []
+    if t.startswith("rack:"):
+        named = list(dict.fromkeys(racks[: max(brokers, 0)]))
+        if t[5:] in named:
+            return []
+        listing = f"; broker racks are {', '.join(named)}" if named else "; no racks are defined (racks)"
+        return [f"{where}: no broker in rack {t[5:]!r}" + did_you_mean(t[5:], named, listing)]
     m = _LEADER_TARGET.match(t)
     if not m:
-        return [f"{where}: must be a broker id or leader:TOPIC-P, got {t!r}"]
+        return [f"{where}: must be {kinds}, got {t!r}"]
     if m["topic"] not in topics:
         return [f"{where}: no topic named {m['topic']!r}"]
     count = topics[m["topic"]]["partitions"]
@@ -235,7 +259,9 @@ def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict) -> 
 
 
 def validate(given: Any) -> dict:
-    """The scenario with defaults filled, or ScenarioError with every problem."""
+    """The scenario with defaults filled (``settings.derive`` included), or ScenarioError with every problem.
+
+    The checks only read; the defaults that depend on other settings are filled by ``derive``."""
     problems: list[str] = []
     if not isinstance(given, Mapping):
         raise ScenarioError([f"scenario: must be a mapping of keys, got {type(given).__name__}"])
@@ -258,7 +284,7 @@ def validate(given: Any) -> dict:
         _cross_checks(s, given, problems)
     if problems:
         raise ScenarioError(problems)
-    return s
+    return derive(s)
 
 
 class Scenario(Mapping):

@@ -3,7 +3,7 @@
 Keys are Kafka's own property names where Kafka has one. Each entry is a
 ``Key(default, check)``; ``check(value, path)`` returns a list of problems,
 each a line ``path: rule``. Defaults are today's Kafka (see
-KAFKA_FACTS.md); a scenario asks for older behaviour explicitly.
+docs/kafka-facts.md); a scenario asks for older behaviour explicitly.
 """
 
 from __future__ import annotations
@@ -111,6 +111,52 @@ def partitioner(v: Any, path: str) -> list[str]:
     return [f"{path}: must be one of {', '.join(PARTITIONERS)} or {{mapping: {{key: partition}}}}, got {v!r}"]
 
 
+def rack_list(v: Any, path: str) -> list[str]:
+    """A list of rack names (non-empty strings)."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not v:
+        return [f"{path}: must be a non-empty list of rack names, got {v!r}"]
+    return [f"{path}[{i}]: must be a non-empty string, got {r!r}" for i, r in enumerate(v)
+            if not isinstance(r, str) or not r]
+
+
+LINK_END = "a broker id, rack:NAME, clients or *"
+
+
+def link_list(v: Any, path: str) -> list[str]:
+    """network.links: [{between: [X, Y], latency.ms: DIST}] (the names X and Y refer to are cross-checked)."""
+    if not isinstance(v, list):
+        return [f"{path}: must be a list of {{between: [X, Y], latency.ms: DIST}}, got {type(v).__name__}"]
+    problems = []
+    for i, link in enumerate(v):
+        where = f"{path}[{i}]"
+        if not isinstance(link, Mapping):
+            problems.append(f"{where}: must be a mapping {{between: [X, Y], latency.ms: DIST}}, got {link!r}")
+            continue
+        for key in link:
+            if key not in ("between", "latency.ms"):
+                problems.append(unknown_link_key(key, where))
+        ends = link.get("between")
+        if not isinstance(ends, list) or len(ends) != 2:
+            problems.append(f"{where}.between: must be a list of two ends ({LINK_END}), got {ends!r}")
+        else:
+            for k, end in enumerate(ends):
+                ok = (isinstance(end, int) and not isinstance(end, bool) and end >= 0) or (
+                    isinstance(end, str) and (end in ("clients", "*") or (end.startswith("rack:") and len(end) > 5)))
+                if not ok:
+                    problems.append(f"{where}.between[{k}]: must be {LINK_END}, got {end!r}")
+        if "latency.ms" not in link:
+            problems.append(f"{where}.latency.ms: required")
+        else:
+            problems.extend(check_distribution(link["latency.ms"], f"{where}.latency.ms"))
+    return problems
+
+
+def unknown_link_key(key: Any, where: str) -> str:
+    return f"{where}.{key}: unknown key; a link has between and latency.ms"
+
+
 def _section(keys: Mapping[str, Key]) -> Check:
     """A nested mapping of keys (for burst: and keys:), checked by the loader."""
 
@@ -129,8 +175,10 @@ TOP: dict[str, Key] = {
     "duration.ms": Key(60000, number(positive=True, hi=1e9), "simulated time"),
     "replication": Key("isr", choice("isr", "quorum"), "isr (Kafka) or quorum (majority commit, Raft-like election)"),
     "brokers": Key(3, integer(1, 1000), "number of brokers, ids 0..n-1"),
-    "timeline.interval.ms": Key(None, optional(number(positive=True)), "timeline sampling period (default duration/400)"),
+    "timeline.interval.ms": Key(None, optional(number(positive=True)), "timeline sampling period (default: duration/400, fewer past 125 partitions: at most 50,000 rows)"),
     "debug.invariants": Key(False, boolean, "evaluate the safety properties after every event (slow)"),
+    "racks": Key(None, lambda v, p: rack_list(v, p), "broker.rack of each broker: broker i is in racks[i % len]; null = no racks"),
+    "quorum.fsync": Key(True, boolean, "quorum mode: a replica counts towards the majority once it fsynced (Raft); false = from memory"),
 }
 
 BROKER: dict[str, Key] = {
@@ -156,11 +204,34 @@ BROKER: dict[str, Key] = {
     "log.retention.ms": Key(604800000, optional(number(positive=True)), "segments older than this are deleted (7 days); null = forever"),
     "log.retention.bytes": Key(None, optional(integer(1)), "old segments are deleted while the log is larger; null = no limit"),
     "log.retention.check.interval.ms": Key(300000, number(positive=True), "how often retention runs"),
+    "num.replica.fetchers": Key(1, integer(1, 1000), "replica fetcher threads per (follower broker, leader broker)"),
+    "replica.fetch.min.bytes": Key(1, integer(0, MAX_INT), "a follower fetch is answered once this many bytes are there (else it waits up to replica.fetch.wait.max.ms)"),
+    "replica.fetch.response.max.bytes": Key(10485760, integer(0, MAX_INT), "bytes one fetch response carries over all its partitions (the first batch always)"),
+    "num.io.threads": Key(8, integer(1, 10000), "request handler threads per broker"),
+    "num.network.threads": Key(3, integer(1, 10000), "network threads per broker (read requests, write responses)"),
 }
 
 NETWORK: dict[str, Key] = {
     "latency.ms": Key({"dist": "lognormal", "median": 0.5, "sigma": 0.5}, distribution, "one-way message latency"),
-    "bandwidth.mbps": Key(None, optional(number(positive=True)), "adds bytes/bandwidth to messages carrying records; null = off"),
+    "links": Key([], lambda v, p: link_list(v, p), "[{between: [X, Y], latency.ms: DIST}]: X, Y a broker id, rack:NAME, clients or *; later entries win"),
+    "bandwidth.mbps": Key(10000, optional(number(positive=True)), "each broker's NIC (10 GbE), shared by all its traffic, each direction; null = unlimited"),
+}
+
+DISK: dict[str, Key] = {
+    "fsync.ms": Key({"dist": "lognormal", "median": 0.9, "sigma": 0.5}, distribution,
+                    "one fsync of a log (a consumer NVMe SSD without power-loss protection; docs/calibration.md)"),
+}
+
+# a broker's CPU per request, in microseconds (the model's calibration, not Kafka properties; docs/calibration.md)
+COSTS: dict[str, Key] = {
+    "request.us": Key(20, number(lo=0), "a handler thread, per request"),
+    "partition.us": Key(10, number(lo=0), "a handler thread, per partition in a produce or fetch request"),
+    "kib.us": Key(0.25, number(lo=0), "a handler thread, per KiB of records (CRC check and copy)"),
+    "network.request.us": Key(5, number(lo=0), "a network thread, per request read and per response written"),
+    "network.kib.us": Key(0.1, number(lo=0), "a network thread, per KiB read or written"),
+    "fetcher.response.us": Key(10, number(lo=0), "a follower's replica fetcher thread, per fetch response"),
+    "fetcher.partition.us": Key(10, number(lo=0), "a replica fetcher thread, per partition appended"),
+    "fetcher.kib.us": Key(0.25, number(lo=0), "a replica fetcher thread, per KiB appended"),
 }
 
 TOPIC: dict[str, Key] = {
@@ -199,7 +270,9 @@ PRODUCER: dict[str, Key] = {
     "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
     "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation"),
     "enable.idempotence": Key(None, optional(boolean), "producer id + sequence; default true when acks=all"),
-    "max.in.flight.requests.per.connection": Key(5, integer(1, 1000), "unanswered batches per partition at once (<= 5 with idempotence)"),
+    "max.in.flight.requests.per.connection": Key(5, integer(1, 1000), "unanswered produce requests per broker connection (<= 5 with idempotence)"),
+    "max.request.size": Key(1048576, integer(0, MAX_INT), "bytes of batches in one produce request (the first batch always goes)"),
+    "client.rack": Key(None, optional(text), "the rack (zone) the producer runs in, for network.links"),
     "partitioner": Key("default", partitioner, "default (murmur2 keys, uniform sticky nulls), sticky, legacy, round_robin, or {mapping: {key: partition}}"),
     "keys": Key(None, optional(_section(KEYS)), "null (no keys) or {cardinality}"),
 }
@@ -211,7 +284,7 @@ FAULT_KINDS = BROKER_FAULTS + CONSUMER_FAULTS
 FAULT: dict[str, Key] = {
     "at.ms": Key(REQUIRED, number(lo=0), "when the fault starts"),
     "kind": Key(REQUIRED, choice(*FAULT_KINDS), "what happens"),
-    "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, or a list of them (all at once)"),
+    "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, rack:NAME (its brokers), * (every broker), or a list of them (all at once)"),
     "group": Key(None, optional(text), "consumer faults: the group.id"),
     "member": Key(None, optional(integer(0)), "consumer_crash / consumer_leave: the member index"),
     "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash or power loss then restarts)"),
@@ -232,11 +305,15 @@ CONSUMER: dict[str, Key] = {
     "processing.ms": Key(0.1, number(lo=0), "time to process one record"),
     "max.poll.records": Key(500, integer(1), "records one poll returns at most"),
     "fetch.max.wait.ms": Key(500, number(positive=True), "a fetch long-polls this long for data below the HW"),
+    "fetch.min.bytes": Key(1, integer(0, MAX_INT), "a fetch is answered once this many bytes below the HW are there"),
+    "fetch.max.bytes": Key(52428800, integer(0, MAX_INT), "bytes one fetch response carries (the first batch always)"),
+    "max.partition.fetch.bytes": Key(1048576, integer(0, MAX_INT), "bytes a fetch response carries per partition (the first batch always)"),
     "session.timeout.ms": Key(45000, number(positive=True), "a silent member is removed after this"),
     "heartbeat.interval.ms": Key(3000, number(positive=True), "heartbeats to the group coordinator"),
     "auto.offset.reset": Key("latest", choice("latest", "earliest"), "where a member starts without a valid committed offset"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait after a failed fetch"),
+    "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links"),
 }
 
-SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK}
+SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS}
 LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT}

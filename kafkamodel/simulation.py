@@ -1,183 +1,125 @@
-"""``simulate(scenario)``: the cluster, its network and clock, wired together.
+"""``simulate(scenario)``: the cluster, its network and clock, and its actors, wired together.
 
-The protocol lives in the actor modules, one job each: ``producer`` (the
-client), ``replication`` (leader and follower), ``controller`` (failure
-detection, elections, ISR metadata) and ``faults`` (scheduled faults).
-This module holds the shared machinery: message delivery, broker timers,
-availability accounting and the run itself.
+The shared state is declared here, once: the settings in force, the kernel
+and transport, the brokers, the partitions as the controller sees them,
+every replica, the batch table, the replication mode and strategies, the
+recorder of events and counters, availability. Each actor (``producer``,
+``leader``, ``follower``, ``replica_manager``, ``controller``, ``faults``,
+``consumer``) takes what it needs of it, and its handlers are declared in
+its ``MESSAGES`` and ``TIMERS`` (the model's ``Next``: with
+``debug.invariants`` every delivered message and fired timer is checked
+against them).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .consumer import ConsumerActor
-from .controller import ControllerActor
+from .batches import Batches
+from .consumer import ConsumerGroups
+from .controller import Controller
 from .distributions import Sampler
-from .faults import FaultActor
+from .faults import FaultInjector
+from .follower import FollowerRole
 from .invariants import check_all
 from .kernel import Kernel
-from .producer import ProducerActor
-from .replication import ReplicationActor, make_commit_rule, make_lag_rule, make_truncation
-from .result import Result, build_result
+from .lag import make_lag_rule
+from .leader import LeaderRole
+from .log import Log
+from .measures import INVARIANT_VIOLATION, Availability, Recorder
+from .modes import make_mode
+from .network import Layout, latency_streams
+from .outcome import RunEnd, build_result
+from .placement import assign
+from .producer import ProducerClient
+from .replica_manager import ReplicaManager
+from .result import Result
+from .server import Server
+from .sessions import SessionManager
 from .scenario import Scenario, load_scenario
+from .settings import Settings
 from .state import Broker, Partition, Replica
+from .transport import Streams, Transport
+from .truncation import make_truncation
 from .workload import build_workload
 
-CLIENT = -1  # node id of the producers (clients never fail)
-CONTROLLER = -2  # node id of the controller (ZooKeeper or KRaft quorum; it never fails here)
 
-# The order of the children of the run's SeedSequence: one stream per source of randomness.
-STREAMS = ("network",)
-
-
-class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor, FaultActor):
+class Simulation:
     def __init__(self, scenario: Scenario, partitioner=None):
-        self.scenario = scenario
+        self.scenario = scenario  # the resolved scenario (what the run folder records)
+        settings = self.settings = Settings.of(scenario)  # what is in force, typed
         self.kernel = Kernel()
-        self.events: list[tuple] = []  # (time_ms, kind, topic, partition, broker, detail)
-        self.stats = dict.fromkeys(
-            ("isr_shrinks", "isr_expands", "leader_elections", "unclean_leader_elections",
-             "not_enough_replicas_errors", "truncated_offsets", "committed_records_truncated",
-             "produce_requests", "fetch_requests"), 0)
-        broker_cfg = scenario["broker"]
-        self.broker_cfg = broker_cfg
-        self.flush_messages = broker_cfg["log.flush.interval.messages"] or 0  # 0: never forced
-        self.fetch_wait_ms = float(broker_cfg["replica.fetch.wait.max.ms"])  # a follower fetch's long poll
-        self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
-        self.quorum = scenario["replication"] == "quorum"
+        self.streams = Streams(settings.seed, len(settings.producers))  # one random stream per source, by name
+        self.brokers = [Broker(b) for b in range(settings.brokers)]
+        # one latency stream per kind of connection: 0 brokers and producers, 1 consumers and their coordinator,
+        # so a consumer-side change (commit policy, a consumer crash) leaves producers and replication alone
+        draws = (Sampler(settings.latency_ms, self.streams("network")),
+                 Sampler(settings.latency_ms, self.streams("consumers")))
+        self.layout = Layout(settings)  # node ids, racks, which link each pair of nodes takes
+        latency = latency_streams(self.layout, settings, self.streams, draws)
+        self.transport = Transport(self.kernel, self.brokers, draws, latency, self.layout.offset,
+                                   settings.bandwidth_mbps)
 
-        seeds = np.random.SeedSequence(scenario["seed"])
-        producer_count = len(scenario["producers"])
-        children = seeds.spawn(len(STREAMS) + 2 * producer_count + 1)
-        self.latency = Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[0]))
-        # one latency stream per kind of connection (send's `conn`): 0 brokers and producers, 1 consumers and
-        # their coordinator (the last child), so a consumer-side change (commit policy, a consumer crash)
-        # leaves producers and replication on the same draws
-        self.draws = (self.latency, Sampler(scenario["network"]["latency.ms"], np.random.default_rng(children[-1])))
-        mbps = scenario["network"]["bandwidth.mbps"]
-        self.ms_per_byte = 8.0 / (mbps * 1000.0) if mbps else 0.0  # transfer time of one byte
-        producer_rngs = [
-            (np.random.default_rng(children[len(STREAMS) + 2 * i]), np.random.default_rng(children[len(STREAMS) + 2 * i + 1]))
-            for i in range(producer_count)
-        ]
-
-        self.brokers = [Broker(b) for b in range(scenario["brokers"])]
-        self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
-        self.channel_clock: dict[tuple, float] = {}  # (from, to, conn) -> arrival time of its latest message
+        # partitions, their replicas placed as Kafka places a new topic's (placement; rack-aware with racks)
         self.partitions: list[Partition] = []
-        self.topic_first: dict[str, int] = {}
-        n = len(self.brokers)
-        for t in scenario["topics"]:
-            self.topic_first[t["name"]] = len(self.partitions)
-            rf = t["replication.factor"]
-            min_isr = t["min.insync.replicas"] or min(broker_cfg["min.insync.replicas"], rf)
-            unclean = t["unclean.leader.election.enable"]
-            unclean = broker_cfg["unclean.leader.election.enable"] if unclean is None else unclean
-            for p in range(t["partitions"]):
-                replicas = tuple((p + i) % n for i in range(rf))
-                part = Partition(len(self.partitions), t["name"], p, replicas, min_isr, unclean)
-                part.segment_bytes = t["segment.bytes"] or broker_cfg["log.segment.bytes"]
-                part.retention_ms = t["retention.ms"] or broker_cfg["log.retention.ms"]
-                part.retention_bytes = t["retention.bytes"] or broker_cfg["log.retention.bytes"]
-                self.partitions.append(part)
-        # replicas[p][b]: broker b's replica of partition p
-        self.replicas: list[dict[int, Replica]] = [
-            {b: Replica(part.index, b) for b in part.replicas} for part in self.partitions
-        ]
-        self.partitions_of: list[list[int]] = [[] for _ in self.brokers]
+        self.topic_first: dict[str, int] = {}  # topic -> its first global partition index
+        for t in settings.topics:
+            self.topic_first[t.name] = len(self.partitions)
+            placed = assign(t.partitions, t.replication_factor, settings.brokers, settings.racks)
+            for p, replicas in enumerate(placed):
+                self.partitions.append(Partition(len(self.partitions), p, replicas, t))
+        self.partitions_of: list[list[int]] = [[] for _ in self.brokers]  # broker -> partitions it holds
         for part in self.partitions:
             for b in part.replicas:
                 self.partitions_of[b].append(part.index)
-        self.majority = [len(part.replicas) // 2 + 1 for part in self.partitions]
-        duration = float(scenario["duration.ms"])
+        duration = settings.duration_ms
         self.retention_on = any(  # keep segments only when retention can act within the run
-            part.retention_bytes is not None or (part.retention_ms is not None and part.retention_ms < duration)
+            part.config.retention_bytes is not None
+            or (part.config.retention_ms is not None and part.config.retention_ms < duration)
             for part in self.partitions)
 
-        self.commit_rule = make_commit_rule(self)
-        self.lag_rule = make_lag_rule(broker_cfg)
-        self.truncation = make_truncation("leader_epoch" if self.quorum else broker_cfg["truncation"])
+        self.workload = build_workload(settings, self.topic_first, self.streams, partitioner)  # the records
+        self.batches = Batches([p.record_size_bytes for p in settings.producers])  # filled as producers drain
+        # replicas[p][b]: broker b's replica of partition p
+        self.replicas: list[dict[int, Replica]] = [
+            {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
+            for part in self.partitions
+        ]
+        self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync)
+        # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes
+        self.flush_messages = 1 if self.mode.durable else settings.broker.log_flush_interval_messages
+        self.fsync = Sampler(settings.fsync_ms, self.streams("disk")).stream
+        self.lag_rule = make_lag_rule(settings.broker)
+        self.truncation = make_truncation(self.mode.truncation or settings.broker.truncation)
+        self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
+        self.availability = Availability(self.kernel, self.partitions, self.writable)
+        self.timeline: list[tuple] = []  # sampled per partition: leader, epoch, LEO, HW, ISR size
 
-        self.workload = build_workload(scenario, self.topic_first, producer_rngs, partitioner)
-        self.init_controller()
-        self.init_producers(producer_rngs)
-        self.init_consumers()
-        self.init_faults()
+        self.server = Server(self)
+        self.producer = ProducerClient(self)
+        self.leader = LeaderRole(self)
+        self.sessions = SessionManager(self)
+        self.follower = FollowerRole(self)
+        self.replica_manager = ReplicaManager(self)
+        self.controller = Controller(self)
+        self.consumers = ConsumerGroups(self)
+        self.faults = FaultInjector(self)
+        self.producer.wire(self.server, self.leader)
+        self.leader.wire(self.server, self.producer, self.sessions, self.follower, self.controller, self.consumers)
+        self.sessions.wire(self.server, self.leader, self.follower)
+        self.follower.wire(self.server, self.sessions, self.leader)
+        self.replica_manager.wire(self.leader, self.follower)
+        self.controller.wire(self.replica_manager)
+        self.consumers.wire(self.server, self.leader)
+        self.faults.wire(self.producer, self.leader, self.follower, self.sessions, self.server, self.replica_manager,
+                         self.controller, self.consumers)
+        self.actors = (self.server, self.producer, self.leader, self.sessions, self.follower, self.replica_manager,
+                       self.controller, self.consumers, self.faults)
+        self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
-    # ---- messages and timers -------------------------------------------------
+    @property
+    def groups(self) -> list:
+        return self.consumers.groups
 
-    def reachable(self, a: int, b: int) -> bool:
-        """Can a message go from node a to node b now (isolation and cut links)?"""
-        brokers = self.brokers
-        if (a >= 0 and brokers[a].isolated) or (b >= 0 and brokers[b].isolated):
-            return False
-        return not self.cuts or (a, b) not in self.cuts
-
-    def send(self, src: int, dst: int, action, args: tuple, fetch: bool = False, refused=None, nbytes: int = 0,
-             conn: int = 0) -> None:
-        """A one-way message: delivered after a latency draw (plus nbytes over the
-        bandwidth, when one is set) unless a fault eats it. Messages of one
-        connection (`src`, `dst`, `conn`) arrive in order; each kind of connection
-        (`conn`: 0 brokers and producers, 1 consumers) draws from its own stream."""
-        brokers = self.brokers
-        if src >= 0 and brokers[src].isolated:
-            return
-        if self.cuts and (src, dst) in self.cuts:
-            return
-        latency = self.draws[conn]()
-        if nbytes and self.ms_per_byte:
-            latency += nbytes * self.ms_per_byte
-        if fetch:
-            factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
-            latency *= factor
-        at = self.kernel.now + latency
-        channel = (src, dst, conn)  # one TCP connection: in order, as sent
-        last = self.channel_clock.get(channel, 0.0)
-        if at < last:
-            at = last
-        self.channel_clock[channel] = at
-        self.kernel.schedule(at, self._deliver, src, dst, action, args, refused, conn)
-
-    def _deliver(self, src: int, dst: int, action, args: tuple, refused, conn: int) -> None:
-        brokers = self.brokers
-        if src >= 0 and brokers[src].isolated:
-            return
-        if self.cuts and (src, dst) in self.cuts:
-            return
-        if dst >= 0:
-            b = brokers[dst]
-            if not b.up:
-                if refused is not None:  # the connection is refused: the sender learns it
-                    self.send(CLIENT, src, refused, args, conn=conn)
-                return
-            if b.isolated:
-                return
-            if b.paused:
-                b.deferred.append((action, args))
-                return
-        action(*args)
-
-    def timer(self, broker: int, delay: float, action, *args) -> None:
-        """A timer of a broker's process: void if the process dies, held while paused."""
-        self.kernel.schedule(self.kernel.now + delay, self._fire, broker, self.brokers[broker].incarnation, action, args)
-
-    def _fire(self, broker: int, incarnation: int, action, args: tuple) -> None:
-        b = self.brokers[broker]
-        if b.incarnation != incarnation or not b.up:
-            return
-        if b.paused:
-            b.deferred.append((action, args))
-            return
-        action(*args)
-
-    def event(self, kind: str, partition: int = -1, broker: int = -1, detail: str = "") -> None:
-        part = self.partitions[partition] if partition >= 0 else None
-        self.events.append(
-            (self.kernel.now, kind, part.topic if part else "", part.number if part else -1, broker, detail)
-        )
-
-    # ---- availability --------------------------------------------------------
+    # ---- availability ----------------------------------------------------------------------------------------
 
     def writable(self, part: Partition) -> bool:
         """Could the partition accept an acks=all write right now?"""
@@ -187,22 +129,9 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
         rep = self.replicas[part.index][leader]
         if not rep.is_leader or rep.leader_epoch != part.leader_epoch:
             return False
-        if self.quorum:
-            healthy = sum(1 for b in part.replicas if self.brokers[b].healthy)
-            return healthy >= self.majority[part.index]
-        return len(rep.isr) >= part.min_isr
+        return self.mode.writable(part, rep)
 
-    def note_availability(self) -> None:
-        now = self.kernel.now
-        for part in self.partitions:
-            ok = self.writable(part)
-            if ok and part.unavailable_since is not None:
-                part.unavailable_ms += now - part.unavailable_since
-                part.unavailable_since = None
-            elif not ok and part.unavailable_since is None:
-                part.unavailable_since = now
-
-    # ---- timeline ------------------------------------------------------------
+    # ---- timeline ------------------------------------------------------------------------------------------------
 
     def _sample_timeline(self, interval: float) -> None:
         now = self.kernel.now
@@ -211,35 +140,38 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
             leader = part.leader
             if leader >= 0 and self.brokers[leader].up:
                 rep = self.replicas[part.index][leader]
-                leo, hw = rep.log_end_offset, rep.high_watermark
+                leo, hw = rep.log.log_end_offset, rep.high_watermark
             else:
                 leo = hw = -1
             rows.append((now, part.topic, part.number, leader, part.leader_epoch, leo, hw, len(part.isr)))
         self.kernel.schedule(now + interval, self._sample_timeline, interval)
 
-    # ---- the run -------------------------------------------------------------
+    # ---- the run ---------------------------------------------------------------------------------------------------
 
     def run(self) -> Result:
-        scenario = self.scenario
-        duration = float(scenario["duration.ms"])
-        self.timeline: list[tuple] = []
-        self.start_replication()
-        self.start_controller()
-        self.start_producers()
-        self.start_consumers()
-        self.start_faults()
-        interval = scenario["timeline.interval.ms"] or max(duration / 400.0, 1.0)
-        self.kernel.schedule(0.0, self._sample_timeline, float(interval))
-        if scenario["debug.invariants"]:
+        settings = self.settings
+        duration = settings.duration_ms
+        self.replica_manager.start()
+        self.controller.start()
+        self.producer.start()
+        self.consumers.start()
+        self.faults.start()
+        self.kernel.schedule(0.0, self._sample_timeline, settings.timeline_interval_ms)
+        if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
-        self.note_availability()
+            self.transport.check = declared_handlers(self.actors)
+        self.availability.note()
         self.kernel.run(duration)
-        self.note_availability()
-        for part in self.partitions:
-            if part.unavailable_since is not None:
-                part.unavailable_ms += duration - part.unavailable_since
-                part.unavailable_since = None
-        return build_result(self)
+        self.availability.note()
+        self.availability.close(duration)
+        return build_result(RunEnd(
+            settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
+            partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
+            counters=self.recorder.counters, events=self.recorder.events, timeline=self.timeline,
+            violations=check_all(self), unavailable_wall_ms=self.availability.wall_ms, end_ms=self.kernel.now,
+            threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
+                     "network": (self.server.net_busy_ms, self.server.network_threads),
+                     "replica_fetcher": self.follower.busiest_ms()}))
 
     def _debug_check(self) -> None:
         for name, problems in check_all(self).items():
@@ -247,7 +179,20 @@ class Simulation(ProducerActor, ConsumerActor, ReplicationActor, ControllerActor
                 key = (name, problem)
                 if key not in self._seen_violations:
                     self._seen_violations.add(key)
-                    self.event("invariant_violation", -1, -1, f"{name}: {problem}")
+                    self.recorder.event(INVARIANT_VIOLATION, -1, -1, f"{name}: {problem}")
+
+
+def declared_handlers(actors):
+    """A check that every message delivered and timer fired is a handler its actor declares (MESSAGES, TIMERS)."""
+    declared = {(type(a), name) for a in actors for name in (*getattr(a, "MESSAGES", ()), *getattr(a, "TIMERS", ()))}
+
+    def check(action) -> None:
+        owner = getattr(action, "__self__", None)
+        if (type(owner), action.__name__) not in declared:
+            raise AssertionError(f"{type(owner).__name__}.{action.__name__} runs as a message or timer "
+                                 "but is not in its MESSAGES or TIMERS")
+
+    return check
 
 
 def simulate(scenario, partitioner=None) -> Result:

@@ -1,6 +1,6 @@
 """Analytical predictions the simulation is checked against and the studies draw.
 
-acks=all commit latency as an order statistic (KAFKA_FACTS.md, "Quorum vs
+acks=all commit latency as an order statistic (docs/kafka-facts.md, "Quorum vs
 ISR"). With every one-way message an independent draw from the same latency
 distribution and records far enough apart that nothing queues, a write costs
 
@@ -12,6 +12,11 @@ hops each):
 
 * ISR: the slowest of the RF-1 followers (the maximum);
 * quorum: the ceil((RF-1)/2)-th smallest, so that with the leader a majority has it.
+
+With an fsync per append (``log.flush.interval.messages: 1``, or a quorum
+with ``quorum.fsync``) the leader's handler thread fsyncs before the parked
+fetches see the records, and each follower fsyncs before it fetches again:
+the leader's fsync adds to every write, each follower's to its round trip.
 
 Distributions are the model's own (``{dist: exponential, mean}``, lognormal,
 uniform, constant, or a number); the prediction is computed numerically on a
@@ -91,20 +96,33 @@ def followers_awaited(rf: int, mode: str) -> int:
     return followers if mode == "isr" else math.ceil(followers / 2)
 
 
-def predict(rf: int, mode: str, latency: Any = EXPONENTIAL_1MS) -> Prediction:
-    """acks=all produce latency (mean, p50, p99, p999) for RF replicas under isr or quorum."""
+def predict(rf: int, mode: str, latency: Any = EXPONENTIAL_1MS, fsync: Any = None) -> Prediction:
+    """acks=all produce latency (mean, p50, p99, p999) for RF replicas under isr or quorum.
+
+    `fsync`: one fsync's duration when every replica fsyncs each append (None: none does).
+    """
     cdf, tail = one_way_cdf(latency)
     t_max = 6.0 * tail  # four hops, the slowest of up to RF-1 round trips: well past the tail
+    if fsync is not None:
+        fsync_cdf, fsync_tail = one_way_cdf(fsync)
+        t_max += 2.0 * fsync_tail  # the leader's fsync and the awaited follower's
     h = t_max / _CELLS
     t = np.arange(_CELLS) * h
-    hop = np.clip(cdf(t + h / 2) - cdf(t - h / 2), 0.0, None)  # mass of each cell, at its centre
+
+    def mass(f):  # each cell's probability, at its centre
+        return np.clip(f(t + h / 2) - f(t - h / 2), 0.0, None)
+
+    hop = mass(cdf)
     round_trip = _convolve(hop, hop)
+    leg = round_trip if fsync is None else _convolve(round_trip, mass(fsync_cdf))
     k, n = followers_awaited(rf, mode), rf - 1
     if k == 0:
         commit = np.zeros(_CELLS)
         commit[0] = 1.0
     else:
-        commit = np.diff(order_statistic_cdf(np.clip(np.cumsum(round_trip), 0.0, 1.0), k, n), prepend=0.0)
+        commit = np.diff(order_statistic_cdf(np.clip(np.cumsum(leg), 0.0, 1.0), k, n), prepend=0.0)
+    if fsync is not None:
+        commit = _convolve(commit, mass(fsync_cdf))  # the leader's fsync comes first
     total = _convolve(commit, round_trip)  # request + response are another two hops
     total /= total.sum()
     cum = np.cumsum(total)
@@ -115,9 +133,9 @@ def predict(rf: int, mode: str, latency: Any = EXPONENTIAL_1MS) -> Prediction:
     return Prediction(mean=float(np.sum(t * total)), p50=q(0.5), p99=q(0.99), p999=q(0.999))
 
 
-def predicted_latency(rf: int, mode: str, latency: Any = EXPONENTIAL_1MS) -> tuple[float, float]:
+def predicted_latency(rf: int, mode: str, latency: Any = EXPONENTIAL_1MS, fsync: Any = None) -> tuple[float, float]:
     """(mean, p99) of request + order statistic + response, in ms."""
-    p = predict(rf, mode, latency)
+    p = predict(rf, mode, latency, fsync)
     return p.mean, p.p99
 
 

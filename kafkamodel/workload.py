@@ -1,9 +1,10 @@
-"""What the producers send: records and the batches the accumulator makes.
+"""What the producers send: the records, decided before the run in NumPy.
 
-Everything here is decided before the run, in NumPy: record arrival times
-(Poisson and bursts), keys, partitions (Kafka's partitioner) and batches
-(``linger.ms`` / ``batch.size``). Records are ordered by producer, partition
-and send time, so each batch is a contiguous range ``[lo, hi)`` of records.
+Record arrival times (Poisson and bursts), keys and partitions (Kafka's
+partitioners). Records are ordered by producer, partition and send time, so
+one producer's records for one partition are a contiguous range, and every
+batch the accumulator makes of them during the run (``accumulator``) is a
+contiguous range ``[lo, hi)`` of it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .partitioner import partition_for_keys
-
-ACKS_CODE = {0: 0, 1: 1, "all": 2}
+from .settings import ProducerSettings, Settings
 
 
 @dataclass
@@ -26,30 +26,21 @@ class Workload:
     producer: np.ndarray  # int16: producer index
     partition: np.ndarray  # int32: global partition index
     key: np.ndarray  # int64: key index (key-<i>), -1 for a null key
-    batch: np.ndarray  # int32: the batch holding the record
-    # per batch, in creation order within each (producer, partition)
-    batch_lo: np.ndarray  # int64: first record
-    batch_hi: np.ndarray  # int64: one past the last record
-    batch_partition: np.ndarray  # int32
-    batch_producer: np.ndarray  # int32
-    batch_create_ms: np.ndarray  # float64: first record's send time
-    batch_ready_ms: np.ndarray  # float64: when the sender may send it (full, or linger.ms elapsed)
+    # per producer and partition: its records are [lo, hi)
+    lo: np.ndarray  # int64 (producers, partitions)
+    hi: np.ndarray  # int64 (producers, partitions)
 
     @property
     def records(self) -> int:
         return len(self.send_ms)
 
-    @property
-    def batches(self) -> int:
-        return len(self.batch_lo)
 
-
-def _arrivals(p: dict, duration: float, rng: np.random.Generator) -> np.ndarray:
-    start = float(p["start.ms"])
-    stop = float(p["stop.ms"]) if p["stop.ms"] is not None else duration
+def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) -> np.ndarray:
+    start = p.start_ms
+    stop = p.stop_ms if p.stop_ms is not None else duration
     stop = min(stop, duration)
     parts = []
-    rate = float(p["rate.per.s"])
+    rate = p.rate_per_s
     if rate > 0 and stop > start:
         mean_gap = 1000.0 / rate
         expected = (stop - start) / mean_gap
@@ -62,34 +53,36 @@ def _arrivals(p: dict, duration: float, rng: np.random.Generator) -> np.ndarray:
             t = times[-1]
         times = np.concatenate(chunks)
         parts.append(times[times < stop])
-    burst = p["burst"]
+    burst = p.burst
     if burst is not None:
-        first = max(float(burst["start.ms"]), start)
-        at = np.arange(first, stop, float(burst["every.ms"]))
-        parts.append(np.repeat(at, int(burst["records"])))
+        first = max(burst.start_ms, start)
+        at = np.arange(first, stop, burst.every_ms)
+        parts.append(np.repeat(at, burst.records))
     if not parts:
         return np.empty(0)
     return np.sort(np.concatenate(parts), kind="stable")
 
 
-def _sticky_chunks(times: list[float], cap: int, linger: float | None) -> list[tuple[int, int]]:
-    """Runs of records a sticky partitioner sends to one partition.
+def _sticky_runs(times: np.ndarray, cap: int, linger: float | None) -> np.ndarray:
+    """Lengths of the runs of records a sticky partitioner sends to one partition.
 
     KIP-480 (linger given): a run lasts as long as one batch would (cap records
     or linger.ms). KIP-794 (linger None): a run is batch.size bytes (cap records).
     """
-    runs, i, n = [], 0, len(times)
+    n = len(times)
+    if linger is None:
+        lengths = np.full(n // cap, cap, dtype=np.int64)
+        return np.append(lengths, n % cap) if n % cap else lengths
+    t = times.tolist()
+    runs, i = [], 0
     while i < n:
-        if linger is None:
-            j = min(i + cap, n)
-        else:
-            j = min(bisect_right(times, times[i] + linger, i, n), i + cap)
-        runs.append((i, j))
+        j = min(bisect_right(t, t[i] + linger, i, n), i + cap)
+        runs.append(j - i)
         i = j
-    return runs
+    return np.asarray(runs, dtype=np.int64)
 
 
-def assign_partitions(p: dict, key: np.ndarray, times: np.ndarray, partitions: int,
+def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, partitions: int,
                       rng: np.random.Generator, custom=None) -> np.ndarray:
     """Kafka's partitioners, for one producer's records in send order."""
     n = len(key)
@@ -101,14 +94,14 @@ def assign_partitions(p: dict, key: np.ndarray, times: np.ndarray, partitions: i
             raise ValueError(f"partitioner: the callable returned {int(out[bad][0])} for key {names[int(np.argmax(bad))]!r}; "
                              f"partitions are 0..{partitions - 1}")
         return out.astype(np.int32)
-    name = p["partitioner"] if isinstance(p["partitioner"], str) else "default"
+    name = p.partitioner if isinstance(p.partitioner, str) else "default"
     if name == "round_robin":  # RoundRobinPartitioner: every record to the next partition, keys ignored
         return (np.arange(n) % partitions).astype(np.int32)
     out = np.empty(n, dtype=np.int32)
     keyed = key >= 0
     if keyed.any():
         out[keyed] = partition_for_keys(key[keyed], partitions)
-        mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
+        mapping = p.partitioner.get("mapping") if isinstance(p.partitioner, Mapping) else None
         if mapping:
             table = {int(k.split("-", 1)[1]): v for k, v in mapping.items() if k.startswith("key-") and k[4:].isdigit()}
             for k, part in table.items():
@@ -118,95 +111,57 @@ def assign_partitions(p: dict, key: np.ndarray, times: np.ndarray, partitions: i
         if name == "legacy":  # before 2.4: round robin over null-key records
             out[nulls] = np.arange(len(nulls)) % partitions
         else:
-            cap = max(1, int(p["batch.size"]) // int(p["record.size.bytes"]))
-            linger = float(p["linger.ms"]) if name == "sticky" else None
-            runs = _sticky_chunks(times[nulls].tolist(), cap, linger)
-            choice, last = np.empty(len(runs), dtype=np.int32), -1
-            draws = rng.integers(0, max(partitions - 1, 1), len(runs)).tolist()
+            cap = p.records_per_batch
+            linger = p.linger_ms if name == "sticky" else None
+            lengths = _sticky_runs(times[nulls], cap, linger)
+            choice, last = [0] * len(lengths), -1
+            draws = rng.integers(0, max(partitions - 1, 1), len(lengths)).tolist()
             for r, d in enumerate(draws):  # a new partition, other than the last one, for each run
                 last = d if last < 0 or partitions == 1 else (d if d < last else d + 1)
                 choice[r] = last
-            lengths = np.fromiter((j - i for i, j in runs), dtype=np.int64, count=len(runs))
-            out[nulls] = np.repeat(choice, lengths)
+            out[nulls] = np.repeat(np.asarray(choice, dtype=np.int32), lengths)
     return out
 
 
-def build_workload(scenario, topic_first: dict[str, int], rngs: list[tuple[np.random.Generator, np.random.Generator]],
-                   partitioner=None) -> Workload:
-    """Records and batches for every producer of the scenario.
+def build_workload(settings: Settings, topic_first: dict[str, int], streams, partitioner=None) -> Workload:
+    """The records of every producer of the scenario.
 
-    `topic_first` maps a topic to its first global partition index; `rngs`
-    gives each producer its (arrivals, keys) generators (the keys generator
-    also makes the sticky partitioners' choices). `partitioner` is an
-    optional callable (key or None, partitions) -> partition for every producer.
+    `topic_first` maps a topic to its first global partition index; `streams`
+    gives producer i its ``producers[i].arrivals`` and ``producers[i].keys``
+    generators (the keys generator also makes the sticky partitioners'
+    choices). `partitioner` is an optional callable (key or None, partitions)
+    -> partition for every producer.
     """
-    duration = float(scenario["duration.ms"])
-    topics = {t["name"]: t for t in scenario["topics"]}
+    duration = settings.duration_ms
     send, prod, part, keys = [], [], [], []
-    for i, p in enumerate(scenario["producers"]):
-        arrivals_rng, keys_rng = rngs[i]
+    for i, p in enumerate(settings.producers):
+        arrivals_rng, keys_rng = streams(f"producers[{i}].arrivals"), streams(f"producers[{i}].keys")
         times = _arrivals(p, duration, arrivals_rng)
         n = len(times)
-        partitions = topics[p["topic"]]["partitions"]
-        if p["keys"] is not None:
-            key = keys_rng.integers(0, int(p["keys"]["cardinality"]), n).astype(np.int64)
+        partitions = settings.topic(p.topic).partitions
+        if p.key_cardinality is not None:
+            key = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64)
         else:
             key = np.full(n, -1, dtype=np.int64)
         local = assign_partitions(p, key, times, partitions, keys_rng, partitioner)
         send.append(times)
         prod.append(np.full(n, i, dtype=np.int16))
-        part.append(local + topic_first[p["topic"]])
+        part.append(local + topic_first[p.topic])
         keys.append(key)
     if send:
         send_ms, producer, partition, key = (np.concatenate(a) for a in (send, prod, part, keys))
     else:
         send_ms, producer, partition, key = np.empty(0), np.empty(0, np.int16), np.empty(0, np.int32), np.empty(0, np.int64)
-    order = np.lexsort((send_ms, partition, producer))
+    # each producer's records are in send order already (arrivals are sorted): a stable sort by
+    # (producer, partition) keeps it within each partition
+    order = np.lexsort((partition, producer)) if len(settings.producers) > 1 else np.argsort(partition, kind="stable")
     send_ms, producer, partition, key = send_ms[order], producer[order], partition[order], key[order]
-    return _batch(scenario, send_ms, producer, partition, key)
-
-
-def _batch(scenario, send_ms, producer, partition, key) -> Workload:
-    """Cut each (producer, partition) stream into batches as the accumulator does.
-
-    A batch opens with a record and closes when it holds batch.size bytes
-    (sent at once) or linger.ms after it opened, whichever comes first.
-    """
-    n = len(send_ms)
-    batch = np.empty(n, dtype=np.int32)
-    los, his, ready = [], [], []
-    if n:
-        group_start = np.flatnonzero(np.r_[True, (producer[1:] != producer[:-1]) | (partition[1:] != partition[:-1])])
-        group_end = np.r_[group_start[1:], n]
-    else:
-        group_start = group_end = np.empty(0, dtype=np.int64)
-    times = send_ms.tolist()
-    producers = scenario["producers"]
-    for g0, g1 in zip(group_start.tolist(), group_end.tolist()):
-        p = producers[int(producer[g0])]
-        linger = float(p["linger.ms"])
-        cap = max(1, int(p["batch.size"]) // int(p["record.size.bytes"]))  # records that fit in batch.size
-        i = g0
-        while i < g1:
-            close = times[i] + linger
-            j = bisect_right(times, close, i, g1)
-            if j - i >= cap:
-                j = i + cap
-                ready.append(times[j - 1])  # full: sent as soon as the last record fits
-            else:
-                ready.append(close)
-            los.append(i)
-            his.append(j)
-            i = j
-    lo = np.asarray(los, dtype=np.int64)
-    hi = np.asarray(his, dtype=np.int64)
-    counts = hi - lo
-    batch[:] = np.repeat(np.arange(len(lo), dtype=np.int32), counts)
-    return Workload(
-        send_ms=send_ms, producer=producer, partition=partition, key=key, batch=batch,
-        batch_lo=lo, batch_hi=hi,
-        batch_partition=partition[lo].astype(np.int32) if len(lo) else np.empty(0, np.int32),
-        batch_producer=producer[lo].astype(np.int32) if len(lo) else np.empty(0, np.int32),
-        batch_create_ms=send_ms[lo] if len(lo) else np.empty(0),
-        batch_ready_ms=np.asarray(ready, dtype=np.float64),
-    )
+    n_partitions = sum(t.partitions for t in settings.topics)
+    lo = np.zeros((len(settings.producers), n_partitions), dtype=np.int64)
+    hi = np.zeros_like(lo)
+    if len(send_ms):
+        flat = producer.astype(np.int64) * n_partitions + partition
+        cells = np.arange(len(settings.producers) * n_partitions)
+        lo[:] = np.searchsorted(flat, cells, side="left").reshape(lo.shape)
+        hi[:] = np.searchsorted(flat, cells, side="right").reshape(lo.shape)
+    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=lo, hi=hi)

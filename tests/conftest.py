@@ -23,6 +23,11 @@ TINY = {
         "failures": {"overrides": {"duration.ms": 12000}, "points": [0, 1, 2, 3, 4]},  # RF 3 (f 1-2), RF 5 (f 1-3)
         "slow_follower": {"grid": {"lag_time_ms": [1000, 2000]}},
     },
+    "requests": {  # runs keep their length: the backlog and the eviction are measured against it
+        "load_one_partition": {"points": [3, 4, 6, 7, 12, 13, 14]},  # acks=all 0.9, 1.1, 2x; acks=1 0.05, 0.9, 1.1, 1.5x
+        "partitions_per_broker": {"grid": {"partitions": [10, 1000]}},
+        "slow_follower": {"grid": {"factor": [1, 10, 100, 6000]}},
+    },
     "lag_policies": {
         "burst_size": {"overrides": {"duration.ms": 4000}, "grid": {"burst": [1000, 8000]}},
         "max_messages": {"overrides": {"duration.ms": 4000}, "grid": {"max_messages": [1000, 64000]}},
@@ -88,20 +93,47 @@ def tiny_spec(study_root):
     return make
 
 
+TINY_SEEDS = 2  # the aggregated tiny studies: enough for a 95% interval in every table
+
+
 @pytest.fixture(scope="session")
-def aggregated(spark, study_root, tiny_spec):
-    """aggregated(study) -> its processed folder: tiny points run in-process, aggregated on Spark (once per study)."""
+def aggregated(spark, tmp_path_factory):
+    """aggregated(study) -> its processed folder: tiny points (2 seeds) run in-process, aggregated on Spark
+    (once per study; in a folder of their own, apart from the pipeline tests' sweeps)."""
     from kafkamodel.study.aggregate import aggregate
     from kafkamodel.study.point import execute_point
+    from kafkamodel.study.specfile import load_spec
 
+    root = tmp_path_factory.mktemp("tiny")
     done: dict[str, Path] = {}
 
     def make(study: str) -> Path:
         if study not in done:
-            spec = tiny_spec(study)
+            path = root / "specs" / f"{study}.yaml"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(tiny_spec_text(study, TINY_SEEDS))
+            spec = load_spec(path)
             for point in spec.points(1):
-                execute_point(point, study_root / "runs" / study / point.run_id)
-            done[study] = aggregate(spec, spark=spark, runs=study_root / "runs", processed=study_root / "processed").out
+                execute_point(point, root / "runs" / study / point.run_id)
+            done[study] = aggregate(spec, spark=spark, runs=root / "runs", processed=root / "processed").out
         return done[study]
 
     return make
+
+
+STUDY_NAMES = ("quorum_vs_isr", "requests", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols")
+
+
+@pytest.fixture(scope="session")
+def study_reports(aggregated, tmp_path_factory) -> Path:
+    """Every study's report (HTML and its JSON record) from the tiny aggregates, and the index: the folder."""
+    from kafkamodel.study.report import report, write_index
+    from kafkamodel.study.specfile import load_spec
+
+    out = tmp_path_factory.mktemp("reports")
+    for study in STUDY_NAMES:
+        processed = aggregated(study)
+        spec = load_spec(processed.parent.parent / "specs" / f"{study}.yaml")
+        report(spec, processed=processed.parent, reports=out, timeout=300, index=False)
+    write_index(out)
+    return out

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkamodel import load_scenario, simulate
+from kafkamodel.schema import COSTS
+
+ZERO_COSTS = {key: 0 for key in COSTS}  # brokers that spend no time on requests
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 

@@ -123,3 +123,20 @@ def test_steady_state_has_no_faults_no_losses_and_every_invariant():
     assert s["isr_shrinks"] == s["leader_elections"] == 0 and s["unavailable_ms"] == 0
     assert s["leader_in_isr_violations"] == s["committed_prefixes_agree_violations"] == 0
     assert s["no_committed_record_lost_violations"] == 0
+
+
+def test_wall_clock_unavailability_is_the_union_of_the_partitions_stretches():
+    # broker 0 leads t-0 and t-3 of six partitions; a crash of it makes both unwritable at once for the session timeout
+    result = run("producer-retry-duplicates", **{"faults": [{"at.ms": 2000, "kind": "crash", "broker": 0}]})
+    s, per = result.summary, result.partitions.unavailable_ms
+    assert (per > 0).sum() == 2
+    assert per.sum() == pytest.approx(s["unavailable_ms"])
+    # two partitions down over the same stretch: the wall-clock time is one of them, not their sum
+    assert s["unavailable_wall_ms"] == pytest.approx(per.max(), abs=1.0)
+    assert s["unavailable_ms"] > 1.9 * s["unavailable_wall_ms"] and s["unavailable_wall_ms"] <= s["duration_ms"]
+    for name in ("clean-election", "jepsen-2013-safe", "kip101-double-power-loss-divergence"):
+        other = run(name)
+        s = other.summary
+        assert s["unavailable_wall_ms"] > 0
+        assert other.partitions.unavailable_ms.max() <= s["unavailable_wall_ms"] + 1e-6
+        assert s["unavailable_wall_ms"] <= min(s["unavailable_ms"], s["duration_ms"]) + 1e-6

@@ -82,7 +82,7 @@ def test_skew_is_reported():
 def test_range_assignor_matches_kafka():
     # Kafka's javadoc: 3 partitions, 2 consumers -> C0 [p0, p1], C1 [p2]
     assert range_assign(["C0", "C1"], [0, 1, 2]) == {"C0": [0, 1], "C1": [2]}
-    # KAFKA_FACTS: 4 partitions, 3 consumers -> P//C = 1 each, the first P%C = 1 one more
+    # docs/kafka-facts.md: 4 partitions, 3 consumers -> P//C = 1 each, the first P%C = 1 one more
     assert range_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2], "C2": [3]}
     # seed 002's ceil(P/C) variant differs there
     assert range_ceil_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2, 3], "C2": []}
@@ -135,16 +135,23 @@ def test_exactly_once_neither_loses_nor_duplicates(seed):
 def test_every_consumer_message_travels_on_the_consumers_connections(monkeypatch):
     """Group, fetch and commit messages (also a stepping-down or crashed leader's answers to parked
     fetches) use the consumers' connections and stream; nothing else does."""
-    from kafkamodel.consumer import CONSUMER_CONN
+    from kafkamodel.protocol import CONSUMER_CONN
+    from kafkamodel.transport import Transport
 
     seen = Counter()
-    send = Simulation.send
+    send = Transport.send
 
-    def spy(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0):
-        seen[(action.__func__.__qualname__.startswith("ConsumerActor."), conn)] += 1
-        return send(self, src, dst, action, args, fetch, refused, nbytes, conn)
+    def consumer_message(action, args) -> bool:  # to a consumer or its coordinator, or a consumer's fetch to a leader
+        name = action.__func__.__qualname__
+        if name == "Server.request":  # a request for a broker's handler threads: whose handler?
+            name = args[2].__func__.__qualname__
+        return name.startswith("ConsumerGroups.") or name == "LeaderRole.handle_consumer_fetch"
 
-    monkeypatch.setattr(Simulation, "send", spy)
+    def spy(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0, delay=0.0):
+        seen[(consumer_message(action, args), conn)] += 1
+        return send(self, src, dst, action, args, fetch, refused, nbytes, conn, delay)
+
+    monkeypatch.setattr(Transport, "send", spy)
     for name in ("delivery-at-most-once", "delivery-at-least-once", "delivery-exactly-once"):
         for seed in range(1, 6):
             Simulation(load_scenario(SCENARIOS / f"{name}.yaml").with_overrides({"seed": seed})).run()
@@ -251,12 +258,25 @@ def test_leader_failure_after_followers_fetched_duplicates_only_without_idempote
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_resends_duplicate_and_reorder_only_without_idempotence(seed):
-    plain = run("producer-timeout-reordering", seed=seed)
-    assert plain.summary["records_duplicated"] > 0 and log_order_inversions(plain.records) > 0
+def test_timed_out_requests_duplicate_only_without_idempotence_and_do_not_reorder(seed):
+    plain = run("producer-timeout-duplicates", seed=seed)
+    assert plain.summary["records_duplicated"] > 0
     idem = run("producer-timeout-idempotent", seed=seed)
-    assert idem.summary["records_duplicated"] == 0 and log_order_inversions(idem.records) == 0
+    assert idem.summary["records_duplicated"] == 0
     assert idem.summary["acked_records_lost"] == plain.summary["acked_records_lost"] == 0
+    # the broker handles one request of a connection at a time: the resends go in order, nothing overtakes them
+    assert log_order_inversions(plain.records) == log_order_inversions(idem.records) == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_refused_request_resent_behind_an_accepted_one_reorders_only_without_idempotence(seed):
+    plain = run("producer-refusal-reordering", seed=seed)
+    idem = run("producer-refusal-idempotent", seed=seed)
+    for r in (plain, idem):
+        assert r.summary["not_enough_replicas_errors"] > 0 and r.summary["isr_expands"] == 1
+        assert r.summary["acked_records_lost"] == 0
+    assert log_order_inversions(plain.records) > 0
+    assert log_order_inversions(idem.records) == 0 and idem.summary["records_duplicated"] == 0
 
 
 def test_order_is_kept_per_key_but_not_across_partitions():

@@ -150,7 +150,7 @@ CASES = [
     pytest.param(broken((F0 + ("broker",), "leader:orders-3")),
                  "faults[0].broker", "topic 'orders' has partitions 0..2, not 3", id="leader-target-partition-out-of-range"),
     pytest.param(broken((F0 + ("broker",), "orders-0")),
-                 "faults[0].broker", "must be a broker id or leader:TOPIC-P, got 'orders-0'", id="leader-target-malformed"),
+                 "faults[0].broker", "must be a broker id, leader:TOPIC-P, rack:NAME or *, got 'orders-0'", id="leader-target-malformed"),
     pytest.param(broken((F0 + ("kind",), "restart"), (F0 + ("broker",), "leader:orders-0")),
                  "faults[0].broker", "restart needs a broker id", id="restart-leader-target"),
     pytest.param(broken((F0 + ("kind",), "isolate")),
@@ -177,6 +177,47 @@ CASES = [
                         (P0 + ("max.in.flight.requests.per.connection",), 6)),
                  "producers[0].max.in.flight.requests.per.connection", "must be <= 5 with enable.idempotence, got 6",
                  id="idempotence-in-flight"),
+    # the request layer's keys, with Kafka's ranges (num.*.threads >= 1; byte limits >= 0)
+    pytest.param(broken((("broker", "num.io.threads"), 0)),
+                 "broker.num.io.threads", "must be >= 1, got 0", id="io-threads-zero"),
+    pytest.param(broken((("broker", "num.network.threads"), 2.5)),
+                 "broker.num.network.threads", "must be an integer, got 2.5", id="network-threads-float"),
+    pytest.param(broken((("broker", "num.replica.fetchers"), 0)),
+                 "broker.num.replica.fetchers", "must be >= 1, got 0", id="replica-fetchers-zero"),
+    pytest.param(broken((("broker", "replica.fetch.min.bytes"), -1)),
+                 "broker.replica.fetch.min.bytes", "must be >= 0, got -1", id="replica-fetch-min-bytes-negative"),
+    pytest.param(broken((("broker", "replica.fetch.response.max.bytes"), "10MB")),
+                 "broker.replica.fetch.response.max.bytes", "must be an integer, got '10MB'", id="response-max-bytes-text"),
+    pytest.param(broken((P0 + ("max.request.size",), -5)),
+                 "producers[0].max.request.size", "must be >= 0, got -5", id="max-request-size-negative"),
+    pytest.param(broken((("consumers",), [{"group": "g", "topic": "orders", "fetch.max.bytes": -1}])),
+                 "consumers[0].fetch.max.bytes", "must be >= 0, got -1", id="fetch-max-bytes-negative"),
+    pytest.param(broken((("consumers",), [{"group": "g", "topic": "orders", "max.partition.fetch.bytes": True}])),
+                 "consumers[0].max.partition.fetch.bytes", "must be an integer, got True", id="partition-fetch-bytes-bool"),
+    pytest.param(broken((("costs", "partition.us"), -1)),
+                 "costs.partition.us", "must be >= 0, got -1", id="cost-negative"),
+    pytest.param(broken((("costs", "request.ms"), 1)),
+                 "costs.request.ms", "unknown key; did you mean 'request.us'?", id="cost-unknown-unit"),
+    pytest.param(broken((("network", "bandwidth.mbps"), 0)),
+                 "network.bandwidth.mbps", "must be > 0, got 0", id="bandwidth-zero"),
+    # racks, links and disks (issue 12)
+    pytest.param(broken((("racks",), ["a", "b"]),
+                        (("network",), {"links": [{"between": ["rack:x", "rack:a"], "latency.ms": 2}]})),
+                 "network.links[0].between[0]", "no rack named 'x'; racks are a, b", id="link-unknown-rack"),
+    pytest.param(broken((("network",), {"links": [{"between": [7, "*"], "latency.ms": 2}]})),
+                 "network.links[0].between[0]", "no broker 7; ids are 0..2", id="link-unknown-broker"),
+    pytest.param(broken((("network",), {"links": [{"between": [0], "latency.ms": 2}]})),
+                 "network.links[0].between", "must be a list of two ends", id="link-one-end"),
+    pytest.param(broken((("disk",), {"fsync.ms": -1})),
+                 "disk.fsync.ms", "must be a finite number >= 0 (ms), got -1", id="fsync-negative"),
+    pytest.param(broken((("racks",), ["a", "b", "c", "d"])),
+                 "racks", "4 racks for 3 brokers; a rack needs a broker (at most 3)", id="racks-longer-than-brokers"),
+    pytest.param(broken((("racks",), ["a", "b"]), (("faults", 0, "broker"), "rack:c")),
+                 "faults[0].broker", "no broker in rack 'c'; broker racks are a, b", id="fault-unknown-rack"),
+    pytest.param(broken((("faults", 0, "broker"), "rack:a")),
+                 "faults[0].broker", "no broker in rack 'a'; no racks are defined (racks)", id="fault-rack-without-racks"),
+    pytest.param(broken((("quorum.fsync",), "yes")),
+                 "quorum.fsync", "must be true or false", id="quorum-fsync-text"),
     # not YAML at all
     pytest.param("name: x\ntopics: [1, 2\n", "scenario", "line 3 not valid YAML", id="invalid-yaml"),
     pytest.param("name: x\n\tbrokers: 3\n", "scenario", "line 2 not valid YAML", id="invalid-yaml-tab"),
@@ -246,7 +287,7 @@ def test_valid_scenario_loads():
 
 
 def test_defaults_are_todays_kafka():
-    """Checked against KAFKA_FACTS.md."""
+    """Checked against docs/kafka-facts.md."""
     s = load_scenario(BASE)
     broker, producer = s["broker"], s["producers"][0]
     assert broker["replica.lag.time.max.ms"] == 30000
@@ -395,7 +436,7 @@ def test_unknown_override_path(path, start, hint):
 
 
 def test_broker_min_isr_above_a_topics_rf_is_applied_as_the_rf():
-    # KAFKA_FACTS: min.insync.replicas is applied as min(min.insync.replicas, RF)
+    # docs/kafka-facts.md: min.insync.replicas is applied as min(min.insync.replicas, RF)
     from kafkamodel.simulation import Simulation
 
     s = load_scenario(BASE).with_overrides({"broker.min.insync.replicas": 4})
@@ -437,6 +478,12 @@ def cli_runs(tmp_path_factory):
         jobs[case] = (["run", str(path), "--out", str(out)], path, out)
     jobs["bad-flag"] = (["run", str(root / "x.yaml"), "--bogus"], None, None)
     jobs["missing-file"] = (["run", str(root / "missing.yaml")], root / "missing.yaml", None)
+    jobs["scenario-typo"] = (["run", "steady_state"], None, None)
+    jobs["unwritable-out"] = (["run", "key-ordering", "--out", "/proc/kafkamodel-unwritable/run"], None, None)
+    (root / "under-a-file").mkdir()
+    a_file = root / "under-a-file" / "a-file"
+    a_file.write_text("not a folder\n")
+    jobs["out-under-a-file"] = (["run", "key-ordering", "--out", str(a_file / "run")], None, a_file)
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "kafkamodel", *args], cwd=REPO,
@@ -495,6 +542,26 @@ def test_cli_run_missing_file(cli_runs):
     assert line == f"error: {path}: no such scenario file"
 
 
+def test_cli_scenario_name_typo(cli_runs):
+    line = assert_one_line_error(*_streams(cli_runs["scenario-typo"][0]), "scenario 'steady_state': ")
+    assert "no shipped scenario of that name; did you mean 'steady-state'?" in line
+    assert "(shipped: acks1-leader-crash, acksall-leader-crash, " in line and "unclean-election; or give a YAML path)" in line
+
+
+def test_cli_unwritable_out(cli_runs):
+    line = assert_one_line_error(*_streams(cli_runs["unwritable-out"][0]), "--out: ")
+    assert line == "error: --out: cannot write /proc/kafkamodel-unwritable/run (No such file or directory in /proc)"
+    proc, _, a_file = cli_runs["out-under-a-file"]
+    line = assert_one_line_error(*_streams(proc), "--out: ")
+    assert line == f"error: --out: cannot write {a_file}/run ({a_file} is not a folder)"
+    assert a_file.read_text() == "not a folder\n"  # untouched, and nothing beside it
+    assert sorted(p.name for p in a_file.parent.iterdir()) == ["a-file"]
+
+
+def _streams(proc) -> tuple[int, str, str]:
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -507,7 +574,7 @@ def test_cli_run_missing_file(cli_runs):
     ],
 )
 def test_cli_bad_command_line_in_process(capsys, args):
-    assert_one_line_error(*run_main(capsys, *args), "python -m kafkamodel")
+    assert_one_line_error(*run_main(capsys, *args), "python -m kafkamodel", "--records: must be an integer >= 1")
 
 
 def test_cli_bad_scenario_in_process(capsys, tmp_path):

@@ -20,6 +20,7 @@ import pytest
 from kafkamodel import cli
 from kafkamodel.paths import ROOT
 from kafkamodel.study import sweep as sweep_module
+from kafkamodel.study.engines.papermill import papermill_point
 from kafkamodel.study.aggregate import aggregate
 from kafkamodel.study.report import report
 from kafkamodel.study.specfile import all_specs, load_spec
@@ -161,7 +162,7 @@ def test_a_kernel_that_does_not_start_is_started_again_but_a_point_error_is_not_
         return real(*args, **kwargs)
 
     monkeypatch.setattr(papermill, "execute_notebook", flaky)
-    r = sweep_module.papermill_point(point, str(study_dir), notebook, 300, False)
+    r = papermill_point(point, str(study_dir), notebook, 300, False)
     assert r["ok"] and r["kernel_restarts"] == 1 and len(calls) == 2
     assert json.loads((study_dir / point["run_id"] / "timing.json").read_text())["kernel_restarts"] == 1
 
@@ -171,7 +172,7 @@ def test_a_kernel_that_does_not_start_is_started_again_but_a_point_error_is_not_
 
     calls.clear()
     monkeypatch.setattr(papermill, "execute_notebook", broken)
-    r = sweep_module.papermill_point(spec.points()[1].to_dict(), str(study_dir), notebook, 300, False)
+    r = papermill_point(spec.points()[1].to_dict(), str(study_dir), notebook, 300, False)
     assert not r["ok"] and len(calls) == 1 and "the point's own error" in r["error"]
 
 

@@ -1,12 +1,15 @@
-"""The widget panel, driven from Python: it builds, and changing a control re-runs the model."""
+"""The widget panel, driven from Python: it starts from the scenario it is given, and every control does what it says."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafkamodel import load_scenario
-from kafkamodel.paths import SCENARIOS
-from kafkamodel.study.widgets import FAULTS, explorer_panel, initial_values, panel_overrides
+from kafkamodel import load_scenario, simulate
+from kafkamodel.paths import SCENARIOS, shipped_scenarios
+from kafkamodel.study import panel_model as pm
+from kafkamodel.study.explore import explore_scenario
+from kafkamodel.study.spec import StudyError
+from kafkamodel.study.widgets import explorer_panel, study_panel
 
 SMALL = {"duration.ms": 6000}
 
@@ -19,52 +22,146 @@ def panel():
     return p
 
 
-def test_panel_builds_from_the_scenario_and_runs_once(panel):
+def test_an_untouched_panel_runs_exactly_the_notebooks_scenario(panel):
     assert panel.runs == 1 and len(panel.drawn) == 1
+    expected = simulate(load_scenario(SCENARIOS / "slow-follower-isr.yaml").with_overrides(SMALL)).summary
+    assert panel.result.summary == expected  # no control overrides anything until it is moved
     v = panel.values()
     assert v["replication"] == "isr" and v["rf"] == 3 and v["acks"] == "all" and v["lag_time_ms"] == 1000
-    assert panel.result.summary["records_sent"] > 0
-    assert set(panel.controls) >= {"replication", "rf", "acks", "min_insync_replicas", "unclean", "lag_rule",
-                                   "lag_time_ms", "lag_max_messages", "latency_median_ms", "latency_sigma",
-                                   "faults", "fault_at_ms", "fault_duration_ms"}
-    bundle = panel._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert v["session_timeout_ms"] == 18000
+    assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()
+    # the status line: the setting, p50 and p99, loss, wall-clock and partition-seconds unavailability
+    status = panel.status.value
+    for text in ("run 1", "isr, RF 3, acks=all", "p50 ", "<b>p99 ", "acknowledged", "lost: 0 acknowledged",
+                 "unwritable ", "partition-s", "ISR −", "NOT_ENOUGH_REPLICAS"):
+        assert text in status, text
+    # every shipped scenario can be opened from the selector
+    assert set(panel.source.options) == {"slow-follower-isr with the notebook's overrides", *shipped_scenarios()}
 
 
 def test_changing_a_control_reruns_the_model_and_redraws(panel):
     panel.controls["replication"].value = "quorum"
     assert panel.runs == 2 and len(panel.drawn) == 2
-    assert panel.result.summary["replication"] == "quorum"
+    assert panel.result.summary["replication"] == "quorum" and "quorum, RF 3" in panel.status.value
     panel.controls["rf"].value = 5
     assert panel.runs == 3
     assert panel.result.scenario["brokers"] == 5  # brokers grow to fit the replication factor
     assert panel.result.scenario["topics"][0]["replication.factor"] == 5
-    panel.controls["faults"].value = "leader crash"
-    assert panel.result.summary["leader_elections"] >= 1
     panel.controls["acks"].value = "1"
-    assert panel.result.scenario["producers"][0]["acks"] == 1
-    assert panel.runs == 5 and panel.error is None
+    assert panel.result.scenario["producers"][0]["acks"] == 1 and "acks=1" in panel.status.value
+    assert panel.runs == 4 and panel.error is None
 
 
-def test_a_bad_combination_is_shown_not_raised(panel):
-    panel.controls["fault_at_ms"].value = 5990
-    panel.controls["faults"].value = "stuck follower (pause)"
+def test_the_default_leader_crash_shows_a_failover():
+    panel = explorer_panel("steady-state", draw=lambda r: None)
+    assert panel.result.summary["leader_elections"] == 0  # steady state: no faults
+    panel.controls["faults"].value = "leader crash"
+    at, lasts = panel.controls["fault_at_ms"].value, panel.controls["fault_duration_ms"].value
+    assert lasts > 18000 and at + 18000 < 30000  # the crash outlasts the session timeout in force, within the run
+    assert panel.note.value == ""
+
+    def first_election_s() -> float:
+        events = panel.result.events
+        return float(events[events["kind"] == "leader_election"]["time_ms"].min()) / 1000.0
+
+    assert first_election_s() == pytest.approx((at + 18000) / 1000.0, abs=0.5)  # failover when the session expires
+    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(18000, abs=500)
+    # a crash shorter than the session: nothing fails over while the leader is gone, and the panel says why
+    panel.controls["fault_duration_ms"].value = 12000
+    assert first_election_s() == pytest.approx((at + 12000) / 1000.0, abs=0.5)  # only once it is back
+    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(12000, abs=500)
+    assert "before its session (18 s) expires: no failover while it is gone" in panel.note.value
+    panel.controls["session_timeout_ms"].value = 6000  # the new control: now the controller gives up in time
+    assert first_election_s() == pytest.approx((at + 6000) / 1000.0, abs=0.5)
+    assert panel.result.scenario["broker"]["zookeeper.session.timeout.ms"] == 6000 and panel.note.value == ""
+
+
+def test_controls_without_effect_are_greyed_out(panel):
+    c = panel.controls
+    assert c["fault_at_ms"].disabled and c["fault_duration_ms"].disabled  # "as in the scenario"
+    assert c["lag_max_messages"].disabled and not c["lag_time_ms"].disabled  # the time rule
+    assert not c["min_insync_replicas"].disabled and not c["unclean"].disabled
+    c["faults"].value = "follower crash"
+    assert not c["fault_at_ms"].disabled and not c["fault_duration_ms"].disabled
+    c["lag_rule"].value = pm.COUNT_RULE
+    assert not c["lag_max_messages"].disabled
+    c["acks"].value = "1"
+    assert c["min_insync_replicas"].disabled  # only acks=all writes need min.insync.replicas
+    c["replication"].value = "quorum"
+    for name in ("unclean", "lag_rule", "lag_time_ms", "lag_max_messages", "min_insync_replicas"):
+        assert c[name].disabled, name
+    assert not c["rf"].disabled and not c["session_timeout_ms"].disabled
+
+
+def test_min_insync_above_rf_is_named_in_one_line_and_not_run(panel):
+    panel.controls["rf"].value = 5
     runs = panel.runs
-    panel.controls["rf"].value = 1  # the follower to pause does not exist any more ... broker 0 is paused instead
-    panel.controls["min_insync_replicas"].value = 3
-    assert panel.runs >= runs  # still running: min.insync.replicas is capped by RF as Kafka does
-    panel.controls["latency_sigma"].value = 0.0
-    assert panel.error is None
+    panel.controls["min_insync_replicas"].value = 6
+    assert panel.runs == runs  # not run
+    assert panel.error == ("min.insync.replicas: 6 exceeds the replication factor (5); every acks=all write would be "
+                           "refused (NOT_ENOUGH_REPLICAS). Lower it to 5 or less, or raise the replication factor.")
+    assert "not run:" in panel.status.value and "\n" not in panel.error
+    panel.controls["acks"].value = "1"  # min.insync.replicas no longer matters: runs again
+    assert panel.runs == runs + 1 and panel.error is None
+    panel.controls["acks"].value = "all"
+    panel.controls["min_insync_replicas"].value = 2
+    assert panel.error is None and panel.runs == runs + 2
 
 
-def test_panel_overrides_is_a_pure_mapping_of_the_controls():
+def test_switching_scenario_resets_the_controls_to_it():
+    panel = explorer_panel("steady-state", draw=lambda r: None)
+    panel.controls["acks"].value = "0"
+    runs = panel.runs
+    panel.source.value = "lag-count-rule-bursts"
+    assert panel.runs == runs + 1  # one run for the switch, not one per control reset
+    v = panel.values()
+    assert v["lag_rule"] == pm.COUNT_RULE and v["acks"] == "1" and panel.label == "lag-count-rule-bursts"
+    expected = simulate(load_scenario(SCENARIOS / "lag-count-rule-bursts.yaml")).summary
+    assert panel.result.summary == expected
+    assert "count rule" in panel.about.value or "replica.lag.max.messages" in panel.about.value
+
+
+def test_study_panel_starts_from_the_part_the_charts_ran(aggregated):
+    from kafkamodel.study.tables import load_aggregates
+
+    agg = load_aggregates("quorum_vs_isr", aggregated("quorum_vs_isr"))
+    panel = study_panel(agg, draw=lambda r: None, part="failures")
+    assert panel.source.description == "study part" and panel.label == "failures"
+    assert set(panel.source.options) == {p["name"] for p in agg.spec["parts"]}
+    sc = panel.result.scenario
+    # the part's overrides, not the plain base: 3 s session timeout, 1000 records/s, one partition of RF 3
+    assert sc["broker"]["zookeeper.session.timeout.ms"] == 3000 and panel.values()["session_timeout_ms"] == 3000
+    assert sc["producers"][0]["rate.per.s"] == 1000 and sc["topics"][0]["partitions"] == 1
+    panel.source.value = "latency_rf"
+    latency_rf = next(p for p in agg.spec["parts"] if p["name"] == "latency_rf")["overrides"]
+    assert panel.result.scenario["duration.ms"] == latency_rf["duration.ms"]
+    assert panel.result.scenario["network"]["latency.ms"]["dist"] == "exponential"  # the part's Exp(1 ms)
+    with pytest.raises(StudyError, match="parameter part: quorum_vs_isr has no part 'latency'; parts are latency_rf"):
+        study_panel(agg, part="latency")
+
+
+def test_panel_overrides_only_what_moved():
     scenario = load_scenario(SCENARIOS / "lag-count-rule-bursts.yaml")
-    values = initial_values(scenario)
-    assert values["lag_rule"] == "count (0.8)" and values["lag_max_messages"] == 4000
-    ov = panel_overrides({**values, "lag_rule": "time", "rf": 2, "faults": "all followers crash"}, scenario)
+    values = pm.initial_values(scenario)
+    assert values["lag_rule"] == pm.COUNT_RULE and values["lag_max_messages"] == 4000
+    assert pm.panel_overrides(values, scenario) == {}
+    ov = pm.panel_overrides({**values, "lag_rule": "time", "rf": 2, "faults": "all followers crash"}, scenario)
     assert ov["broker.replica.lag.max.messages"] is None
     assert ov["topics[*].replication.factor"] == 2
     assert ov["faults"][0]["broker"] == [1] and ov["faults"][0]["kind"] == "crash"
-    assert "faults" not in panel_overrides(values, scenario)  # "as in the scenario"
-    assert FAULTS["none"] == () and panel_overrides({**values, "faults": "none"}, scenario)["faults"] == []
+    assert "network.latency.ms" not in ov  # the scenario's latency distribution stays until a latency control moves
+    assert pm.panel_overrides({**values, "faults": "none"}, scenario) == {"faults": []}
+    assert pm.panel_overrides({**values, "rf": 5}, scenario) == {"topics[*].replication.factor": 5, "brokers": 5}
     scenario.with_overrides(ov)  # a valid scenario
+
+
+def test_overrides_in_the_notebook_grow_brokers_as_the_panel_does():
+    example = {"producers[*].acks": 1, "topics[0].replication.factor": 5}  # the parameters cell's example
+    sc = explore_scenario("steady-state", example)
+    assert sc["brokers"] == 5 and sc["topics"][0]["replication.factor"] == 5 and sc["producers"][0]["acks"] == 1
+    assert explore_scenario("steady-state", {**example, "brokers": 7})["brokers"] == 7  # an explicit count wins
+    with pytest.raises(StudyError, match=r"^parameter overrides: topics\[0\]\.replication\.factor: must be >= 1, got 0$"):
+        explore_scenario("steady-state", {"topics[0].replication.factor": 0})
+    with pytest.raises(StudyError, match="^parameter scenario 'steady_state': no shipped scenario of that name; "
+                                         "did you mean 'steady-state'\\? \\(shipped: acks1-leader-crash, "):
+        explore_scenario("steady_state")

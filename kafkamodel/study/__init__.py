@@ -5,8 +5,10 @@ One module per job:
 * ``spec``: a study's sweep spec (``data/studies/<study>.yaml``), expanded into points;
   ``specfile`` reads and validates spec files;
 * ``point``: running one point (``run_point(point) -> Result``), the pure unit every engine calls;
-* ``sweep``: planning a sweep (resume, locks, failures) and the papermill engine (worker processes);
-* ``spark_engine``: the Spark engine (each point a Spark task); ``ship``: the package as --py-files;
+* ``sweep``: planning a sweep (validate, lock, skip finished runs) and tallying its outcome;
+* ``runs``: run folders: staging, publishing, the study lock, failure records, timing;
+* ``engines``: ``papermill`` (a notebook per point in worker processes) and ``spark`` (a Spark task per
+  point); ``ship``: the package as --py-files for Spark executors;
 * ``spark``: the one helper that builds a Spark session;
 * ``aggregate``: per-configuration statistics over seeds, on Spark;
 * ``tables``: reading the aggregates back (notebooks);

@@ -8,8 +8,10 @@ edited spec's old configurations are counted and left out), and writes
 * ``runs/``: one row per run, the summary plus per-run measures derived from
   the events and records (``time_to_shrink_ms``, ``produce_latency_ms_max``);
 * ``stats/``: one row per configuration and numeric measure (every summary
-  number and the derived ones): ``n``, ``mean``, ``sd``, ``lo`` / ``hi`` (95%
-  Student-t confidence interval of the mean over seeds), ``p50`` / ``min`` /
+  number and the derived ones): ``n``, ``mean``, ``sd``, ``lo`` / ``hi`` (a 95%
+  interval over seeds that respects the measure's domain: Student t on the
+  log for latencies, Student t clipped at 0 for measures never negative;
+  ``interval`` names the method, see ``_intervals``), ``p50`` / ``min`` /
   ``max`` over seeds;
 * ``configs/``: one row per configuration: runs, seeds, and
   ``pooled_latency_ms_p50/p90/p99/p999/max/mean``, percentiles of every
@@ -22,13 +24,13 @@ edited spec's old configurations are counted and left out), and writes
 from __future__ import annotations
 
 import json
-import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..folders import staged
+from ..measures import FAULT_STARTS
 from ..paths import PROCESSED, RUNS
 from .point import SUMMARY_TABLE
 from .spec import Spec, StudyError
@@ -87,6 +89,13 @@ def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, run
     return _aggregate(spark, spec, dirs, out, master)
 
 
+def _rows(path: Path) -> int:
+    """Rows of a Parquet file, from its footer."""
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
 def _t95(df):
     from pyspark.sql import functions as F
 
@@ -114,9 +123,13 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                           f"re-run `python -m kafkamodel sweep {spec.study}`"])
 
     # per-run measures from the events: first fault, and how long until the ISR shrank after it
-    events = (spark.read.parquet(*[str(d / "events.parquet") for d in dirs]).where(mine)
-              .select("run_id", "time_ms", "kind"))
-    first_fault = (events.where(F.col("kind").startswith("fault_") & ~F.col("kind").endswith("_end"))
+    # a run without events wrote a table of untyped (null) columns: Spark reads every file through one file's
+    # schema, and that one must not be such a table (its time_ms cannot hold a time)
+    with_events = [d for d in dirs if _rows(d / "events.parquet")]
+    events = (spark.read.parquet(*[str(d / "events.parquet") for d in with_events]) if with_events else
+              spark.createDataFrame([], "run_id string, config_id string, time_ms double, kind string"))
+    events = events.where(mine).select("run_id", "time_ms", "kind")
+    first_fault = (events.where(F.col("kind").isin(sorted(FAULT_STARTS)))
                    .groupBy("run_id").agg(F.min("time_ms").alias("first_fault_ms")))
     first_shrink = (events.where(F.col("kind") == "isr_shrink").join(first_fault, "run_id")
                     .where(F.col("time_ms") >= F.col("first_fault_ms"))
@@ -148,13 +161,7 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                        *[_col(m).cast("double").alias(m) for m in measures], *[_col(c) for c in rest]).cache()
 
     # statistics over seeds, one row per configuration and measure
-    long = runs.unpivot([*keys, "seed"], [_col(m) for m in measures], "measure", "value")
-    stats = long.groupBy(*keys, "measure").agg(
-        F.count("value").alias("n"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"),
-        F.percentile_approx("value", 0.5, ACCURACY).alias("p50"),
-        F.min("value").alias("min"), F.max("value").alias("max"))
-    half = _t95(F.col("n") - 1) * F.col("sd") / F.sqrt(F.col("n"))
-    stats = stats.withColumn("lo", F.col("mean") - half).withColumn("hi", F.col("mean") + half)
+    stats = seed_stats(runs.unpivot([*keys, "seed"], [_col(m) for m in measures], "measure", "value"), keys)
 
     pooled = latency.groupBy("config_id").agg(
         F.count(F.lit(1)).alias("pooled_latency_records"),
@@ -175,31 +182,64 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                         ((F.col("bin") + 0.5) * F.col("bin_ms")).alias("time_ms"))
                 .join(F.broadcast(runs.select(*keys).distinct()), "config_id"))
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     order = keys[:1] + keys[2:]
     try:
-        # small tables: one file each, sorted within it (no range-partitioning job)
-        runs.coalesce(1).sortWithinPartitions(*order, "seed").write.parquet(str(tmp / "runs"))
-        configs.coalesce(1).sortWithinPartitions(*order).write.parquet(str(tmp / "configs"))
-        stats.coalesce(1).sortWithinPartitions("measure", *order).write.parquet(str(tmp / "stats"))
-        timeline.coalesce(1).sortWithinPartitions(*order, "bin").write.parquet(str(tmp / "timeline"))
-        n_configs = len(set(_read_column(tmp / "configs", "config_id")))
-        seconds = time.perf_counter() - t0
-        (tmp / "spec.json").write_text(json.dumps(spec_summary(spec), indent=2, default=str) + "\n")
-        meta = {"study": spec.study, "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "runs": kept, "stale_runs": len(dirs) - kept, "configs": n_configs,
-                "expected_configs": len(wanted), "measures": measures, "spark_master": spark.sparkContext.master,
-                "spark_version": spark.version, "seconds": round(seconds, 2)}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        _swap(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with staged(out) as tmp:
+            # small tables: one file each, sorted within it (no range-partitioning job)
+            runs.coalesce(1).sortWithinPartitions(*order, "seed").write.parquet(str(tmp / "runs"))
+            configs.coalesce(1).sortWithinPartitions(*order).write.parquet(str(tmp / "configs"))
+            stats.coalesce(1).sortWithinPartitions("measure", *order).write.parquet(str(tmp / "stats"))
+            timeline.coalesce(1).sortWithinPartitions(*order, "bin").write.parquet(str(tmp / "timeline"))
+            n_configs = len(set(_read_column(tmp / "configs", "config_id")))
+            seconds = time.perf_counter() - t0
+            (tmp / "spec.json").write_text(json.dumps(spec_summary(spec), indent=2, default=str) + "\n")
+            meta = {"study": spec.study, "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "runs": kept, "stale_runs": len(dirs) - kept, "configs": n_configs,
+                    "expected_configs": len(wanted), "measures": measures, "spark_master": spark.sparkContext.master,
+                    "spark_version": spark.version, "seconds": round(seconds, 2)}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     finally:
         for frame in (summaries, binned, runs):
             frame.unpersist()
     return AggregateOutcome(spec.study, kept, len(dirs) - kept, n_configs, out, seconds)
+
+
+def seed_stats(long, keys: list[str]):
+    """Per `keys` and measure, over the seeds' ``value``: n, mean, sd, p50, min, max and the 95% interval."""
+    from pyspark.sql import functions as F
+
+    positive_log = F.when(F.col("value") > 0, F.log("value"))
+    stats = long.groupBy(*keys, "measure").agg(
+        F.count("value").alias("n"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"),
+        F.percentile_approx("value", 0.5, ACCURACY).alias("p50"),
+        F.min("value").alias("min"), F.max("value").alias("max"),
+        F.avg(positive_log).alias("log_mean"), F.stddev_samp(positive_log).alias("log_sd"))
+    return _intervals(stats).drop("log_mean", "log_sd")
+
+
+def _intervals(stats):
+    """``lo``/``hi``: a 95% interval over seeds that stays in the measure's domain, and ``interval``: which one.
+
+    * ``t on log``: a latency (every seed's value > 0): Student t on the log of the values, exponentiated; an
+      interval for the geometric mean, never below zero, and fit for 2-5 seeds (right-skewed values);
+    * ``t, clipped at 0``: a measure no seed saw below zero (counts, durations): Student t on the mean,
+      its lower end raised to 0 where the symmetric interval would reach below;
+    * ``t``: anything else (a measure that was negative in some seed).
+    With one seed there is no interval (``lo``/``hi`` null).
+    """
+    from pyspark.sql import functions as F
+
+    n = F.col("n")
+    latency = F.col("measure").contains("latency") & (F.col("min") > 0)
+    half = _t95(n - 1) * F.col("sd") / F.sqrt(n)
+    log_half = _t95(n - 1) * F.col("log_sd") / F.sqrt(n)
+    floor = F.when(F.col("min") >= 0, F.lit(0.0))
+    lo = (F.when(n < 2, F.lit(None)).when(latency, F.exp(F.col("log_mean") - log_half))
+          .when(floor.isNotNull(), F.greatest(F.col("mean") - half, floor)).otherwise(F.col("mean") - half))
+    hi = F.when(n < 2, F.lit(None)).when(latency, F.exp(F.col("log_mean") + log_half)).otherwise(F.col("mean") + half)
+    method = (F.when(n < 2, F.lit(None)).when(latency, F.lit("t on log"))
+              .when(F.col("min") >= 0, F.lit("t, clipped at 0")).otherwise(F.lit("t")))
+    return stats.withColumn("lo", lo).withColumn("hi", hi).withColumn("interval", method)
 
 
 def _col(name: str):
@@ -214,17 +254,6 @@ def _read_column(folder: Path, column: str) -> list:
     import pyarrow.parquet as pq
 
     return pq.read_table(folder, columns=[column]).column(column).to_pylist()
-
-
-def _swap(tmp: Path, out: Path) -> None:
-    """Replace `out` by the complete `tmp` (the old copy is removed only once the new one is in place)."""
-    if out.exists():
-        trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        out.rename(trash)
-        tmp.rename(out)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        tmp.rename(out)
 
 
 def _qname(q: float) -> str:

@@ -1,9 +1,11 @@
 """The single-scenario explorer (``notebooks/00_explore.ipynb``), and the sweep's point notebook.
 
 ``explore_run`` runs either a sweep point (``point`` + ``out``: the papermill
-engine) or a scenario by name with overrides; ``run_figure`` draws one run
-(latency over time, the ISR and high watermark of partition 0, events);
-``run_headline`` is what the notebook records.
+engine) or a scenario by name with overrides (brokers grow to fit a larger
+replication factor, as in the widget panel); ``run_figure`` draws one run
+(``runfigure``); ``summary_view`` (``summary``) shows its key numbers first;
+``run_headline`` is what the notebook records; ``scenarios_table`` lists the
+shipped scenarios to choose from.
 """
 
 from __future__ import annotations
@@ -11,16 +13,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 
-from ..paths import scenario_path
-from ..scenario import load_scenario
+from ..paths import SCENARIOS, scenario_path, shipped_scenarios, unknown_scenario
+from ..scenario import ScenarioError, load_scenario
+from .present import Table
 from .spec import StudyError
+from .summary import summary_view  # noqa: F401  (the notebook's import)
 
 HEADLINE_KEYS = ("records_sent", "records_acked", "acked_records_lost", "committed_records_lost",
                  "produce_latency_ms_p50", "produce_latency_ms_p99", "isr_shrinks", "isr_expands",
-                 "leader_elections", "unavailable_ms", "replica_divergence")
+                 "leader_elections", "unavailable_ms", "unavailable_wall_ms", "replica_divergence")
+
+
+def scenario_description(name: str) -> str:
+    """A shipped scenario's own description: the comment at the top of its YAML file."""
+    lines = []
+    for line in (SCENARIOS / f"{name}.yaml").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(x for x in lines if x) or name
+
+
+def scenarios_table() -> Table:
+    """Every shipped scenario with its description (what ``scenario`` can name)."""
+    rows = [(name, scenario_description(name)) for name in shipped_scenarios()]
+    return Table(pd.DataFrame(rows, columns=["scenario", "what it shows"]))
+
+
+def run_figure(result, title: str | None = None):
+    """The run's figure (``runfigure``; matplotlib is imported only when drawing: sweep points do not draw)."""
+    from .runfigure import run_figure as draw
+
+    return draw(result, title)
 
 
 def check_parameters(scenario: Any, overrides: Any, seed: Any, point: Any, out: Any) -> None:
@@ -42,14 +68,26 @@ def check_parameters(scenario: Any, overrides: Any, seed: Any, point: Any, out: 
 
 
 def explore_scenario(scenario: "str | Path", overrides: Mapping | None = None, seed: int | None = None):
-    """The scenario (name or path) with overrides and seed applied."""
+    """The scenario (name or path) with overrides and seed applied; brokers grow to fit a larger replication factor."""
+    from .panel_model import fit_brokers
+
+    problem = unknown_scenario(str(scenario))
+    if problem:
+        raise StudyError([f"parameter {problem}"])
     path = scenario_path(str(scenario))
     if not path.is_file():
-        raise StudyError([f"parameter scenario: no scenario {str(scenario)!r} (a name in data/scenarios/ or a YAML path)"])
-    changes = dict(overrides or {})
+        raise StudyError([f"parameter scenario: no scenario file {str(scenario)!r} (a name in data/scenarios/ or a YAML path)"])
+    try:
+        base = load_scenario(path)
+    except ScenarioError as exc:
+        raise StudyError([f"parameter scenario: {exc}"]) from None
+    changes = fit_brokers(base, dict(overrides or {}))
     if seed is not None:
         changes["seed"] = seed
-    return load_scenario(path).with_overrides(changes)
+    try:
+        return base.with_overrides(changes)
+    except ScenarioError as exc:
+        raise StudyError([f"parameter overrides: {exc}"]) from None
 
 
 def explore_run(scenario: "str | Path" = "steady-state", overrides: Mapping | None = None, seed: int | None = None,
@@ -77,60 +115,6 @@ def run_finding(result) -> str:
     p99 = s.get("produce_latency_ms_p99")
     shown = f"{p99:.1f} ms" if p99 is not None else "n/a"
     return (f"{s['scenario']} (seed {s['seed']}): {s['records_acked']:,} of {s['records_sent']:,} records acknowledged, "
-            f"{s['acked_records_lost']:,} of them lost; produce p99 {shown}; "
-            f"unavailable {s['unavailable_ms'] / 1000:.1f} s.")
-
-
-def summary_table(result) -> pd.DataFrame:
-    """The run's summary as a two-column table."""
-    rows = [(k, v) for k, v in result.summary.items()]
-    return pd.DataFrame(rows, columns=["measure", "value"]).set_index("measure")
-
-
-def run_figure(result, title: str | None = None):
-    """Latency over time, ISR size and high watermark of the first partitions, and the events, for one run."""
-    from . import plots  # matplotlib: only when drawing (sweep points do not)
-
-    fig, axes = plots.figure(1, 3, width=10.0, height=2.4, sharex=True)
-    records = result.records
-    acked = records[records["acked"]]
-    lat_ax, isr_ax, ev_ax = axes
-    if len(acked):
-        duration = float(result.summary.get("duration_ms") or acked["send_ms"].max() or 1.0)
-        edges = np.linspace(0.0, duration, 201)
-        which = np.clip(np.searchsorted(edges, acked["send_ms"].to_numpy(), side="right") - 1, 0, 199)
-        latency = (acked["ack_ms"] - acked["send_ms"]).to_numpy()
-        frame = pd.DataFrame({"bin": which, "latency": latency}).groupby("bin")["latency"]
-        centres = (edges[:-1] + edges[1:]) / 2 / 1000.0
-        for q, style in ((0.5, "-"), (0.99, "--")):
-            series = frame.quantile(q)
-            lat_ax.plot(centres[series.index], series.to_numpy(), style, color=plots.CYCLE[0], label=f"p{int(q * 100)}")
-        maxes = frame.max()
-        lat_ax.plot(centres[maxes.index], maxes.to_numpy(), ":", color=plots.CYCLE[3], label="max")
-        lat_ax.set_yscale("log")
-    lat_ax.set_ylabel("produce latency (ms)")
-    lat_ax.legend(fontsize=7, loc="upper right")
-    lat_ax.grid(True, alpha=0.3)
-    tl = result.timeline
-    parts = sorted(set(zip(tl["topic"], tl["partition"])))[:3] if len(tl) else []
-    hw_ax = isr_ax.twinx()
-    for i, (topic, number) in enumerate(parts):
-        g = tl[(tl["topic"] == topic) & (tl["partition"] == number)]
-        isr_ax.step(g["time_ms"] / 1000.0, g["isr_size"], where="post", color=plots.CYCLE[i], label=f"ISR {topic}-{number}")
-        hw_ax.plot(g["time_ms"] / 1000.0, g["high_watermark"], ":", color=plots.CYCLE[i], alpha=0.6)
-    isr_ax.set_ylabel("ISR size (HW dotted)")
-    hw_ax.set_ylabel("high watermark")
-    isr_ax.grid(True, alpha=0.3)
-    if parts:
-        isr_ax.legend(fontsize=7, loc="lower left")
-    events = result.events
-    kinds = [k for k in sorted(events["kind"].unique()) if k != "invariant_violation"] if len(events) else []
-    for i, kind in enumerate(kinds):
-        t = events[events["kind"] == kind]["time_ms"] / 1000.0
-        ev_ax.plot(t, np.full(len(t), i), "|", markersize=12, color=plots.CYCLE[i % len(plots.CYCLE)])
-    ev_ax.set_yticks(range(len(kinds)), kinds, fontsize=7)
-    ev_ax.set_xlabel("simulated time (s)")
-    ev_ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(title or f"{result.summary['scenario']} (seed {result.summary['seed']}, {result.summary['replication']})",
-                 fontsize=10)
-    return fig
+            f"{s['acked_records_lost']:,} of them lost; produce p99 {shown}; some partition unwritable for "
+            f"{s['unavailable_wall_ms'] / 1000:.1f} s of {s['duration_ms'] / 1000:g} s "
+            f"({s['unavailable_ms'] / 1000:.1f} partition-seconds).")

@@ -1,9 +1,10 @@
 """Headline numbers: what a notebook records so tests and the index can read it back.
 
 ``record_headline(numbers, finding)`` displays one output carrying two
-representations: ``application/vnd.kafkamodel.headline+json`` (the numbers,
-for machines) and Markdown (for readers of the report). ``read_headline``
-finds it in an executed notebook.
+representations: ``application/vnd.kafkamodel.headline+json`` (the finding
+and the numbers, for machines) and Markdown (the finding, for readers of the
+report; ``headline_table`` shows the numbers, in an appendix).
+``read_headline`` finds it in an executed notebook.
 """
 
 from __future__ import annotations
@@ -29,19 +30,19 @@ def _clean(value: Any) -> Any:
 
 
 def headline_bundle(numbers: Mapping[str, Any], finding: str) -> dict:
-    """The display bundle: machine-readable numbers and a Markdown rendering."""
+    """The display bundle: machine-readable numbers, and the finding in Markdown (what a reader sees first)."""
     data = {"finding": finding, "numbers": _clean(dict(numbers))}
-    rows = "\n".join(f"| `{k}` | {_fmt(v)} |" for k, v in data["numbers"].items())
-    markdown = f"**Finding.** {finding}\n\n| headline number | value |\n|---|---|\n{rows}\n"
-    return {MIME: data, "text/markdown": markdown}
+    return {MIME: data, "text/markdown": f"**Finding.** {finding}\n"}
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return "–" if v is None else str(v)
+def headline_table(numbers: Mapping[str, Any]):
+    """The recorded numbers as a table (a report's appendix: what the index and the tests read)."""
+    import pandas as pd
+
+    from .present import Table
+
+    rows = [(k, v) for k, v in _clean(dict(numbers)).items()]
+    return Table(pd.DataFrame(rows, columns=["headline number", "value"]), na="not run")
 
 
 def record_headline(numbers: Mapping[str, Any], finding: str) -> None:

@@ -2,7 +2,10 @@
 
 Figures are built with ``matplotlib.figure.Figure`` (never pyplot's global
 state) and shown as PNG, so the same code draws in a notebook, in a widget's
-output area and in an exported report.
+output area and in an exported report. Before a figure is rendered,
+``place_legends`` moves each legend to a corner of its axes where it covers
+no data (lines, markers, bars, labels), or outside the axes when no corner
+is free.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 COLORS = {"isr": "#1f77b4", "quorum": "#ff7f0e", "time": "#2ca02c", "count": "#d62728"}
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -22,11 +28,104 @@ DPI = 96
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.2, height: float = 3.6, **kw):
     """A Figure and its axes (a flat array), sized per panel."""
     fig = Figure(figsize=(width * ncols, height * nrows), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)  # a renderer to measure legends with
     axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
     return fig, axes.ravel()
 
 
+CORNERS = ("upper right", "upper left", "lower right", "lower left", "center right", "center left", "upper center",
+           "lower center")
+STEP_PX = 3.0  # data lines are checked every this many pixels
+
+
+def _densify(xy: np.ndarray) -> np.ndarray:
+    """Points along a polyline (display coordinates), at most STEP_PX apart."""
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if len(xy) < 2:
+        return xy
+    out = [xy[:1]]
+    for a, b in zip(xy[:-1], xy[1:]):
+        n = int(min(np.hypot(*(b - a)) // STEP_PX, 2000)) + 1
+        out.append(a + (b - a) * np.linspace(0.0, 1.0, n + 1)[1:, None])
+    return np.vstack(out)
+
+
+def _with_radius(xy: np.ndarray, radius: float) -> np.ndarray:
+    return np.column_stack([xy, np.full(len(xy), radius)]) if len(xy) else np.empty((0, 3))
+
+
+def data_marks(ax, renderer) -> tuple[np.ndarray, list]:
+    """What a legend must not cover, in display coordinates: points along lines and markers (x, y, and the
+    mark's radius in pixels), and the boxes of bars, filled areas and text labels."""
+    px = ax.figure.dpi / 72.0  # pixels per point
+    points, boxes = [np.empty((0, 3))], []
+    for line in ax.get_lines():
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if line.get_linestyle() not in ("None", "", " ", "none"):
+            points.append(_with_radius(_densify(xy), line.get_linewidth() * px / 2))
+        if line.get_marker() not in (None, "None", "", " ", "none"):
+            points.append(_with_radius(xy, line.get_markersize() * px / 2))
+    for coll in ax.collections:
+        if isinstance(coll, PathCollection):  # scatter markers: one per offset, their size as the radius
+            offsets = np.asarray(coll.get_offsets(), dtype=float)
+            sizes = coll.get_sizes() if len(coll.get_sizes()) else [0.0]
+            points.append(_with_radius(coll.get_offset_transform().transform(offsets), np.sqrt(max(sizes)) * px / 2))
+            continue
+        for path in coll.get_paths():  # error bars, filled bands: their outlines
+            if len(path.vertices):
+                points.append(_with_radius(_densify(coll.get_transform().transform(path.vertices)), px))
+    for patch in ax.patches:
+        if patch.get_visible():
+            boxes.append(patch.get_window_extent(renderer))
+    for text in ax.texts:
+        if text.get_visible() and text.get_text():
+            boxes.append(text.get_window_extent(renderer))
+    return np.vstack(points), boxes
+
+
+def covers(box: Bbox, points: np.ndarray, boxes: list) -> bool:
+    """Whether `box` (a legend, display coordinates) covers any of the data marks (points with their radius)."""
+    if len(points):
+        x, y, r = points[:, 0], points[:, 1], points[:, 2]
+        inside = (x + r >= box.x0) & (x - r <= box.x1) & (y + r >= box.y0) & (y - r <= box.y1)
+        if inside.any():
+            return True
+    return any(box.overlaps(b) and b.width > 0 and b.height > 0 for b in boxes)
+
+
+def place_legends(fig: Figure) -> None:
+    """Move each axes' legend off the data: where matplotlib's "best" put it if that covers nothing, else the
+    first free corner, else just outside the axes (right). Repeated while moving one outside reshapes the rest."""
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    if not legends:
+        return
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    for _ in range(3):
+        fig.draw_without_rendering()  # the layout, as it will be drawn
+        renderer = fig.canvas.get_renderer()
+        moved_out = False
+        for ax, legend in legends:
+            if getattr(legend, "_outside", False):
+                continue
+            points, boxes = data_marks(ax, renderer)
+            if not covers(legend.get_window_extent(renderer), points, boxes):
+                continue
+            for loc in CORNERS:
+                legend.set_loc(loc)
+                if not covers(legend.get_window_extent(renderer), points, boxes):
+                    break
+            else:
+                legend.set_loc("upper left")
+                legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+                legend._outside = moved_out = True
+        if not moved_out:
+            return
+
+
 def png(fig: Figure) -> bytes:
+    place_legends(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
@@ -86,11 +185,29 @@ def finish(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy
     ax.set_ylabel(ylabel)
     if logx:
         ax.set_xscale("log")
+        plain_log_labels(ax.xaxis)
     if logy:
         ax.set_yscale("log")
+        plain_log_labels(ax.yaxis)
     ax.grid(True, alpha=0.3)
     if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8)  # place_legends moves it off the data when the figure is drawn
+
+
+def plain_log_labels(axis) -> None:
+    """Log-axis labels as plain numbers (1,000 not 10³; 5 not 5×10⁰); minor ticks 2 and 5 labelled within about a
+    decade."""
+    from matplotlib.ticker import FuncFormatter
+
+    from .present import number
+
+    def minor(v, _pos):  # within about a decade, label 2 and 5 times a power of ten (more would collide)
+        lo, hi = sorted(axis.get_view_interval())
+        lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0
+        return number(v, 2) if lo > 0 and np.log10(hi / lo) <= 1.2 and lead in (2, 5) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v, 2)))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def timeline(ax, df: pd.DataFrame, y: str, series: str, *, label: str = "{}", order=None) -> None:

@@ -5,24 +5,21 @@ and simulates it; ``write_point`` writes the run folder (Parquet tables,
 summary.json, scenario.yaml, point.json), every row carrying the run id, the
 seed and the swept parameters. An engine (papermill, or Spark tasks) calls
 ``execute_point`` into a staging folder, adds its own files (the executed
-notebook, timing.json) and publishes it with ``commit_run``:
+notebook, timing.json) and publishes it with ``runs.commit_run``:
 one rename, so a run folder is either complete or absent.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Mapping
 
 from ..scenario import Scenario, load_scenario
+from .runs import TIMING
 from .spec import Point, StudyError
 
-TIMING = "timing.json"  # engine-specific; everything else in a run folder is engine-independent
 SUMMARY_TABLE = "summary.parquet"  # summary.json as a typed one-row table (what Spark reads)
 
 
@@ -110,46 +107,3 @@ def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | 
     t2 = time.perf_counter()
     (out / TIMING).write_text(json.dumps({"model_s": t1 - t0, "write_s": t2 - t1}) + "\n")
     return result
-
-
-def amend_timing(out: Path, total_s: float, **fields) -> dict:
-    """Complete a run folder's timing.json (model_s, write_s from execute_point) with the engine's view:
-    `total_s` it spent on the point, `overhead_s` of it outside the model and writing, and `fields`."""
-    path = Path(out) / TIMING
-    timing = json.loads(path.read_text()) if path.is_file() else {}
-    timing.setdefault("model_s", 0.0)
-    timing.setdefault("write_s", 0.0)
-    timing.update(fields, total_s=total_s, overhead_s=total_s - timing["model_s"] - timing["write_s"])
-    path.write_text(json.dumps(timing) + "\n")
-    return timing
-
-
-def staging_dir(study_dir: Path, run_id: str) -> Path:
-    """A hidden sibling of the final folder (Spark and the sweep ignore names starting with '.')."""
-    return study_dir / f".{run_id}.{uuid.uuid4().hex[:8]}"
-
-
-def is_finished(study_dir: Path, run_id: str) -> bool:
-    return (study_dir / run_id / "summary.json").is_file()
-
-
-def commit_run(staging: Path, final: Path, replace: bool = False) -> bool:
-    """Publish a complete staging folder as `final` with one rename.
-
-    If `final` already exists (another process finished the same point, or
-    a killed sweep's worker did), the staging copy is dropped unless
-    `replace`: a point is deterministic, so either copy is the run. Returns
-    True if this call published it.
-    """
-    if final.exists() and replace:
-        trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
-        final.rename(trash)
-        shutil.rmtree(trash, ignore_errors=True)
-    try:
-        os.rename(staging, final)
-        return True
-    except OSError:
-        if final.is_dir():
-            shutil.rmtree(staging, ignore_errors=True)
-            return False
-        raise

@@ -26,7 +26,8 @@ from ..paths import PROCESSED, REPORTS, ROOT
 from .headline import read_headline
 from .spec import Spec, StudyError
 from .specfile import all_specs, load_spec, notebook_path
-from .sweep import KERNEL_ARGS, check_timeout
+from .engines.papermill import KERNEL_ARGS
+from .sweep import check_timeout
 
 EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")
 TEMPLATES = Path(__file__).with_name("templates")  # report.html.j2: the lab template, figures with their alt text

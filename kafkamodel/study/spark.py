@@ -1,7 +1,7 @@
 """The one place a Spark session is built (whoever starts it stops it).
 
 Local mode by default (``local[*]``); ``master`` takes any Spark master URL.
-Settings from TOOLCHAIN.md: no UI or console progress, two shuffle
+Settings from docs/toolchain.md: no UI or console progress, two shuffle
 partitions, 1 GiB driver, UTC, Arrow on without fallback, JVM logging at
 error level (``log4j2.properties`` beside this file), ``SPARK_LOCAL_IP`` on
 the loopback.

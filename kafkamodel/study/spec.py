@@ -46,12 +46,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..measures import TABLE_COLUMNS
 from ..paths import scenario_path
 from ..scenario import ScenarioError
 
 
 class StudyError(ScenarioError):
     """Bad study input (a spec, a flag, a notebook parameter, a missing prerequisite): one line, exit 2."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: a notebook shows the one line, not a traceback into the package."""
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
 
 
 class SpecError(StudyError):
@@ -62,13 +67,9 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 TOP_KEYS = ("study", "title", "question", "notebook", "point_notebook", "base", "seeds", "overrides",
             "params", "grid", "points", "parts", "status", "pending", "order")
 PART_KEYS = ("base", "seeds", "overrides", "grid", "points", "record_latency")
-# every run row carries these; a param may not take their names
-RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario",
-            # records / events / timeline / partitions columns (kafkamodel.result)
-            "topic", "partition", "key", "producer", "send_ms", "acked", "ack_ms", "error", "offset",
-            "visible_ms", "copies", "time_ms", "kind", "broker", "detail", "leader", "leader_epoch",
-            "log_end_offset", "high_watermark", "isr_size", "last_leader", "isr", "unavailable_ms",
-            "replica_divergence", "acked_records_lost", "committed_records_lost", "records_duplicated"}
+# a param may not take the name of a column every run row carries (the run's identity) or of a result
+# table's column (kafkamodel.measures declares them)
+RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario"} | TABLE_COLUMNS
 DEFAULT_POINT_NOTEBOOK = "00_explore.ipynb"
 
 

@@ -1,181 +1,177 @@
 """The interactive panel: change a setting, the model re-runs and the plots redraw in place.
 
-``explorer_panel(scenario)`` builds it from a scenario (its current values
-become the controls' starting values). Notebooks show it only when their
-``interactive`` parameter is true (papermill runs keep it off: widgets can
-stall a batch client). ``panel_overrides`` is the pure mapping from control
-values to scenario overrides, so it can be tested without a browser.
+``explorer_panel(scenario, overrides)`` (``00_explore``) starts from the
+notebook's scenario and can switch to any shipped scenario;
+``study_panel(agg)`` (the study notebooks) starts from one part of the study,
+its base scenario with that part's overrides, and switches between parts.
+An untouched panel runs exactly that scenario; each control then overrides
+one setting (``panel_model``). Controls with no effect are greyed out, a
+combination the panel refuses is named in one line, the status line says
+"running…" while the model runs and then the key numbers. Notebooks show
+the panel only when their ``interactive`` parameter is true (papermill runs
+keep it off: widgets can stall a batch client).
 """
 
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..scenario import Scenario, ScenarioError
-from .explore import explore_scenario, run_figure, summary_table
+from ..paths import scenario_path, shipped_scenarios
+from ..scenario import Scenario, ScenarioError, load_scenario
+from . import panel_model as pm
+from .explore import explore_scenario, scenario_description
 
-FAULTS = {  # named fault schedules: (kind, target, extra)
-    "as in the scenario": None,
-    "none": (),
-    "leader crash": ("crash", "leader", {}),
-    "follower crash": ("crash", "follower", {}),
-    "all followers crash": ("crash", "followers", {}),
-    "slow follower (x100)": ("slow", "follower", {"factor": 100}),
-    "stuck follower (pause)": ("pause", "follower", {}),
-    "leader isolated": ("isolate", "leader", {}),
-}
-LAG_TIMES = [100, 250, 500, 1000, 2000, 5000, 10000, 30000]
-LAG_MESSAGES = [500, 1000, 2000, 4000, 8000, 16000, 64000]
+LABEL_WIDTH = "190px"  # fits the longest Kafka property name shown ("replica.lag.max.messages")
+CONTROL_WIDTH = "400px"  # two columns fit a notebook cell at 1280 px
+OUTPUT_HEIGHT = "290px"  # the figure's height: the panel does not jump while it redraws
 
 
-def initial_values(scenario: Scenario) -> dict:
-    """The controls' starting values, read from the scenario."""
-    topic = scenario["topics"][0] if scenario["topics"] else {"replication.factor": 1, "name": "t"}
-    producer = scenario["producers"][0] if scenario["producers"] else {"acks": "all"}
-    broker = scenario["broker"]
-    latency = scenario["network"]["latency.ms"]
-    median, sigma = 0.5, 0.5
-    if isinstance(latency, Mapping) and latency.get("dist") == "lognormal":
-        median, sigma = float(latency["median"]), float(latency["sigma"])
-    elif isinstance(latency, Mapping) and latency.get("dist") == "exponential":
-        median, sigma = float(latency["mean"]) * 0.693, 0.8
-    elif isinstance(latency, (int, float)):
-        median, sigma = float(latency), 0.0
-    count = broker["replica.lag.max.messages"]
-    duration = float(scenario["duration.ms"])
-    return {
-        "replication": scenario["replication"],
-        "rf": int(topic["replication.factor"]),
-        "acks": str(producer["acks"]),
-        "min_insync_replicas": int(broker["min.insync.replicas"]),
-        "unclean": bool(broker["unclean.leader.election.enable"]),
-        "lag_rule": "count (0.8)" if count else "time",
-        "lag_time_ms": _nearest(LAG_TIMES, broker["replica.lag.time.max.ms"]),
-        "lag_max_messages": _nearest(LAG_MESSAGES, count or 4000),
-        "latency_median_ms": round(min(max(median, 0.05), 20.0), 2),
-        "latency_sigma": round(min(max(sigma, 0.0), 2.0), 2),
-        "faults": "as in the scenario",
-        "fault_at_ms": int(duration * 0.25),
-        "fault_duration_ms": int(duration * 0.4),
-    }
+@dataclass
+class Source:
+    """Where the panel starts from: a label, the scenario, and one line about it."""
+
+    label: str
+    load: Callable[[], Scenario]
+    about: str
 
 
-def _nearest(options: list, value: float) -> Any:
-    return min(options, key=lambda o: abs(o - float(value)))
+def _shipped(name: str) -> Source:
+    return Source(name, lambda: load_scenario(scenario_path(name)), scenario_description(name))
 
 
-def panel_overrides(values: Mapping[str, Any], scenario: Scenario) -> dict:
-    """Scenario overrides for the control values (brokers grow to fit the replication factor)."""
-    rf = int(values["rf"])
-    acks = values["acks"] if values["acks"] == "all" else int(values["acks"])
-    ov: dict[str, Any] = {
-        "replication": values["replication"],
-        "brokers": max(int(scenario["brokers"]), rf),
-        "broker.min.insync.replicas": int(values["min_insync_replicas"]),
-        "broker.unclean.leader.election.enable": bool(values["unclean"]),
-        "broker.replica.lag.time.max.ms": values["lag_time_ms"],
-        "broker.replica.lag.max.messages": values["lag_max_messages"] if values["lag_rule"] != "time" else None,
-    }
-    if scenario["topics"]:
-        ov["topics[*].replication.factor"] = rf
-    if scenario["producers"]:
-        ov["producers[*].acks"] = acks
-    sigma = float(values["latency_sigma"])
-    median = float(values["latency_median_ms"])
-    ov["network.latency.ms"] = {"dist": "lognormal", "median": median, "sigma": sigma} if sigma > 0 else median
-    schedule = FAULTS[values["faults"]]
-    if schedule is not None:
-        ov["faults"] = _faults(schedule, values, scenario, rf)
-    return ov
-
-
-def _faults(schedule, values, scenario: Scenario, rf: int) -> list:
-    if not schedule:
-        return []
-    kind, target, extra = schedule
-    topic = scenario["topics"][0]["name"] if scenario["topics"] else "t"
-    fault = {"at.ms": values["fault_at_ms"], "kind": kind, "duration.ms": values["fault_duration_ms"], **extra}
-    if target == "leader":
-        fault["broker"] = f"leader:{topic}-0"
-    elif target == "follower":
-        fault["broker"] = 1 % max(rf, 1)  # partition 0's replicas are brokers 0..rf-1; 0 is the preferred leader
-    else:
-        fault["broker"] = list(range(1, rf)) or [0]
-    return [fault]
+def _overrides_text(overrides: Mapping) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in overrides.items())
+    return text if len(text) < 160 else text[:157] + "…"
 
 
 class ExplorerPanel:
-    """Controls, a status line and an output area; every change re-runs the model and redraws."""
+    """A scenario selector, controls, a status line and an output area; every change re-runs the model."""
 
-    def __init__(self, scenario: "str | Scenario" = "steady-state", overrides: Mapping | None = None,
-                 draw: Callable | None = None):
+    def __init__(self, sources: list[Source], draw: Callable | None = None, source_label: str = "scenario"):
         import ipywidgets as w
 
-        self.scenario = scenario if isinstance(scenario, Scenario) else explore_scenario(scenario, overrides)
+        self.sources = {s.label: s for s in sources}
         self.draw = draw or _draw_run
         self.runs = 0  # model runs so far (one per change)
         self.result = None  # the latest Result
         self.error: str | None = None  # the latest problem with the settings, if any
-        v = initial_values(self.scenario)
-        duration = int(self.scenario["duration.ms"])
-        style = {"description_width": "150px"}
-        layout = w.Layout(width="420px")
+        self._quiet = False  # setting controls programmatically: no re-run per control
+        style = {"description_width": LABEL_WIDTH}
+        layout = w.Layout(width=CONTROL_WIDTH)
 
         def slider(cls, desc, **kw):
             return cls(description=desc, continuous_update=False, style=style, layout=layout, **kw)
 
+        def dropdown(desc, options, **kw):
+            return w.Dropdown(options=options, description=desc, style=style, layout=layout, **kw)
+
+        self.source = w.Dropdown(options=list(self.sources), value=sources[0].label, description=source_label,
+                                 style=style, layout=w.Layout(width="810px"))
+        self.about = w.HTML(layout=w.Layout(margin="0 0 4px 0"))
         self.controls = {
-            "replication": w.Dropdown(options=["isr", "quorum"], value=v["replication"], description="replication",
-                                      style=style, layout=layout),
-            "rf": slider(w.IntSlider, "replication factor", min=1, max=7, value=min(v["rf"], 7)),
-            "acks": w.Dropdown(options=["0", "1", "all"], value=v["acks"], description="acks", style=style, layout=layout),
-            "min_insync_replicas": slider(w.IntSlider, "min.insync.replicas", min=1, max=7, value=min(v["min_insync_replicas"], 7)),
-            "unclean": w.Checkbox(value=v["unclean"], description="unclean.leader.election.enable", style=style, layout=layout),
-            "lag_rule": w.Dropdown(options=["time", "count (0.8)"], value=v["lag_rule"], description="lag rule",
-                                   style=style, layout=layout),
-            "lag_time_ms": slider(w.SelectionSlider, "replica.lag.time.max.ms", options=LAG_TIMES, value=v["lag_time_ms"]),
-            "lag_max_messages": slider(w.SelectionSlider, "replica.lag.max.messages", options=LAG_MESSAGES,
-                                       value=v["lag_max_messages"]),
-            "latency_median_ms": slider(w.FloatSlider, "latency median (ms)", min=0.05, max=20.0, step=0.05,
-                                        value=v["latency_median_ms"]),
-            "latency_sigma": slider(w.FloatSlider, "latency tail (σ)", min=0.0, max=2.0, step=0.05, value=v["latency_sigma"]),
-            "faults": w.Dropdown(options=list(FAULTS), value=v["faults"], description="fault schedule", style=style, layout=layout),
-            "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=max(duration - 1, 1), step=max(duration // 100, 1),
-                                  value=v["fault_at_ms"]),
-            "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=duration, step=max(duration // 100, 1),
-                                        value=max(v["fault_duration_ms"], 1)),
+            "replication": dropdown("replication", ["isr", "quorum"]),
+            "rf": slider(w.IntSlider, "replication factor", min=1, max=7),
+            "acks": dropdown("acks", ["0", "1", "all"]),
+            "min_insync_replicas": slider(w.IntSlider, "min.insync.replicas", min=1, max=7),
+            "unclean": w.Checkbox(description="unclean.leader.election.enable", indent=False,
+                                  layout=w.Layout(width=CONTROL_WIDTH, margin="2px 0 2px 64px")),
+            "session_timeout_ms": slider(w.SelectionSlider, "session.timeout.ms", options=pm.SESSION_TIMEOUTS),
+            "lag_rule": dropdown("ISR lag rule", ["time", pm.COUNT_RULE]),
+            "lag_time_ms": slider(w.SelectionSlider, "replica.lag.time.max.ms", options=pm.LAG_TIMES),
+            "lag_max_messages": slider(w.SelectionSlider, "replica.lag.max.messages", options=pm.LAG_MESSAGES),
+            "latency_median_ms": slider(w.FloatSlider, "latency median (ms)", min=0.05, max=20.0, step=0.05),
+            "latency_sigma": slider(w.FloatSlider, "latency tail (σ)", min=0.0, max=2.0, step=0.05),
+            "faults": dropdown("fault schedule", list(pm.FAULTS)),
+            "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=1),
+            "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=2),
         }
-        self.status = w.HTML()
-        self.output = w.Output()
+        tips = {"session_timeout_ms": "zookeeper.session.timeout.ms: how long the controller waits before it declares "
+                                      "a silent broker dead and elects a new leader",
+                "lag_rule": "time: out of sync when not caught up for replica.lag.time.max.ms (Kafka >= 0.9); "
+                            "count: also when more than replica.lag.max.messages behind (Kafka 0.8)",
+                "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)"}
+        for name, tip in tips.items():
+            self.controls[name].tooltip = tip
+        self.status = w.HTML(layout=w.Layout(min_height="2.6em"))
+        self.note = w.HTML()
+        self.output = w.Output(layout=w.Layout(min_height=OUTPUT_HEIGHT))
+        self.source.observe(self._source_changed, names="value")
         for control in self.controls.values():
             control.observe(self._changed, names="value")
-        left = list(self.controls.values())[:7]
-        right = list(self.controls.values())[7:]
-        self.widget = w.VBox([w.HBox([w.VBox(left), w.VBox(right)]), self.status, self.output])
-        self.rerun()
+        names = list(self.controls)
+        columns = w.HBox([w.VBox([self.controls[n] for n in names[:7]]), w.VBox([self.controls[n] for n in names[7:]])])
+        self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
+        self.load(sources[0].label)
 
+    # -- state ---------------------------------------------------------------------------------------------
     def values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
 
-    def _changed(self, change) -> None:
+    def load(self, label: str) -> None:
+        """Start from `label`'s scenario: the controls take its values, then one run."""
+        source = self.sources[label]
+        self.scenario = source.load()
+        self.label = label
+        self.about.value = f"<small>{html.escape(source.about)}</small>"
+        v = pm.initial_values(self.scenario)
+        duration = int(self.scenario["duration.ms"])
+        step = max(duration // 100, 1)
+        self._quiet = True
+        try:
+            at, lasts = self.controls["fault_at_ms"], self.controls["fault_duration_ms"]
+            at.max, lasts.max = max(duration - 1, 1), duration  # widen before narrowing: min <= value <= max holds
+            at.min, lasts.min, at.step, lasts.step = 0, 1, step, step
+            for name, value in v.items():
+                control = self.controls[name]
+                if hasattr(control, "max") and isinstance(value, (int, float)) and value > control.max:
+                    value = control.max
+                control.value = value
+        finally:
+            self._quiet = False
         self.rerun()
 
+    def _source_changed(self, change) -> None:
+        self.load(change["new"])
+
+    def _changed(self, change) -> None:
+        if not self._quiet:
+            self.rerun()
+
+    def _grey_out(self, values: dict) -> None:
+        for name, on in pm.active(values).items():
+            self.controls[name].disabled = not on
+
+    # -- running -------------------------------------------------------------------------------------------
     def rerun(self) -> None:
-        """Simulate with the current settings and redraw (a bad combination is shown, not raised)."""
+        """Simulate with the current settings and redraw (a bad combination is shown in one line, not raised)."""
         from ..simulation import simulate
 
-        try:
-            scenario = self.scenario.with_overrides(panel_overrides(self.values(), self.scenario))
-        except ScenarioError as exc:
-            self.error = str(exc)
-            self.status.value = f"<b style='color:#b00'>not run:</b> {self.error}"
+        values = self.values()
+        self._grey_out(values)
+        hint = pm.hint(values, self.scenario)
+        self.note.value = f"<span style='color:#8a6d00'>{html.escape(hint)}</span>" if hint else ""
+        problem = pm.problem(values)
+        if problem is None:
+            try:
+                scenario = self.scenario.with_overrides(pm.panel_overrides(values, self.scenario))
+            except ScenarioError as exc:
+                problem = str(exc)
+        if problem is not None:
+            self.error = problem
+            self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(problem)}"
+            self.output.clear_output()
             return
         self.error = None
+        previous = self.status.value
+        self.status.value = ("<b style='color:#1f77b4'>running…</b> "
+                             f"<span style='color:#999'>{previous}</span>")
         self.result = simulate(scenario)
         self.runs += 1
-        s = self.result.summary
-        self.status.value = (f"run {self.runs}: {s['records_acked']:,}/{s['records_sent']:,} acked, "
-                             f"{s['acked_records_lost']:,} acked lost, unavailable {s['unavailable_ms'] / 1000:.1f} s")
+        from .summary import status_line
+
+        self.status.value = status_line(self.result, self.runs)
         self.output.clear_output(wait=True)
         with self.output:
             self.draw(self.result)
@@ -185,15 +181,52 @@ class ExplorerPanel:
 
 
 def _draw_run(result) -> None:
-    from IPython.display import display
+    from IPython.display import HTML, display
 
     from .plots import show
+    from .runfigure import run_figure
+    from .summary import full_summary, setting
 
-    show(run_figure(result))
-    display(summary_table(result).T)
+    show(run_figure(result, f"{result.summary['scenario']}: {setting(result)}"))
+    table = full_summary(result)
+    display(HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>"))
 
 
 def explorer_panel(scenario: "str | Scenario" = "steady-state", overrides: Mapping | None = None,
                    draw: Callable | None = None) -> ExplorerPanel:
-    """Build the panel (it runs the model once straight away)."""
-    return ExplorerPanel(scenario, overrides, draw)
+    """The panel on `scenario` (a shipped name or YAML path, with the notebook's overrides), and every shipped
+    scenario in its selector. It runs the model once straight away."""
+    if isinstance(scenario, Scenario):
+        first = Source(str(scenario["name"]), lambda: scenario, "the scenario given")
+    else:
+        name = str(scenario)
+        explore_scenario(name, overrides)  # a bad name or override is reported here, in one line
+        about = scenario_description(name) if name in shipped_scenarios() else name
+        label = name if not overrides else f"{name} with the notebook's overrides"
+        if overrides:
+            about = f"{about} Overrides: {_overrides_text(overrides)}."
+        first = Source(label, lambda: explore_scenario(name, overrides), about)
+    others = [_shipped(n) for n in shipped_scenarios() if n != first.label]
+    return ExplorerPanel([first, *others], draw)
+
+
+def study_panel(agg, draw: Callable | None = None, part: str | None = None) -> ExplorerPanel:
+    """The panel on a study's parts: each part's base scenario with the part's overrides, as its charts ran it."""
+    parts = agg.spec["parts"]
+    if part is not None and part not in {p["name"] for p in parts}:
+        from .spec import StudyError
+
+        raise StudyError([f"parameter part: {agg.study} has no part {part!r}; parts are "
+                          f"{', '.join(p['name'] for p in parts)}"])
+    sources = []
+    for p in sorted(parts, key=lambda p: p["name"] != part):  # the requested part first
+        base, overrides = p["base"], dict(p["overrides"])
+        about = (f"Part {p['name']} of {agg.study}: {base} with the part's overrides"
+                 + (f" ({_overrides_text(overrides)})" if overrides else "")
+                 + "; the swept settings take the controls' values.")
+        sources.append(Source(p["name"], _part_loader(base, overrides), about))
+    return ExplorerPanel(sources, draw, source_label="study part")
+
+
+def _part_loader(base: str, overrides: Mapping[str, Any]) -> Callable[[], Scenario]:
+    return lambda: load_scenario(scenario_path(base)).with_overrides(overrides)

@@ -9,6 +9,10 @@ import pandas as pd
 
 from ..tables import Aggregates
 
+INTERVAL_METHOD = ("Student t on the log of the per-seed values for latencies (an interval for the geometric mean, "
+                   "never below zero, fit for 2-5 seeds); Student t, clipped at zero, for counts and durations")
+INTERVAL_NOTE = f"95% intervals over seeds: {INTERVAL_METHOD}. Blank with a single seed."
+
 
 def overview(agg: Aggregates) -> str:
     """Markdown: what the study asks and what the aggregates hold."""
@@ -17,7 +21,7 @@ def overview(agg: Aggregates) -> str:
     return (f"**{spec['title']}.** {spec.get('question', '')}\n\n"
             f"{meta['runs']} runs, {meta['configs']} configurations; parts: {parts}. "
             f"Aggregated on Spark {meta.get('spark_version', '')} ({meta.get('spark_master', '')}) at "
-            f"{meta['generated_at']}. Error bars are 95% confidence intervals of the mean over seeds.")
+            f"{meta['generated_at']}. Error bars and intervals are 95% over seeds: {INTERVAL_METHOD}.")
 
 
 def part_overrides(agg: Aggregates, part: str) -> dict:

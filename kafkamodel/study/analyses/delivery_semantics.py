@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
+from ..present import Table
 from .common import fmt, num, value
 
 POLICIES = ["auto", "before_processing", "after_processing", "atomic"]
@@ -56,9 +57,9 @@ def table(agg: Aggregates) -> pd.DataFrame:
         "records lost": df[LOST], "lost (worst seed)": df["config_id"].map(worst[LOST]),
         "records processed twice": df[DUPS], "twice (worst seed)": df["config_id"].map(worst[DUPS]),
         "records processed": df[processed], "rebalances": df[rebalances],
-        "send→processed p50 (s)": (df[p50] / 1000.0).round(2), "send→processed p99 (s)": (df[p99] / 1000.0).round(2),
+        "send→processed p50 (s)": df[p50] / 1000.0, "send→processed p99 (s)": df[p99] / 1000.0,
     })
-    return _ordered(out.round({c: 1 for c in out.columns if "(s)" not in c}))
+    return _ordered(out)
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
@@ -103,6 +104,24 @@ def guarantees(agg: Aggregates) -> pd.DataFrame:
     return _ordered(out)
 
 
+def guarantees_view(agg: Aggregates) -> Table:
+    return Table(guarantees(agg), ["Worst run: the most over every seed of every consumer fault schedule, and of the "
+                                   "producer-retry runs with an idempotent producer."])
+
+
+def table_view(agg: Aggregates) -> Table:
+    t = table(agg)
+    if len(t):
+        t["schedule"] = t["schedule"].astype(str).map(SCHEDULE_LABELS)
+    return Table(t, ["Means over seeds; '(worst seed)': the most in any one seed. Latency: from the "
+                              "producer's send to the first time the group finished processing the record."])
+
+
+def retries_view(agg: Aggregates) -> Table:
+    return Table(retries_table(agg), ["Means over seeds. Log duplicates: records the producer's resends left twice in "
+                                      "a partition's log."])
+
+
 def delivery(agg: Aggregates):
     """Records lost and records processed twice per consumer schedule, one bar per commit policy."""
     per_run = "records per run (mean over seeds)"
@@ -132,6 +151,7 @@ def _schedule_panels(agg: Aggregates, panels: list, scale: float = 1.0, symlog: 
                            group_order=[SCHEDULE_LABELS[s] for s in order])
         if symlog:
             ax.set_yscale("symlog", linthresh=1)
+            plots.plain_log_labels(ax.yaxis)
         ax.set_ylim(bottom=0)
         plots.finish(ax, title, "consumer faults of the group", ylabel, legend=False)
         ax.tick_params(axis="x", labelsize=8)
@@ -148,8 +168,8 @@ def retries_table(agg: Aggregates) -> pd.DataFrame:
     out = pd.DataFrame({"idempotence": df["idempotence"], "policy": df["policy"],
                         "log duplicates": df[LOG_DUPS], "records lost": df[LOST],
                         "records processed twice": df[DUPS],
-                        "send→processed p99 (s)": (df[p99] / 1000.0).round(2)})
-    return _ordered(out.round({c: 1 for c in out.columns if "(s)" not in c}))
+                        "send→processed p99 (s)": df[p99] / 1000.0})
+    return _ordered(out)
 
 
 def idempotence(agg: Aggregates):

@@ -7,9 +7,13 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
-from .common import fmt, num, value
+from ..present import Table, interval
+from .common import INTERVAL_NOTE, fmt, num, value
 
 RULES = ["time", "count"]
+EXPANDS_NOTE = ("Expands outnumber shrinks (up to twice, with RF 3): one shrink removes every follower that is out of "
+                "sync at that check, in one ISR change, while each follower rejoins on its own next fetch, one expand "
+                "each.")
 
 
 def shuttle(agg: Aggregates):
@@ -27,13 +31,22 @@ def shuttle(agg: Aggregates):
                         fixed_color=plots.CYCLE[1])
     plots.finish(axes[1], "the count rule vs its threshold", "replica.lag.max.messages", "ISR changes per run", logx=True)
     for ax in axes:
-        ax.set_ylim(bottom=0)  # counts (a 95% interval over few seeds can reach below zero)
+        ax.set_ylim(bottom=0)  # counts
     return fig
 
 
-def shuttle_table(agg: Aggregates) -> pd.DataFrame:
-    burst = agg.wide(["isr_shrinks", "isr_expands", "produce_latency_ms_p99"], "burst_size")
-    return burst[["rule", "burst", "isr_shrinks", "isr_expands", "produce_latency_ms_p99"]].sort_values(["rule", "burst"])
+def shuttle_table(agg: Aggregates) -> Table:
+    burst = agg.wide(["isr_shrinks", "isr_expands", "produce_latency_ms_p99"], "burst_size").sort_values(["rule", "burst"])
+    view = pd.DataFrame({
+        "lag rule": burst["rule"], "burst (records per client)": burst["burst"].astype(int),
+        "ISR shrinks per run": burst["isr_shrinks"],
+        "shrinks 95% interval": [interval(lo, hi) for lo, hi in zip(burst["isr_shrinks_lo"], burst["isr_shrinks_hi"])],
+        "ISR expands per run": burst["isr_expands"],
+        "produce p99 (ms)": burst["produce_latency_ms_p99"],
+        "p99 95% interval (ms)": [interval(lo, hi) for lo, hi in
+                                  zip(burst["produce_latency_ms_p99_lo"], burst["produce_latency_ms_p99_hi"])],
+    })
+    return Table(view, [EXPANDS_NOTE, INTERVAL_NOTE])
 
 
 def eviction(agg: Aggregates):

@@ -10,7 +10,8 @@ import pandas as pd
 from ... import theory
 from .. import plots
 from ..tables import Aggregates
-from .common import fmt, choice, num, part_overrides, value
+from ..present import Table, interval
+from .common import INTERVAL_NOTE, choice, fmt, num, part_overrides, value
 
 MODES = ["isr", "quorum"]
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
@@ -39,22 +40,36 @@ def predictions(agg: Aggregates) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def latency_table(agg: Aggregates) -> pd.DataFrame:
-    """Simulated (mean over seeds, 95% CI) against predicted p50/p99, per configuration."""
+def _dist_label(dist) -> str:
+    if isinstance(dist, dict) and dist.get("dist") == "exponential":
+        return f"Exp({fmt(dist.get('mean'))} ms)"
+    if isinstance(dist, dict) and dist.get("dist") == "lognormal":
+        return f"lognormal, median {fmt(dist.get('median'))} ms, σ {fmt(dist.get('sigma'))}"
+    return str(dist)
+
+
+def latency_table(agg: Aggregates) -> Table:
+    """Simulated (mean over seeds, 95% interval) against predicted p50/p99, per configuration."""
     pred = predictions(agg)
     out = []
     for part, x in (("latency_rf", "rf"), ("latency_tail", "sigma")):
         if part not in set(agg.configs["part"]):
             continue
         df = agg.wide([P50, P99], part)
-        for _, r in df.iterrows():
+        rf_fixed = int(part_overrides(agg, part).get("brokers", 0)) or None
+        for _, r in df.sort_values(["mode", x]).iterrows():
             p = pred[(pred.part == part) & (pred["mode"] == r["mode"]) & (pred[x] == r[x])]
-            out.append({"part": part, "mode": r["mode"], x: r[x],
-                        "p50 simulated": round(r[P50], 2), "p50 predicted": round(float(p["p50"].iloc[0]), 2),
-                        "p99 simulated": round(r[P99], 2),
-                        "p99 95% CI": f"{r[P99 + '_lo']:.2f} – {r[P99 + '_hi']:.2f}" if r[P99 + "_n"] > 1 else "–",
-                        "p99 predicted": round(float(p["p99"].iloc[0]), 2)})
-    return pd.DataFrame(out)
+            dist = _latency_dist(agg, part, r["sigma"] if x == "sigma" else None)
+            out.append({"mode": r["mode"], "RF": int(r["rf"]) if x == "rf" else rf_fixed,
+                        "one-way latency": _dist_label(dist),
+                        "p50 simulated (ms)": r[P50], "p50 predicted (ms)": float(p["p50"].iloc[0]),
+                        "p99 simulated (ms)": r[P99],
+                        "p99 95% interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"]),
+                        "p99 predicted (ms)": float(p["p99"].iloc[0])})
+    seeds = int(agg.configs[agg.configs["part"].isin(["latency_rf", "latency_tail"])]["runs"].min())
+    notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + INTERVAL_NOTE,
+             "Predicted: the order statistics of the one-way latency alone (kafkamodel.theory), no queueing."]
+    return Table(pd.DataFrame(out), notes)
 
 
 def latency_vs_rf(agg: Aggregates):
@@ -93,18 +108,18 @@ def _crash(agg: Aggregates) -> tuple[float, float]:
 
 
 def failure_table(agg: Aggregates) -> pd.DataFrame:
-    """Per mode, RF and number of brokers crashed: time without a leader, records lost, and whether it survived.
+    """Per mode, RF and number of brokers crashed: time unwritable, records lost, and whether it survived.
 
     Survived: a leader was elected while the crashed brokers were still down,
     i.e. the partition was offline for less than half of that window.
     """
-    df = agg.wide(["unavailable_ms", "acked_records_lost", "committed_records_lost"], "failures")
+    df = agg.wide(["unavailable_wall_ms", "acked_records_lost", "committed_records_lost"], "failures")
     at, lasts = _crash(agg)
     runs = agg.runs.groupby("config_id")["duration_ms"].first()  # the run's length (not an aggregate)
     window = (df["config_id"].map(runs).clip(upper=at + lasts) - at).astype(float)
-    df = df.assign(survived=df["unavailable_ms"] < window / 2,
+    df = df.assign(survived=df["unavailable_wall_ms"] < window / 2,
                    needed=[theory.replicas_needed(int(f), m) for f, m in zip(df["failures"], df["mode"])])
-    return (df[["mode", "rf", "failures", "unavailable_ms", "acked_records_lost", "committed_records_lost", "survived", "needed"]]
+    return (df[["mode", "rf", "failures", "unavailable_wall_ms", "acked_records_lost", "committed_records_lost", "survived", "needed"]]
             .sort_values(["mode", "rf", "failures"]).reset_index(drop=True))
 
 
@@ -122,6 +137,51 @@ def replicas_needed(agg: Aggregates) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def replicas_needed_table(agg: Aggregates) -> Table:
+    """`replicas_needed` for readers: a footnote wherever theory's RF was never run, so the two cannot agree."""
+    needed = replicas_needed(agg)
+    t = failure_table(agg)
+    swept = {mode: sorted(int(r) for r in t[t["mode"] == mode]["rf"].unique()) for mode in MODES}
+    rows, unswept = [], set()
+    for _, r in needed.iterrows():
+        f = int(r["failures"])
+        row = {"brokers crashed (f)": f}
+        for mode in MODES:
+            sim, want = r[f"{mode} simulated (smallest RF run that survived)"], int(r[f"{mode} theory"])
+            runs_f = sorted(int(x) for x in t[(t["mode"] == mode) & (t["failures"] == f)]["rf"])
+            if pd.isna(sim):
+                cell = f"none of RF {', '.join(map(str, runs_f))}" if runs_f else "not run"
+            else:
+                cell = str(int(sim))
+            if want not in swept[mode]:
+                cell += " *"
+                unswept.add(want)
+            row[f"{mode}: smallest RF that survived"] = cell
+            row[f"{mode}: theory ({'f+1' if mode == 'isr' else '2f+1'})"] = want
+        rows.append(row)
+    notes = []
+    if unswept:
+        ran = sorted(set(swept["isr"]) | set(swept["quorum"]))
+        notes.append(f"* Theory's RF ({', '.join(map(str, sorted(unswept)))}) was not simulated: the study runs RF "
+                     f"{', '.join(map(str, ran))}, so the smallest RF it can show is the smallest of those that "
+                     f"survived. The rows agree wherever theory's RF was run.")
+    return Table(pd.DataFrame(rows), notes)
+
+
+def failure_table_view(agg: Aggregates) -> Table:
+    """`failure_table` for readers: seconds, not milliseconds; survived as yes/no."""
+    t = failure_table(agg)
+    view = pd.DataFrame({"mode": t["mode"], "RF": t["rf"].astype(int), "brokers crashed (f)": t["failures"].astype(int),
+                         "time unwritable (s)": t["unavailable_wall_ms"] / 1000.0,
+                         "acknowledged records lost": t["acked_records_lost"],
+                         "committed records lost": t["committed_records_lost"],
+                         "available again while they were down": t["survived"],
+                         "theory: replicas needed": t["needed"].astype(int)})
+    at, lasts = _crash(agg)
+    return Table(view, [f"The f brokers crash at {fmt(at / 1000)} s for {fmt(lasts / 1000)} s; 'available again' means a "
+                        f"leader was elected within the first half of that window."])
+
+
 def survival(agg: Aggregates):
     t = failure_table(agg)
     fig, axes = plots.figure(2, width=4.8)
@@ -134,10 +194,11 @@ def survival(agg: Aggregates):
         ax.plot(fs, [theory.replicas_needed(int(f), mode) for f in fs], "--", color=plots.color(mode),
                 label="theory: f+1" if mode == "isr" else "theory: 2f+1")
         for _, r in g.iterrows():
-            ax.annotate(f"{r['unavailable_ms'] / 1000:.0f}s", (r["failures"], r["rf"]), textcoords="offset points",
+            ax.annotate(f"{r['unavailable_wall_ms'] / 1000:.0f}s", (r["failures"], r["rf"]), textcoords="offset points",
                         xytext=(6, 4), fontsize=7)
         ax.set_ylim(1.5, 8.5)
-        plots.finish(ax, f"{mode}: f of RF brokers crash (time without a leader)", "brokers crashed together (f)",
+        ax.set_xlim(0.5, float(fs.max()) + 0.7)  # room for the labels of the last column
+        plots.finish(ax, f"{mode}: f of RF brokers crash (labels: time unwritable)", "brokers crashed together (f)",
                      "replication factor")
     return fig
 

@@ -6,7 +6,8 @@ import pandas as pd
 
 from .. import plots
 from ..tables import Aggregates
-from .common import fmt, num, value
+from ..present import Table, interval, number
+from .common import INTERVAL_NOTE, fmt, num, value
 
 # part -> (column, anomaly value, fix value, what the pair is)
 PAIRS = {
@@ -17,9 +18,9 @@ PAIRS = {
     "last_replica_standing": ("elr", False, True, "KIP-966: the last ISR member returns with a shortened log"),
     "jepsen_2013": ("config", "kafka_0_8", "min_isr_2_clean", "Jepsen 2013: a leader cut off from its followers"),
 }
-MEASURES = ["acked_records_lost", "committed_records_lost", "replica_divergence", "unavailable_ms"]
+MEASURES = ["acked_records_lost", "committed_records_lost", "replica_divergence", "unavailable_wall_ms"]
 LABELS = {"acked_records_lost": "acknowledged records lost", "committed_records_lost": "committed records lost",
-          "replica_divergence": "offsets on which replicas diverge", "unavailable_ms": "time without a leader (s)"}
+          "replica_divergence": "offsets on which replicas diverge", "unavailable_wall_ms": "time unwritable (s)"}
 
 
 def table(agg: Aggregates) -> pd.DataFrame:
@@ -36,20 +37,20 @@ def table(agg: Aggregates) -> pd.DataFrame:
             r = r.iloc[0]
             row = {"pair": part, "what": what, "variant": variant, "setting": f"{column}={val}", "seeds": int(r["runs"])}
             for m in MEASURES:
-                scale = 1000.0 if m == "unavailable_ms" else 1.0
+                scale = 1000.0 if m == "unavailable_wall_ms" else 1.0
                 row[m] = r[m] / scale
                 row[f"{m}_lo"], row[f"{m}_hi"] = r[f"{m}_lo"] / scale, r[f"{m}_hi"] / scale
             rows.append(row)
     return pd.DataFrame(rows)
 
 
-def display_table(agg: Aggregates) -> pd.DataFrame:
+def display_table(agg: Aggregates) -> Table:
     t = table(agg)
     shown = t[["pair", "variant", "setting", "seeds"]].copy()
-    for m in MEASURES:
-        shown[LABELS[m]] = [f"{v:,.1f}" + (f" ({lo:,.1f}–{hi:,.1f})" if pd.notna(lo) and hi - lo > 0 else "")
+    for m in MEASURES:  # the mean, and its interval beside it in brackets
+        shown[LABELS[m]] = [number(v) + (f" ({interval(lo, hi)})" if " – " in interval(lo, hi) else "")
                             for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
-    return shown
+    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {INTERVAL_NOTE}"])
 
 
 def pairs(agg: Aggregates):
@@ -59,8 +60,9 @@ def pairs(agg: Aggregates):
     for ax, m in zip(axes, MEASURES):
         plots.grouped_bars(ax, t, "pair", "variant", m, series_order=["anomaly", "fix"], group_order=list(PAIRS))
         ax.tick_params(axis="x", labelsize=7, rotation=15)
-        if m != "unavailable_ms":  # counts from a hundred to tens of thousands, and zeros
+        if m != "unavailable_wall_ms":  # counts from a hundred to tens of thousands, and zeros
             ax.set_yscale("symlog", linthresh=1)
+            plots.plain_log_labels(ax.yaxis)
             ax.set_ylim(bottom=0)
         plots.finish(ax, LABELS[m], "", LABELS[m])
     return fig
@@ -72,7 +74,7 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
     for part in PAIRS:
         for variant in ("anomaly", "fix"):
             for m, short in (("acked_records_lost", "acked_lost"), ("committed_records_lost", "committed_lost"),
-                             ("replica_divergence", "divergence"), ("unavailable_ms", "unavailable_s")):
+                             ("replica_divergence", "divergence"), ("unavailable_wall_ms", "unavailable_s")):
                 numbers[f"{part}_{variant}_{short}"] = num(value(t, m, pair=part, variant=variant), 1)
 
     def n(key):
@@ -85,5 +87,5 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
                f"records (ELR: {fmt(n('last_replica_standing_fix_committed_lost'))}); Kafka 0.8's defaults lost "
                f"{fmt(n('jepsen_2013_anomaly_acked_lost'))} acknowledged writes in Jepsen's partition, min.insync.replicas=2 with "
                f"clean elections {fmt(n('jepsen_2013_fix_acked_lost'))}, at the price of "
-               f"{fmt(n('jepsen_2013_fix_unavailable_s'))} s without a leader.")
+               f"{fmt(n('jepsen_2013_fix_unavailable_s'))} s unwritable.")
     return numbers, finding

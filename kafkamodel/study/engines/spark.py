@@ -35,7 +35,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .point import amend_timing, commit_run, execute_point, staging_dir
+from ..point import execute_point
+from ..runs import amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 
 MAX_TASKS = 10_000  # one point per task up to this many; beyond, points share tasks
 POLL_S = 0.5  # progress bar refresh
@@ -64,8 +65,6 @@ def deadline(seconds: float):
 
 def run_task_point(row: dict, timeout: float, replace: bool) -> dict:
     """Executor side: run one point into its staging folder and publish it, or record its failure."""
-    from .sweep import clear_failure, error_line, record_failure
-
     point = json.loads(row["point"])
     study_dir = Path(row["study_dir"])
     staging = staging_dir(study_dir, point["run_id"])
@@ -114,9 +113,8 @@ def slots(sc) -> int | None:
 def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: bool, on_result) -> None:
     """Run `jobs` ((study, point dict, study_dir, _)) as Spark tasks; `on_result(study, row)` per point."""
     from pyspark.sql.types import StringType, StructField, StructType
-    from tqdm import tqdm
-
-    from .ship import ship
+    from ..progress import progress_bar
+    from ..ship import ship
 
     sc = spark.sparkContext
     ship(sc)
@@ -145,8 +143,7 @@ def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: 
     from pyspark import InheritableThread
 
     worker = InheritableThread(target=collect, daemon=True)
-    bar = tqdm(total=len(rows), desc="sweep (spark)", unit="run", file=sys.stderr, disable=not progress,
-               dynamic_ncols=True)
+    bar = progress_bar(len(rows), "sweep (spark)", disable=not progress)
     try:
         worker.start()
         while worker.is_alive():
@@ -176,3 +173,24 @@ def _completed_tasks(sc, group: str) -> int:
             if stage:
                 done += stage.numCompletedTasks
     return done
+
+
+def run_spark(jobs: list, on_result, *, spark=None, master: str | None = None, timeout: float, replace: bool,
+              progress: bool, on_start=None) -> None:
+    """Run `jobs` as Spark tasks on `spark` (a session given, left running) or on a session started on
+    `master` and stopped here. `on_start(slots)` is called once the session is up (its start is paid once,
+    not per point); `on_result(study, row)` per point."""
+    from ..spark import spark_session
+
+    def run(session):
+        if on_start is not None:
+            on_start(slots(session.sparkContext))
+        run_on_spark(session, jobs, timeout=timeout, replace=replace, progress=progress, on_result=on_result)
+
+    if spark is not None:
+        run(spark)
+        return
+    if progress:
+        print(f"starting Spark ({master or 'local[*]'}) ...", file=sys.stderr, flush=True)
+    with spark_session(master, app_name="kafkamodel sweep") as session:
+        run(session)

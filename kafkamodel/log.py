@@ -1,0 +1,179 @@
+"""A replica's log: entries with offsets and leader epochs, segments, flushes, retention, producer state.
+
+An entry is ``(base_offset, end_offset, leader_epoch, batch)``: ``batch``
+indexes the producer batch it holds (``CONTROL``, -1, for a control record
+such as a quorum leader's epoch marker, one offset and no data). The log end
+offset (LEO) is the next offset to be written. What survives a power loss is
+what was fsynced (``flushed_offset``) or written back by the OS.
+
+The idempotent producer's state (each producer's last five entries here)
+lives with the log, as Kafka's ProducerStateManager does; it is dropped on
+truncation and rebuilt from the entries when next needed.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+CONTROL = -1  # batch id of a control record (one offset, no data records)
+EMPTY: list = []  # shared by every log that has retired nothing (``retire`` gives a log its own list)
+
+
+class Log:
+    __slots__ = ("entries", "bases", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset", "flush_target",
+                 "segment_bytes", "batch_bytes", "segments", "retired", "producers")
+
+    def __init__(self, segment_bytes: int, batch_bytes: list):
+        self.entries: list[tuple[int, int, int, int]] = []  # (base, end, leader_epoch, batch), in offset order
+        self.bases: list[int] = []  # base offsets of the entries, for bisect
+        self.append_ms: list[float] = []  # when each entry reached this broker's page cache
+        self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
+        self.log_end_offset = 0  # LEO: next offset to be written
+        self.flushed_offset = 0  # on disk (fsynced) below this offset
+        self.flush_target = 0  # an fsync under way makes the log durable up to here
+        self.segment_bytes = segment_bytes  # segment.bytes in force
+        self.batch_bytes = batch_bytes  # the batch table's sizes (a batch id -> bytes)
+        self.segments: list | None = None  # [base offset, bytes, last append ms] per segment; None: (re)build
+        self.retired: list = EMPTY  # entries retention deleted (they were there: not lost)
+        self.producers: dict | None = None  # producer -> its last 5 entries' (batch, epoch, seq, base, end); None: rebuild
+
+    # ---- reading ---------------------------------------------------------------------------------------------
+
+    def last_epoch(self) -> int:
+        """Leader epoch of the last entry (-1 for an empty log)."""
+        return self.entries[-1][2] if self.entries else -1
+
+    def entry_index(self, offset: int) -> int:
+        """Index of the entry holding `offset` (or the first one after it)."""
+        i = bisect_right(self.bases, offset) - 1
+        if i < 0:
+            return 0
+        return i if self.entries[i][1] > offset else i + 1
+
+    def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch` in the log, where it ends), the last epoch ending at `end`.
+
+        An epoch ends where the next higher one starts. (-1, -1) if the log has
+        no such epoch: KIP-279's UNDEFINED.
+        """
+        for base, _, e, _ in reversed(self.entries):
+            if e <= epoch:
+                return e, end
+            end = base
+        return -1, -1
+
+    def first_offset_after_epoch(self, epoch: int) -> int:
+        """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""
+        end = self.log_end_offset
+        for base, _, e, _ in reversed(self.entries):
+            if e <= epoch:
+                break
+            end = base
+        return end
+
+    def durable_offset(self, now: float, dirty_expire_ms: float) -> int:
+        """End of the log that survives a power loss now: fsynced, or written back by the OS."""
+        cutoff = now - dirty_expire_ms
+        i = bisect_right(self.append_ms, cutoff)  # entries old enough for OS write-back
+        written_back = self.entries[i - 1][1] if i else 0
+        return max(self.flushed_offset, written_back)
+
+    def batches(self) -> list[int]:
+        return [e[3] for e in self.entries]
+
+    # ---- writing ---------------------------------------------------------------------------------------------
+
+    def append(self, entry: tuple, now: float) -> None:
+        self.entries.append(entry)
+        self.bases.append(entry[0])
+        self.append_ms.append(now)
+        self.log_end_offset = entry[1]
+
+    def extend(self, entries: list, now: float) -> None:
+        self.entries.extend(entries)
+        self.bases.extend([e[0] for e in entries])
+        self.append_ms.extend([now] * len(entries))
+        self.log_end_offset = entries[-1][1]
+
+    def needs_flush(self, flush_messages: int) -> bool:
+        """log.flush.interval.messages: are that many records unflushed (and no fsync already covers them)?"""
+        return bool(flush_messages) and self.log_end_offset - max(self.flushed_offset, self.flush_target) >= flush_messages
+
+    def begin_flush(self) -> int:
+        """An fsync of everything written so far starts; returns the offset it makes durable when it ends."""
+        self.flush_target = self.log_end_offset
+        return self.flush_target
+
+    def flushed(self, offset: int) -> None:
+        """An fsync ended: the log is durable up to `offset` (what truncation left of it)."""
+        offset = min(offset, self.log_end_offset)
+        if offset > self.flushed_offset:
+            self.flushed_offset = offset
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every entry that ends past `offset` (a batch is removed whole); returns the offsets removed."""
+        if offset >= self.log_end_offset:
+            return 0
+        i = self.entry_index(offset)  # an entry straddling `offset` goes whole, as Kafka drops whole batches
+        del self.entries[i:]
+        del self.bases[i:]
+        del self.append_ms[i:]
+        self.producers = None  # the idempotence state is rebuilt from what remains
+        self.segments = None
+        old = self.log_end_offset
+        self.log_end_offset = self.entries[-1][1] if self.entries else self.log_start_offset
+        if self.flushed_offset > self.log_end_offset:
+            self.flushed_offset = self.log_end_offset
+        if self.flush_target > self.log_end_offset:
+            self.flush_target = self.log_end_offset
+        return old - self.log_end_offset
+
+    def retire(self, entries: list) -> None:
+        """Entries that leave the log without being lost (retention, or a restart at the leader's log start)."""
+        if self.retired is EMPTY:
+            self.retired = []
+        self.retired.extend(entries)
+
+    # ---- segments and retention ------------------------------------------------------------------------------
+
+    def segment_append(self, entry: tuple, now: float) -> None:
+        """Account an appended entry to the active segment (rolling a new one past segment.bytes)."""
+        if self.segments is None:
+            self._rebuild_segments()
+            return
+        size = self.batch_bytes[entry[3]] if entry[3] >= 0 else 0
+        segs = self.segments
+        if not segs or segs[-1][1] + size > self.segment_bytes:
+            segs.append([entry[0], 0, now])  # roll a new segment
+        segs[-1][1] += size
+        segs[-1][2] = now
+
+    def _rebuild_segments(self) -> None:
+        self.segments = []
+        for entry, at in zip(self.entries, self.append_ms):
+            self.segment_append(entry, at)
+
+    def apply_retention(self, now: float, high_watermark: int, retention_ms: float | None,
+                        retention_bytes: int | None) -> int:
+        """Delete whole old segments (never the active one, never above the HW) by age and by size;
+        returns how many segments went."""
+        if self.segments is None:
+            self._rebuild_segments()
+        segs = self.segments
+        cut = 0
+        deletable = lambda k: k < len(segs) - 1 and segs[k + 1][0] <= high_watermark
+        if retention_ms is not None:
+            while deletable(cut) and now - segs[cut][2] > retention_ms:
+                cut += 1
+        if retention_bytes is not None:
+            total = sum(s[1] for s in segs[cut:])
+            while deletable(cut) and total - segs[cut][1] >= retention_bytes:
+                total -= segs[cut][1]
+                cut += 1
+        if cut:
+            start = segs[cut][0]
+            k = self.entry_index(start)
+            self.retire(self.entries[:k])
+            del self.entries[:k], self.bases[:k], self.append_ms[:k], segs[:cut]
+            self.log_start_offset = start
+        return cut

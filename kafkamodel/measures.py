@@ -1,0 +1,245 @@
+"""What a run measures, declared once: event kinds, counters, summary keys, table columns.
+
+Every event kind and every summary key is named here with its meaning (and
+unit); actors record events with these constants and bump the declared
+counters; the result builders (``outcome``) fill the declared summary; the
+study kit derives the column names a sweep parameter may not take from the
+declared table columns. Adding a measure: declare it here, count it where it
+happens (a counter, or a builder in ``outcome``).
+
+``Recorder`` is the run's log of events and its counters; ``Availability``
+tracks how long partitions could not accept an acks=all write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    unit: str  # "records", "ms", "count", "offsets", ... ("" for labels)
+    meaning: str
+
+
+# ---- event kinds (the events table's `kind`) -----------------------------------------------------------------
+
+EVENT_KINDS: dict[str, str] = {}
+
+
+def _kind(name: str, meaning: str) -> str:
+    EVENT_KINDS[name] = meaning
+    return name
+
+
+# faults, as scheduled (faults.py)
+FAULT_CRASH = _kind("fault_crash", "a broker process died (its log survives)")
+FAULT_POWER_LOSS = _kind("fault_power_loss", "a broker lost power (its unflushed log tail is gone)")
+FAULT_RESTART = _kind("fault_restart", "a crashed broker's process started again")
+FAULT_ISOLATE = _kind("fault_isolate", "a broker was cut from every other node, or from some")
+FAULT_PAUSE = _kind("fault_pause", "a broker process stalled (GC, disk): it holds messages and timers")
+FAULT_SLOW = _kind("fault_slow", "fetches to and from a broker became `factor` times slower")
+FAULT_ISOLATE_END = _kind("fault_isolate_end", "an isolation healed")
+FAULT_RESUME = _kind("fault_resume", "a paused broker resumed")
+FAULT_SLOW_END = _kind("fault_slow_end", "a slow broker is normal again")
+FAULT_SKIPPED = _kind("fault_skipped", "a scheduled fault had no target (no leader, already down, no such member)")
+# the faults that start something (a fault's end, or a skipped one, is not one)
+FAULT_STARTS = frozenset({FAULT_CRASH, FAULT_POWER_LOSS, FAULT_RESTART, FAULT_ISOLATE, FAULT_PAUSE, FAULT_SLOW})
+# replication (leader.py, follower.py, broker.py)
+ISR_SHRINK = _kind("isr_shrink", "followers left the ISR (the leader's lag rule, or the controller dropping a dead broker)")
+ISR_EXPAND = _kind("isr_expand", "a caught-up follower rejoined the ISR")
+BECOME_LEADER = _kind("become_leader", "a replica took leadership of its partition")
+TRUNCATION = _kind("truncation", "a replica cut its log (detail: how many offsets, how many of them committed)")
+RETENTION = _kind("retention", "retention deleted old segments")
+# the controller (controller.py)
+LEADER_ELECTION = _kind("leader_election", "the controller elected a leader (detail: clean, unclean, ELR, quorum, preferred)")
+PARTITION_OFFLINE = _kind("partition_offline", "no replica could be elected: the partition has no leader")
+BROKER_FAILURE_DETECTED = _kind("broker_failure_detected", "the controller declared a broker dead")
+BROKER_REGISTERED = _kind("broker_registered", "a broker registered (again) with the controller")
+CONTROLLER_FAILOVER = _kind("controller_failover", "another broker took the controller role")
+CONTROLLER_LOST = _kind("controller_lost", "no healthy broker could take the controller role")
+# consumer groups (consumer.py)
+REBALANCE_START = _kind("rebalance_start", "a consumer group began a rebalance")
+CONSUMER_REVOKE = _kind("consumer_revoke", "a member gave up its partitions for a rebalance")
+CONSUMER_ASSIGN = _kind("consumer_assign", "a member got its partitions at the end of a rebalance")
+OFFSET_RESET = _kind("offset_reset", "a member's position was out of range; auto.offset.reset applies")
+CONSUMER_CRASH = _kind("consumer_crash", "a member's process died")
+CONSUMER_SESSION_EXPIRED = _kind("consumer_session_expired", "the coordinator removed a silent member")
+CONSUMER_LEAVE = _kind("consumer_leave", "a member left its group")
+# checks (invariants.py)
+INVARIANT_VIOLATION = _kind("invariant_violation", "a safety property did not hold (detail: which, and where)")
+
+
+# ---- counters: bumped by the actors, reported in the summary under the same names --------------------------
+
+COUNTERS = (
+    Measure("isr_shrinks", "count", "ISR shrinks, by the leaders' lag rule or the controller"),
+    Measure("isr_expands", "count", "ISR expansions"),
+    Measure("leader_elections", "count", "leaders elected (clean, unclean, ELR, quorum, preferred)"),
+    Measure("unclean_leader_elections", "count", "elections of an out-of-sync replica"),
+    Measure("not_enough_replicas_errors", "count", "produce requests refused with NOT_ENOUGH_REPLICAS"),
+    Measure("truncated_offsets", "offsets", "offsets removed from logs by truncation (power loss included)"),
+    Measure("committed_records_truncated", "records", "committed records among them"),
+    Measure("produce_requests", "count", "produce requests sent (resends included)"),
+    Measure("produce_batches", "count", "batches in them (a request carries one per partition)"),
+    Measure("fetch_requests", "count", "follower fetch requests sent"),
+    Measure("fetch_partitions", "count", "partitions in the fetch responses (with records, a new HW or an error)"),
+    Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
+)
+
+
+class Counters:
+    """The run's counters, one slot each (a typo is an AttributeError, not a new key)."""
+
+    __slots__ = tuple(m.name for m in COUNTERS)
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def get(self, name: str) -> int:
+        return getattr(self, name)
+
+
+_COUNTED = {m.name: m for m in COUNTERS}  # the summary reports these counters as they are
+
+
+# ---- the summary ----------------------------------------------------------------------------------------------
+
+SUMMARY = (
+    Measure("scenario", "", "the scenario's name"),
+    Measure("seed", "", "root of the run's random streams"),
+    Measure("replication", "", "isr or quorum"),
+    Measure("duration_ms", "ms", "simulated time"),
+    Measure("records_sent", "records", "records the producers sent"),
+    Measure("records_acked", "records", "records whose producer got success"),
+    Measure("records_failed", "records", "records whose batch failed for good"),
+    Measure("records_pending", "records", "records still unanswered at the end"),
+    Measure("records_committed", "records", "records some leader's HW covered"),
+    Measure("acked_records_lost", "records", "acknowledged, and absent from the final log"),
+    Measure("committed_records_lost", "records", "committed, and absent from the final log"),
+    Measure("records_duplicated", "records", "present more than once in the final log"),
+    _COUNTED["not_enough_replicas_errors"],
+    Measure("produce_latency_ms_p50", "ms", "send -> acknowledgement, median over acknowledged records"),
+    Measure("produce_latency_ms_p99", "ms", "send -> acknowledgement, 99th percentile"),
+    Measure("produce_latency_ms_mean", "ms", "send -> acknowledgement, mean"),
+    Measure("e2e_latency_ms_p50", "ms", "send -> visible below a leader's HW, median"),
+    Measure("e2e_latency_ms_p99", "ms", "send -> visible below a leader's HW, 99th percentile"),
+    _COUNTED["isr_shrinks"],
+    _COUNTED["isr_expands"],
+    _COUNTED["leader_elections"],
+    _COUNTED["unclean_leader_elections"],
+    Measure("unavailable_ms", "partition-ms", "time partitions could not accept an acks=all write, summed over partitions"),
+    Measure("unavailable_wall_ms", "ms", "wall-clock time some partition could not accept an acks=all write"),
+    Measure("replica_divergence", "offsets", "offsets where a replica's log differs from the last leader's"),
+    _COUNTED["truncated_offsets"],
+    _COUNTED["produce_requests"],
+    _COUNTED["fetch_requests"],
+    Measure("batches", "count", "producer batches"),
+    _COUNTED["consumer_fetch_requests"],
+    Measure("records_per_batch_mean", "records", "records per batch the producers made"),
+    Measure("batches_per_request_mean", "batches", "batches per produce request (partitions it carried)"),
+    Measure("partitions_per_fetch_mean", "partitions", "partitions per follower fetch response"),
+    Measure("request_handler_busy_max", "fraction", "the busiest broker's request handler threads: time busy / (threads x run)"),
+    Measure("network_thread_busy_max", "fraction", "the busiest broker's network threads: time busy / (threads x run)"),
+    Measure("replica_fetcher_busy_max", "fraction", "the busiest replica fetcher thread: time busy / run"),
+    Measure("backlog_records", "records", "records sent and not yet answered at the end (accumulator and in flight)"),
+    Measure("leader_in_isr_violations", "count", "times the controller's leader was outside its ISR"),
+    Measure("committed_prefixes_agree_violations", "count", "replica pairs differing below both HWs"),
+    Measure("no_committed_record_lost_violations", "count", "partitions missing committed records"),
+    Measure("partition_skew", "ratio", "records of the busiest partition over the mean, per topic, the worst"),
+    Measure("consumed_lost", "records", "records every group skipped for good, summed over groups"),
+    Measure("consumed_duplicates", "records", "records a group processed more than once, summed over groups"),
+)
+# per consumer group, as "<group>.<key>"
+GROUP_SUMMARY = (
+    Measure("records_processed", "records", "records the group processed at least once"),
+    Measure("consumed_lost", "records", "in the log below its committed offset, never processed"),
+    Measure("consumed_duplicates", "records", "processed more than once"),
+    Measure("consume_e2e_latency_ms_p50", "ms", "send -> first processed, median"),
+    Measure("consume_e2e_latency_ms_p99", "ms", "send -> first processed, 99th percentile"),
+    Measure("rebalances", "count", "rebalances the group went through"),
+)
+SUMMARY_KEYS = tuple(m.name for m in SUMMARY)
+
+
+# ---- table columns ----------------------------------------------------------------------------------------------
+
+TABLES: dict[str, tuple[str, ...]] = {
+    "records": ("topic", "partition", "key", "producer", "send_ms", "acked", "ack_ms", "error", "offset",
+                "last_offset", "visible_ms", "copies"),
+    "events": ("time_ms", "kind", "topic", "partition", "broker", "detail"),
+    "timeline": ("time_ms", "topic", "partition", "leader", "leader_epoch", "log_end_offset", "high_watermark",
+                 "isr_size"),
+    "partitions": ("topic", "partition", "leader", "last_leader", "leader_epoch", "replicas", "isr", "log_end_offset",
+                   "high_watermark", "unavailable_ms", "replica_divergence", "acked_records_lost",
+                   "committed_records_lost", "records_duplicated", "records", "backlog"),
+    "groups": ("group", "topic", "members", "commit", "records_processed", "consumed_lost", "consumed_duplicates",
+               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "rebalances"),
+}
+TABLE_COLUMNS = frozenset(c for columns in TABLES.values() for c in columns)
+
+
+# ---- during the run ----------------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """The run's events (time_ms, kind, topic, partition, broker, detail) and counters."""
+
+    __slots__ = ("kernel", "partitions", "events", "counters")
+
+    def __init__(self, kernel, partitions) -> None:
+        self.kernel = kernel
+        self.partitions = partitions  # the controller's partitions (for topic and number)
+        self.events: list[tuple] = []
+        self.counters = Counters()
+
+    def event(self, kind: str, partition: int = -1, broker: int = -1, detail: str = "") -> None:
+        part = self.partitions[partition] if partition >= 0 else None
+        self.events.append(
+            (self.kernel.now, kind, part.topic if part else "", part.number if part else -1, broker, detail))
+
+
+class Availability:
+    """How long partitions could not accept an acks=all write: per partition, and wall-clock (any of them).
+
+    Call ``note()`` after anything that can change a partition's writability
+    (the replication mode says what that is); ``close(end)`` at the end.
+    """
+
+    __slots__ = ("kernel", "partitions", "writable", "since", "wall_ms")
+
+    def __init__(self, kernel, partitions, writable) -> None:
+        self.kernel = kernel
+        self.partitions = partitions
+        self.writable = writable  # Partition -> could it accept an acks=all write now?
+        self.since: float | None = None  # start of the current stretch with some partition unwritable
+        self.wall_ms = 0.0  # wall-clock time some partition could not accept an acks=all write
+
+    def note(self) -> None:
+        now = self.kernel.now
+        down = 0
+        writable = self.writable
+        for part in self.partitions:
+            ok = writable(part)
+            if ok and part.unavailable_since is not None:
+                part.unavailable_ms += now - part.unavailable_since
+                part.unavailable_since = None
+            elif not ok and part.unavailable_since is None:
+                part.unavailable_since = now
+            down += not ok
+        if down and self.since is None:
+            self.since = now
+        elif not down and self.since is not None:
+            self.wall_ms += now - self.since
+            self.since = None
+
+    def close(self, end: float) -> None:
+        for part in self.partitions:
+            if part.unavailable_since is not None:
+                part.unavailable_ms += end - part.unavailable_since
+                part.unavailable_since = None
+        if self.since is not None:
+            self.wall_ms += end - self.since
+            self.since = None

@@ -1,0 +1,120 @@
+"""Replication modes: what a write needs, how the HW advances, who keeps an ISR.
+
+One object answers every question whose answer depends on the mode, so a
+new variant (a quorum that fsyncs before it counts, say) is one new class:
+
+* ``IsrMode`` (Kafka): the HW is the minimum LEO over the ISR, held while
+  the ISR is smaller than min.insync.replicas (3.7+); acks=all is refused
+  with NOT_ENOUGH_REPLICAS below it; leaders shrink and expand the ISR and
+  the controller keeps it; elections pick from it (``elections``).
+* ``QuorumMode`` (Raft-like): the HW is the LEO a majority has reached, and
+  only for entries of the leader's own epoch (which it opens with a control
+  record); no ISR; the most up-to-date live replica of a live majority is
+  elected; truncation is always by leader epoch. With ``quorum.fsync`` (the
+  default, as Raft), every replica fsyncs each append before it counts: a
+  follower before it fetches again (so the offset it reports is durable),
+  the leader with its flushed offset.
+"""
+
+from __future__ import annotations
+
+from .elections import ElectionChain, QuorumElection, isr_elections
+from .state import Partition, Replica
+
+
+class IsrMode:
+    name = "isr"
+    durable = False  # replicas count towards the HW from memory (Kafka's ISR does not fsync first)
+    keeps_isr = True  # leaders shrink and expand an ISR; the controller stores it; leader_in_isr applies
+    opens_epoch_with_marker = False  # a new leader appends a control record first
+    preferred_leader_rebalance = True  # auto.leader.rebalance.enable applies
+    truncation = None  # a truncation it always uses (None: broker.truncation decides)
+
+    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = False):
+        self.partitions = partitions
+        self.brokers = brokers
+        self.election = isr_elections(broker_settings.eligible_leader_replicas_enable)
+
+    def refuses_acks_all(self, rep: Replica) -> bool:
+        """NOT_ENOUGH_REPLICAS: the ISR is smaller than min.insync.replicas (checked before the append)."""
+        return len(rep.lead.isr) < self.partitions[rep.partition].min_isr
+
+    def fetch_counts(self, rep: Replica, follower: int) -> bool:
+        """Does this follower's fetch move the HW (else it may rejoin the ISR)?"""
+        return follower in rep.lead.isr
+
+    def append_commits(self, rep: Replica) -> bool:
+        """Can an append alone move the HW (no follower must have it first)?"""
+        return len(rep.lead.isr) <= 1
+
+    def writable(self, part: Partition, rep: Replica) -> bool:
+        """Could the leader's replica take an acks=all write now (the leader itself is sound)?"""
+        return len(rep.lead.isr) >= part.min_isr
+
+    def new_high_watermark(self, rep: Replica) -> int:
+        lead = rep.lead
+        isr = lead.isr
+        if len(isr) < self.partitions[rep.partition].min_isr:
+            return rep.high_watermark
+        hw = rep.log.log_end_offset
+        leo = lead.follower_leo
+        me = rep.broker
+        for f in isr:
+            if f != me:
+                v = leo.get(f, -1)
+                if v < hw:
+                    hw = v
+        return hw
+
+
+class QuorumMode:
+    name = "quorum"
+    keeps_isr = False
+    opens_epoch_with_marker = True  # KRaft-style: the leader's epoch starts with a control record
+    preferred_leader_rebalance = False
+    truncation = "leader_epoch"
+
+    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = True):
+        self.partitions = partitions
+        self.brokers = brokers
+        self.durable = durable  # quorum.fsync: a replica counts once it fsynced (the leader, its flushed offset)
+        self.majority = [len(part.replicas) // 2 + 1 for part in partitions]
+        self.election = ElectionChain([QuorumElection(self.majority)])
+
+    def refuses_acks_all(self, rep: Replica) -> bool:
+        return False
+
+    def fetch_counts(self, rep: Replica, follower: int) -> bool:
+        return True
+
+    def append_commits(self, rep: Replica) -> bool:
+        return self.majority[rep.partition] <= 1 and not self.durable
+
+    def writable(self, part: Partition, rep: Replica) -> bool:
+        brokers = self.brokers
+        healthy = sum(1 for b in part.replicas if brokers[b].healthy)
+        return healthy >= self.majority[part.index]
+
+    def new_high_watermark(self, rep: Replica) -> int:
+        part = self.partitions[rep.partition]
+        lead = rep.lead
+        log = rep.log
+        leos = [lead.follower_leo.get(f, -1) for f in part.replicas if f != rep.broker]
+        leos.append(log.flushed_offset if self.durable else log.log_end_offset)
+        leos.sort(reverse=True)
+        hw = leos[self.majority[rep.partition] - 1]
+        if hw <= rep.high_watermark:
+            return rep.high_watermark
+        # Raft: a leader commits by counting only entries of its own epoch
+        i = log.entry_index(hw - 1)
+        if i >= len(log.entries) or log.entries[i][2] != rep.leader_epoch:
+            return rep.high_watermark
+        return hw
+
+
+MODES = {"isr": IsrMode, "quorum": QuorumMode}
+
+
+def make_mode(name: str, partitions, brokers, broker_settings, durable: bool = False):
+    """`durable`: quorum.fsync (a quorum counts a replica once it fsynced); the ISR never does."""
+    return MODES[name](partitions, brokers, broker_settings, durable)

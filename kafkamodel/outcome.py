@@ -1,0 +1,291 @@
+"""From the state at the end of a run to a ``Result``: pure builders, one per table, and the summary.
+
+Loss and duplication are judged against the final log of each partition's
+last elected leader, by construction:
+``acked_records_lost`` = the producer got success, the record is absent;
+``committed_records_lost`` = some leader's HW covered it, it is absent;
+``records_duplicated`` = records present more than once.
+
+Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
+(what the run left) and returns new tables.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .invariants import diverging_offsets
+from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
+from .protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
+from .result import Result
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """What a finished run leaves for its result."""
+
+    settings: object  # Settings
+    scenario: dict  # the resolved scenario, as it ran
+    workload: object  # Workload: the records
+    batches: object  # Batches: what became of them
+    partitions: list  # Partition: the controller's view, with availability
+    replicas: list  # per partition: broker -> Replica
+    topic_first: dict  # topic -> its first global partition index
+    groups: list  # consumer Group objects
+    counters: Counters
+    events: list  # (time_ms, kind, topic, partition, broker, detail)
+    timeline: list  # (time_ms, topic, partition, leader, leader_epoch, LEO, HW, ISR size)
+    violations: dict  # safety property -> its violations at the end
+    unavailable_wall_ms: float
+    end_ms: float
+    threads: dict  # "request_handler" / "network": (busy ms per broker, threads per broker); "replica_fetcher": busiest ms
+
+
+def _percentile(values: np.ndarray, q: float):
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def _percentiles(values: np.ndarray) -> tuple:
+    """The 50th and 99th percentiles (one partial sort), or Nones."""
+    if not len(values):
+        return None, None
+    p50, p99 = np.percentile(values, [50, 99])
+    return float(p50), float(p99)
+
+
+def _clean(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+class _FinalLogs:
+    """Per batch: how many copies the last leaders' logs hold, and the base offset of the first and last copy."""
+
+    def __init__(self, end: RunEnd):
+        nb = len(end.batches) + 1  # the last: records never drained into a batch
+        self.presence = np.zeros(nb, dtype=np.int64)
+        self.first_base = np.full(nb, -1, dtype=np.int64)
+        self.last_base = np.full(nb, -1, dtype=np.int64)
+        for part in end.partitions:
+            final = end.replicas[part.index][part.last_leader].log
+            log = final.retired + final.entries  # what retention deleted was there, not lost
+            ids = np.fromiter((e[3] for e in log), dtype=np.int64, count=len(log))
+            bases = np.fromiter((e[0] for e in log), dtype=np.int64, count=len(log))
+            data = ids >= 0
+            ids, bases = ids[data], bases[data]
+            np.add.at(self.presence, ids, 1)
+            self.first_base[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
+            self.last_base[ids] = bases
+
+
+def _divergence(end: RunEnd, part) -> int:
+    """Offsets, up to the smaller LEO, where a replica's log differs from the last leader's."""
+    final = end.replicas[part.index][part.last_leader].log
+    diverged = 0
+    for b in part.replicas:
+        if b != part.last_leader:
+            log = end.replicas[part.index][b].log
+            diverged += diverging_offsets(log.entries, final.entries, min(log.log_end_offset, final.log_end_offset))
+    return diverged
+
+
+def build_result(end: RunEnd) -> Result:
+    w, batches = end.workload, end.batches
+    nb = len(batches)
+    # per batch, and one more row for the records no batch took (still in the accumulator: never sent)
+    state = np.asarray(batches.state + [PENDING], dtype=np.int8)
+    ack_ms = np.asarray(batches.ack_ms + [np.nan], dtype=np.float64)
+    visible = np.asarray(batches.visible_ms + [np.nan], dtype=np.float64)
+    committed = np.asarray(batches.committed + [False], dtype=bool)
+    error = np.asarray(batches.error + [NONE], dtype=np.int8)
+    lo = np.asarray(batches.lo + [0], dtype=np.int64)
+    logs = _FinalLogs(end)
+
+    part_rows = []
+    for part in end.partitions:
+        leader = end.replicas[part.index][part.last_leader]
+        part_rows.append({
+            "topic": part.topic, "partition": part.number, "leader": part.leader,
+            "last_leader": part.last_leader, "leader_epoch": part.leader_epoch,
+            "replicas": ",".join(map(str, part.replicas)), "isr": ",".join(map(str, part.isr)),
+            "log_end_offset": leader.log.log_end_offset,
+            "high_watermark": leader.high_watermark, "unavailable_ms": part.unavailable_ms,
+            "replica_divergence": _divergence(end, part),
+        })
+
+    rb = batches.of_records(w.records)
+    rb[rb < 0] = nb
+    rec_state = state[rb]
+    rec_presence = logs.presence[rb]
+    acked = rec_state == ACKED
+    rec_committed = committed[rb]
+    position = np.arange(w.records, dtype=np.int64) - lo[rb]
+    offset = np.where(rec_presence > 0, logs.first_base[rb] + position, -1)
+    last_offset = np.where(rec_presence > 0, logs.last_base[rb] + position, -1)
+    rec_ack = np.where(acked, ack_ms[rb], np.nan)
+    rec_visible = visible[rb]
+
+    acked_lost = acked & (rec_presence == 0)
+    committed_lost = rec_committed & (rec_presence == 0)
+    duplicated = rec_presence > 1
+    P = len(end.partitions)
+    for name, mask in (("acked_records_lost", acked_lost), ("committed_records_lost", committed_lost),
+                       ("records_duplicated", duplicated)):
+        counts = np.bincount(w.partition[mask], minlength=P)
+        for row, c in zip(part_rows, counts.tolist()):
+            row[name] = c
+
+    produce_latency = (rec_ack - w.send_ms)[acked]
+    e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
+    counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
+    skews = []
+    for t in end.settings.topics:
+        first = end.topic_first[t.name]
+        per = counts[first:first + t.partitions]
+        if per.sum():
+            skews.append(float(per.max() / per.mean()))
+    for row, c in zip(part_rows, counts.tolist()):
+        row["records"] = c
+    waiting = (rec_state == PENDING) | (rec_state == INFLIGHT)  # sent by the application, not answered yet
+    backlog = np.bincount(w.partition[waiting], minlength=P) if w.records else np.zeros(P, int)
+    for row, c in zip(part_rows, backlog.tolist()):
+        row["backlog"] = c
+    group_rows = [group_row(end, g, offset, rec_presence) for g in end.groups]
+
+    s, c = end.settings, end.counters
+    produce_p50, produce_p99 = _percentiles(produce_latency)
+    e2e_p50, e2e_p99 = _percentiles(e2e)
+    summary = {
+        "scenario": s.name,
+        "seed": s.seed,
+        "replication": s.replication,
+        "duration_ms": s.duration_ms,
+        "records_sent": int(w.records),
+        "records_acked": int(acked.sum()),
+        "records_failed": int((rec_state == FAILED).sum()),
+        "records_pending": int(((rec_state == PENDING) | (rec_state == INFLIGHT)).sum()),
+        "records_committed": int(rec_committed.sum()),
+        "acked_records_lost": int(acked_lost.sum()),
+        "committed_records_lost": int(committed_lost.sum()),
+        "records_duplicated": int(duplicated.sum()),
+        "not_enough_replicas_errors": c.not_enough_replicas_errors,
+        "produce_latency_ms_p50": produce_p50,
+        "produce_latency_ms_p99": produce_p99,
+        "produce_latency_ms_mean": float(produce_latency.mean()) if len(produce_latency) else None,
+        "e2e_latency_ms_p50": e2e_p50,
+        "e2e_latency_ms_p99": e2e_p99,
+        "isr_shrinks": c.isr_shrinks,
+        "isr_expands": c.isr_expands,
+        "leader_elections": c.leader_elections,
+        "unclean_leader_elections": c.unclean_leader_elections,
+        "unavailable_ms": float(sum(part.unavailable_ms for part in end.partitions)),
+        "unavailable_wall_ms": float(end.unavailable_wall_ms),
+        "replica_divergence": int(sum(row["replica_divergence"] for row in part_rows)),
+        "truncated_offsets": c.truncated_offsets,
+        "produce_requests": c.produce_requests,
+        "fetch_requests": c.fetch_requests,
+        "batches": int(nb),
+        "consumer_fetch_requests": c.consumer_fetch_requests,
+        "records_per_batch_mean": float(np.mean(batches.count)) if nb else None,
+        "batches_per_request_mean": c.produce_batches / c.produce_requests if c.produce_requests else None,
+        "partitions_per_fetch_mean": c.fetch_partitions / c.fetch_requests if c.fetch_requests else None,
+        "request_handler_busy_max": _busiest(end.threads["request_handler"], s.duration_ms),
+        "network_thread_busy_max": _busiest(end.threads["network"], s.duration_ms),
+        "replica_fetcher_busy_max": end.threads["replica_fetcher"] / s.duration_ms,
+        "backlog_records": int(waiting.sum()),
+    }
+    for name, problems in end.violations.items():
+        summary[f"{name}_violations"] = len(problems)
+    summary["partition_skew"] = max(skews) if skews else None
+    summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
+    summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
+    assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
+    for r in group_rows:
+        for m in GROUP_SUMMARY:
+            summary[f"{r['group']}.{m.name}"] = r[m.name]
+    summary = {k: _clean(v) for k, v in summary.items()}
+
+    topics = [t.name for t in end.settings.topics]
+    topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
+    number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
+    key_codes, key_names = _key_categories(w.key)
+    error_codes = np.where(rec_state == FAILED, error[rb], -1) if len(rb) else np.empty(0, np.int8)
+    records = pd.DataFrame({
+        "topic": pd.Categorical.from_codes(topic_of[w.partition] if len(rb) else np.empty(0, np.int32), categories=topics),
+        "partition": number_of[w.partition] if len(rb) else np.empty(0, np.int32),
+        "key": pd.Categorical.from_codes(key_codes, categories=key_names),
+        "producer": w.producer,
+        "send_ms": w.send_ms,
+        "acked": acked,
+        "ack_ms": rec_ack,
+        "error": pd.Categorical.from_codes(error_codes.astype(np.int8), categories=list(ERRORS)),
+        "offset": offset,
+        "last_offset": last_offset,
+        "visible_ms": rec_visible,
+        "copies": rec_presence.astype(np.int16),
+    }, copy=False)  # fresh arrays: no need to copy them again
+    events = pd.DataFrame(events_rows(end), columns=list(TABLES["events"]))
+    timeline = pd.DataFrame(end.timeline, columns=list(TABLES["timeline"]))
+    partitions = pd.DataFrame(part_rows)
+    groups = pd.DataFrame(group_rows, columns=list(TABLES["groups"]))
+    return Result(summary, records, events, timeline, partitions, groups, end.scenario)
+
+
+def _busiest(load: tuple, duration: float) -> float:
+    busy, threads = load
+    return max(busy) / (threads * duration) if busy else 0.0
+
+
+def events_rows(end: RunEnd) -> list:
+    """The run's events, then one per safety-property violation found at the end."""
+    return end.events + [(end.end_ms, INVARIANT_VIOLATION, "", -1, -1, f"{name}: {problem}")
+                         for name, problems in end.violations.items() for problem in problems]
+
+
+def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray) -> dict:
+    """A group's delivery: lost = in the final log below the group's committed offset (and above where it
+    started), never processed, and not in a poll a live member is still working on."""
+    w = end.workload
+    P = len(end.partitions)
+    reached = np.zeros(P, dtype=np.int64)
+    in_progress = np.zeros(w.records, dtype=bool)  # polls live members are still working on at the end
+    for p in g.partitions:  # the group resumes from its committed offsets: below them, what was not processed never will be
+        reached[p] = g.committed.get(p, 0)
+    for m in g.members:
+        if m.alive and m.processing is not None:
+            for b, first, last, _ in m.processing[1]:
+                start = end.batches.lo[b] + first
+                in_progress[start:start + last - first] = True
+    origin = np.zeros(P, dtype=np.int64)
+    for p, start in g.origin.items():
+        origin[p] = start
+    in_scope = (presence > 0) & (offset >= origin[w.partition]) & (offset < reached[w.partition])
+    lost = in_scope & (g.processed == 0) & ~in_progress
+    latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+    return {
+        "group": g.name, "topic": g.config.topic, "members": len(g.members), "commit": g.config.commit,
+        "records_processed": int((g.processed > 0).sum()),
+        "consumed_lost": int(lost.sum()),
+        "consumed_duplicates": int((g.processed > 1).sum()),
+        "consume_e2e_latency_ms_p50": _percentile(latency, 50),
+        "consume_e2e_latency_ms_p99": _percentile(latency, 99),
+        "rebalances": g.rebalances,
+    }
+
+
+def _key_categories(key: np.ndarray):
+    if not len(key) or key.max() < 0:
+        return np.full(len(key), -1, dtype=np.int32), []
+    unique, inverse = np.unique(key, return_inverse=True)
+    names = [f"key-{k}" for k in unique.tolist() if k >= 0]
+    codes = inverse.astype(np.int32)
+    if unique[0] < 0:
+        codes = codes - 1  # the null key becomes -1 (missing)
+    return codes, names

@@ -1,0 +1,134 @@
+"""A broker's process-level duties over its replicas (Kafka's ReplicaManager and LogManager).
+
+* the controller's LeaderAndIsr: become leader or follower;
+* its periodic tasks: ISR expiration (the leaders' lag rule), the HW
+  checkpoint (replication-offset-checkpoint), forced flushes
+  (``log.flush.interval.ms``), retention, the followers' socket timeout.
+"""
+
+from __future__ import annotations
+
+from .measures import RETENTION
+
+
+class ReplicaManager:
+    """Every broker's."""
+
+    MESSAGES = ("handle_leader_and_isr",)
+    TIMERS = ("apply_retention", "flush", "_flushed", "checkpoint_hw")
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.timer = sim.transport.timer
+        self.replicas = sim.replicas
+        self.partitions = sim.partitions
+        self.partitions_of = sim.partitions_of
+        self.brokers = sim.brokers
+        self.lag_rule = sim.lag_rule
+        self.event = sim.recorder.event
+        self.note_availability = sim.availability.note
+        self.retention_on = sim.retention_on
+        cfg = sim.settings.broker
+        self.retention_check_ms = cfg.log_retention_check_interval_ms
+        self.flush_ms = cfg.log_flush_interval_ms
+        self.fsync = sim.fsync  # one fsync's duration, draw after draw
+        self.checkpoint_ms = cfg.replica_high_watermark_checkpoint_interval_ms
+        self.socket_timeout_ms = cfg.replica_socket_timeout_ms
+        self.leader = self.follower = None  # wired
+
+    def wire(self, leader, follower) -> None:
+        self.leader, self.follower = leader, follower
+
+    def start(self) -> None:
+        """t=0: every preferred replica leads with a full ISR; followers start fetching; periodic tasks start."""
+        now = self.kernel.now
+        for part in self.partitions:
+            for b, rep in self.replicas[part.index].items():
+                rep.leader_epoch = part.leader_epoch
+                rep.leader = part.leader
+                if b == part.leader:
+                    rep.is_leader = True
+                    lead = rep.start_leading(now)
+                    lead.isr = set(part.isr)
+                    for f in part.replicas:
+                        lead.last_caught_up_ms[f] = now
+                        lead.last_fetch_ms[f] = now
+                        lead.follower_leo[f] = 0
+            for b, rep in self.replicas[part.index].items():
+                if b != part.leader:
+                    self.follower.start_fetching(rep)
+        for b in range(len(self.brokers)):
+            self.start_timers(b)
+
+    def start_timers(self, b: int) -> None:
+        """The periodic tasks of broker b's process (again after a restart)."""
+        timer = self.timer
+        if self.retention_on:
+            timer(b, self.retention_check_ms, self.apply_retention, b)
+        if self.flush_ms:
+            timer(b, self.flush_ms, self.flush, b)
+        timer(b, self.lag_rule.check_every_ms, self.leader.shrink_isr, b)
+        timer(b, self.checkpoint_ms, self.checkpoint_hw, b)
+        timer(b, self.socket_timeout_ms, self.follower.check_socket_timeout, b)
+
+    # ---- the controller's requests ------------------------------------------------------------------------------
+
+    def handle_leader_and_isr(self, b: int, p: int, leader: int, epoch: int, isr: tuple) -> None:
+        """The controller's LeaderAndIsr request reaches broker b."""
+        rep = self.replicas[p][b]
+        if epoch < rep.leader_epoch:
+            return  # stale
+        if leader == b:
+            if rep.is_leader and epoch == rep.leader_epoch:
+                rep.lead.isr = set(isr)  # an ISR change made by the controller
+                self.leader.advance_high_watermark(rep)
+            else:
+                self.leader.become_leader(rep, epoch, isr)
+        elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
+            self.follower.become_follower_and_truncate(rep, leader, epoch)
+        self.note_availability()
+
+    # ---- periodic tasks -------------------------------------------------------------------------------------------
+
+    def apply_retention(self, b: int) -> None:
+        """Delete whole old segments (never the active one, never above the HW) by age and by size."""
+        now = self.kernel.now
+        for p in self.partitions_of[b]:
+            rep, part = self.replicas[p][b], self.partitions[p]
+            log = rep.log
+            cut = log.apply_retention(now, rep.high_watermark, part.config.retention_ms, part.config.retention_bytes)
+            if cut:
+                self.event(RETENTION, p, b, f"deleted {cut} segment(s); log start offset now {log.log_start_offset}")
+        self.timer(b, self.retention_check_ms, self.apply_retention, b)
+
+    def flush(self, b: int) -> None:
+        """log.flush.interval.ms: the log flusher fsyncs every log of the broker, one after another, in the
+        background; what each fsync covers is durable once it ends."""
+        fsync = 0.0
+        done = []
+        for p in self.partitions_of[b]:
+            log = self.replicas[p][b].log
+            if log.log_end_offset > log.flushed_offset:
+                fsync += next(self.fsync)
+                done.append((log, log.begin_flush(), fsync))
+        if done:
+            if fsync > 0.0:
+                self.timer(b, done[0][2], self._flushed, b, done, 0)
+            else:
+                for log, offset, _ in done:
+                    log.flushed(offset)
+        self.timer(b, self.flush_ms, self.flush, b)
+
+    def _flushed(self, b: int, done: list, i: int) -> None:
+        """The flusher's i-th fsync ended (the next one ends after its own fsync)."""
+        log, offset, at = done[i]
+        log.flushed(offset)
+        if i + 1 < len(done):
+            self.timer(b, done[i + 1][2] - at, self._flushed, b, done, i + 1)
+
+    def checkpoint_hw(self, b: int) -> None:
+        """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash."""
+        for p in self.partitions_of[b]:
+            rep = self.replicas[p][b]
+            rep.hw_checkpoint = rep.high_watermark
+        self.timer(b, self.checkpoint_ms, self.checkpoint_hw, b)

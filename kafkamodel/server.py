@@ -1,0 +1,187 @@
+"""Brokers spend time on requests: Kafka's SocketServer and request handler pool, as queues.
+
+A request that reaches a broker waits for one of its ``num.io.threads``
+handler threads; the handler runs it (the model's handler code runs when the
+thread takes it), and its response leaves when the thread is done with it
+and one of the ``num.network.threads`` network threads has written it. A
+connection is muted from the moment a request is read until its response
+has been sent (Kafka's ``Processor`` mutes the channel), so a producer's
+in-flight requests on one connection are handled one after another, and an
+acks=all request waiting for replication holds the ones behind it.
+
+Service times (``costs``, in µs; zero makes a pool vanish) are per request,
+per partition in it and per KiB it carries; ``docs/calibration.md`` says
+which published measurement each default comes from.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from heapq import heapify, heapreplace
+
+
+class _Muted:
+    __slots__ = ("busy", "queue")
+
+    def __init__(self) -> None:
+        self.busy = False  # a request of this connection is being handled or waits for its response
+        self.queue: deque = deque()  # requests read after it, waiting (handler, args, partitions, nbytes)
+
+
+class Server:
+    """Every broker's request queue, handler threads and network threads."""
+
+    MESSAGES = ("request", "produce")
+    TIMERS = ("_run", "_resume")
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.transport = sim.transport
+        self.timer = sim.transport.timer
+        s = sim.settings
+        c = s.costs
+        self.request_ms = (c.request_us + c.network_request_us) / 1000.0  # handler + reading the request
+        self.partition_ms = c.partition_us / 1000.0
+        self.byte_ms = (c.kib_us + c.network_kib_us) / 1024.0 / 1000.0
+        self.write_ms = c.network_request_us / 1000.0  # a network thread writing a response
+        self.write_byte_ms = c.network_kib_us / 1024.0 / 1000.0
+        n = s.brokers
+        self.io_threads = s.broker.num_io_threads
+        self.network_threads = s.broker.num_network_threads
+        self.io_free = [[0.0] * self.io_threads for _ in range(n)]  # broker -> its handler threads' free times
+        self.net_free = [[0.0] * self.network_threads for _ in range(n)]  # broker -> its network threads'
+        self.io_busy_ms = [0.0] * n  # broker -> handler thread time spent
+        self.net_busy_ms = [0.0] * n  # broker -> network thread time spent
+        self.muted: dict = {}  # connection key -> _Muted
+        self.departure = 0.0  # while a handler runs: when its response may leave (the thread is done then)
+
+    # ---- requests in -------------------------------------------------------------------------------------------
+
+    def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
+        """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch): handler(*args) runs
+        when a handler thread takes it; its response leaves when the thread is done (``departure``)."""
+        if self.transport.check is not None:
+            self.transport.check(handler)
+        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
+        now = self.kernel.now
+        if cost > 0.0:
+            free = self.io_free[broker]
+            start = free[0] if free[0] > now else now  # the thread free first (a heap: the smallest first)
+            end = start + cost
+            heapreplace(free, end)
+            self.io_busy_ms[broker] += cost
+            if start > now:
+                self.timer(broker, start - now, self._run, end, handler, args)
+                return
+            self.departure = end
+        else:
+            self.departure = now
+        handler(*args)
+
+    def produce(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
+        """A produce request read at `broker` on the client connection `conn`: it waits for the response to
+        the one before it on that connection, then for a handler thread; handler(*args) runs when the thread
+        is done with it (it validates every batch before it appends)."""
+        st = self.muted.get(conn)
+        if st is None:
+            st = self.muted[conn] = _Muted()
+        if st.busy:
+            st.queue.append((handler, args, partitions, nbytes))
+            return
+        st.busy = True
+        self._start_produce(broker, handler, args, partitions, nbytes)
+
+    def _start_produce(self, broker: int, handler, args: tuple, partitions: int, nbytes: int) -> None:
+        if self.transport.check is not None:
+            self.transport.check(handler)
+        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
+        now = self.kernel.now
+        if cost > 0.0:
+            free = self.io_free[broker]
+            start = free[0] if free[0] > now else now
+            end = start + cost
+            heapreplace(free, end)
+            self.io_busy_ms[broker] += cost
+            if end > now:
+                self.timer(broker, end - now, self._run, end, handler, args)
+                return
+        self.departure = now
+        handler(*args)
+
+    def hold(self, broker: int, end: float, extra: float) -> None:
+        """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync in its path)."""
+        free = self.io_free[broker]
+        if end in free:
+            free[free.index(end)] = end + extra
+            heapify(free)
+            self.io_busy_ms[broker] += extra
+
+    def _run(self, departure: float, handler, args: tuple) -> None:
+        self.departure = departure
+        handler(*args)
+
+    # ---- responses out -------------------------------------------------------------------------------------------
+
+    def leave_at(self, broker: int, ready: float, nbytes: int = 0) -> float:
+        """When a response ready at `ready` has been written by a network thread."""
+        cost = self.write_ms + self.write_byte_ms * nbytes
+        if cost <= 0.0:
+            return ready
+        free = self.net_free[broker]
+        start = free[0] if free[0] > ready else ready
+        heapreplace(free, start + cost)
+        self.net_busy_ms[broker] += cost
+        return start + cost
+
+    def respond(self, broker: int, ready: float, dst: int, action, args: tuple, nbytes: int = 0, fetch: bool = False,
+                conn=None, kind: int = 0) -> None:
+        """Send a response that is ready at `ready` (the handler's `departure`, or now for one that waited
+        in purgatory); a muted connection `conn` takes its next request once it has left."""
+        now = self.kernel.now
+        leave = ready if ready > now else now
+        cost = self.write_ms + self.write_byte_ms * nbytes  # a network thread writes it
+        if cost > 0.0:
+            free = self.net_free[broker]
+            if free[0] > leave:
+                leave = free[0]
+            leave += cost
+            heapreplace(free, leave)
+            self.net_busy_ms[broker] += cost
+        self.transport.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)
+        if conn is not None:
+            self.unmute(broker, conn, leave)
+
+    def unmute(self, broker: int, conn, at: float) -> None:
+        """The connection's response has left (or there is none, acks=0): the next request read may start."""
+        st = self.muted.get(conn)
+        if st is None:
+            return
+        if not st.queue:
+            st.busy = False
+            return
+        if at > self.kernel.now:
+            self.timer(broker, at - self.kernel.now, self._resume, broker, conn)
+        else:
+            self._resume(broker, conn)
+
+    def _resume(self, broker: int, conn) -> None:
+        st = self.muted.get(conn)
+        if st is None:
+            return
+        if not st.queue:
+            st.busy = False
+            return
+        handler, args, partitions, nbytes = st.queue.popleft()
+        self._start_produce(broker, handler, args, partitions, nbytes)
+
+    # ---- faults ----------------------------------------------------------------------------------------------------
+
+    def reset(self, broker: int) -> None:
+        """The broker's process died: its connections and what they queued are gone; its threads start idle."""
+        self.muted = {k: v for k, v in self.muted.items() if k[-1] != broker}
+        self.io_free[broker] = [0.0] * self.io_threads
+        self.net_free[broker] = [0.0] * self.network_threads
+
+    def forget(self, conn) -> None:
+        """The client closed the connection: requests it queued are dropped."""
+        self.muted.pop(conn, None)

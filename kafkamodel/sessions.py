@@ -1,0 +1,299 @@
+"""The leader's side of replication: follower fetch sessions (KIP-227), long polls, OffsetsForLeaderEpoch.
+
+A follower broker's replica fetcher keeps one session at each leader broker
+it fetches from. A fetch request carries only the partitions whose fetch
+offset changed (and the ones it added or dropped); the leader keeps the
+others' offsets from before. For each partition in the request the leader
+learns the follower's LEO (the offset it asks for), updates when it was last
+caught up, advances the HW or lets it back into the ISR. The answer carries
+the partitions with something new: records beyond the follower's offset (up
+to ``replica.fetch.max.bytes`` each and ``replica.fetch.response.max.bytes``
+in all, the first batch always), a new HW, or an error. With fewer than
+``replica.fetch.min.bytes`` of records to give, the fetch waits (up to
+``replica.fetch.wait.max.ms``) until an append brings them. So work follows
+what changed, not how many partitions a session holds.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from .protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from .state import Replica
+
+LOG_START_MOVED = 8  # the follower's offset is below the leader's log start: it starts over there
+_by_key = attrgetter("key")
+
+
+class FetchSession:
+    """A follower fetcher's session at one leader broker."""
+
+    __slots__ = ("key", "leader", "follower", "offsets", "dirty", "hw_sent", "parked", "parked_at", "timer_armed",
+                 "last_fetch_ms", "errors")
+
+    def __init__(self, key: tuple, leader: int, follower: int):
+        self.key = key  # (leader, follower, fetcher id)
+        self.leader = leader
+        self.follower = follower
+        self.offsets: dict[int, int] = {}  # partition -> the fetch offset the follower last reported
+        self.dirty: dict[int, bool] = {}  # partitions to read at the next answer (records beyond the offset, new HW)
+        self.hw_sent: dict[int, int] = {}  # partition -> the HW last sent to the follower
+        self.parked = 0  # the request id of a fetch waiting for records (0: none)
+        self.parked_at = 0.0
+        self.timer_armed = False
+        self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
+        self.errors: list = []  # error entries for the next answer
+
+
+class SessionManager:
+    """Every leader broker's fetch sessions (Kafka's FetchManager, and ReplicaManager.fetchMessages for followers)."""
+
+    MESSAGES = ("handle_fetch", "handle_epoch_query")  # through the server
+    TIMERS = ("_wait_expired",)
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.timer = sim.transport.timer
+        self.replicas = sim.replicas
+        self.batches = sim.batches
+        self.mode = sim.mode
+        self.counters = sim.recorder.counters
+        cfg = sim.settings.broker
+        self.wait_ms = cfg.replica_fetch_wait_max_ms
+        self.min_bytes = cfg.replica_fetch_min_bytes
+        self.partition_max_bytes = cfg.replica_fetch_max_bytes
+        self.response_max_bytes = cfg.replica_fetch_response_max_bytes
+        costs = sim.settings.costs
+        self.read_partition_ms = costs.partition_us / 1000.0  # a handler thread reading one partition
+        self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
+        self.sessions: dict[tuple, FetchSession] = {}
+        self.server = self.leader = self.follower = None  # wired
+
+    def wire(self, server, leader, follower) -> None:
+        self.server, self.leader, self.follower = server, leader, follower
+
+    # ---- fetch requests --------------------------------------------------------------------------------------------
+
+    def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: list, full: bool) -> None:
+        """A follower's fetch request, read by a handler thread of the leader: entries (partition, fetch offset,
+        leader epoch) for what changed, partitions it no longer fetches here, or the whole set (`full`)."""
+        ready = self.server.departure
+        leader, follower, _ = key
+        s = self.sessions.get(key)
+        if s is None or full:
+            if s is not None:
+                self._drop(s, list(s.offsets))
+            s = self.sessions[key] = FetchSession(key, leader, follower)
+        now = self.kernel.now
+        s.last_fetch_ms = now
+        if forgotten:
+            self._drop(s, forgotten)
+        replicas = self.replicas
+        data = False  # some partition of the request has records beyond its offset
+        for p, offset, epoch in entries:
+            rep = replicas[p][leader]
+            if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
+                self._drop(s, [p])
+                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, None, -1, -1))
+                continue
+            log = rep.log
+            leo = log.log_end_offset
+            if offset > leo:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
+                self._drop(s, [p])
+                s.errors.append((p, OFFSET_OUT_OF_RANGE, None, -1, leo))
+                continue
+            if offset < log.log_start_offset:  # retention deleted what it needs
+                self._drop(s, [p])
+                s.errors.append((p, LOG_START_MOVED, None, -1, log.log_start_offset))
+                continue
+            s.offsets[p] = offset
+            lead = rep.lead
+            lead.sessions[follower] = s
+            # updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was last caught up
+            # (at this fetch if it has everything; at its previous read if it has what was there then)
+            if offset >= leo:
+                lead.last_caught_up_ms[follower] = now
+            elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
+                t = lead.last_caught_up_ms.get(follower, lead.since_ms)
+                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
+            lead.last_fetch_ms[follower] = now
+            lead.last_fetch_leader_leo[follower] = leo
+            lead.follower_leo[follower] = offset
+            if self.mode.fetch_counts(rep, follower):
+                self.leader.advance_high_watermark(rep)
+            elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
+                self.leader.expand_isr(rep, follower)
+            if leo > offset:
+                s.dirty[p] = data = True
+            elif s.hw_sent.get(p) != rep.high_watermark:
+                s.dirty[p] = True
+            else:
+                s.dirty.pop(p, None)
+        if s.errors or (self.min_bytes == 1 and data) or self._has_bytes(s):
+            self._answer(s, req, ready)
+        else:
+            s.parked, s.parked_at = req, now
+            if not s.timer_armed:
+                s.timer_armed = True
+                self.timer(leader, self.wait_ms, self._wait_expired, s)
+
+    def _has_bytes(self, s: FetchSession) -> bool:
+        """Are there replica.fetch.min.bytes of records to give (1 by default: any)?"""
+        need = self.min_bytes
+        if need <= 0:
+            return True
+        replicas, leader, bytes_of = self.replicas, s.leader, self.batches.bytes
+        got = 0
+        for p in s.dirty:
+            log = replicas[p][leader].log
+            offset = s.offsets[p]
+            if log.log_end_offset <= offset:
+                continue
+            if need <= 1:
+                return True
+            entries = log.entries
+            for i in range(log.entry_index(offset), len(entries)):
+                b = entries[i][3]
+                got += bytes_of[b] if b >= 0 else 0
+                if got >= need:
+                    return True
+        return False
+
+    def _drop(self, s: FetchSession, parts: list) -> None:
+        replicas, leader, follower = self.replicas, s.leader, s.follower
+        for p in parts:
+            if s.offsets.pop(p, None) is not None:
+                lead = replicas[p][leader].lead
+                if lead is not None and lead.sessions.get(follower) is s:
+                    del lead.sessions[follower]
+            s.dirty.pop(p, None)
+            s.hw_sent.pop(p, None)
+
+    # ---- answers ---------------------------------------------------------------------------------------------------
+
+    def _answer(self, s: FetchSession, req: int, ready: float) -> None:
+        """The fetch response: the partitions with something new, in session order (those that got records
+        move to the end, for fairness under the byte limits)."""
+        s.parked = 0
+        now = self.kernel.now
+        leader = s.leader
+        replicas, bytes_of = self.replicas, self.batches.bytes
+        parts, s.errors = s.errors, []
+        budget = self.response_max_bytes
+        total = 0
+        again = []
+        for p in list(s.dirty):
+            rep = replicas[p][leader]
+            log = rep.log
+            offset = s.offsets[p]
+            hw = rep.high_watermark
+            entries = log.entries
+            chunk = ()
+            if log.log_end_offset > offset and (budget > 0 or not total):
+                i = j = log.entry_index(offset)
+                size, cap = 0, min(self.partition_max_bytes, budget)
+                n = len(entries)
+                while j < n:
+                    b = entries[j][3]
+                    size += bytes_of[b] if b >= 0 else 0
+                    if size > cap and (j > i or total):
+                        size -= bytes_of[b] if b >= 0 else 0
+                        break
+                    j += 1
+                chunk = entries[i:j]
+                total += size
+                budget -= size
+                lead = rep.lead
+                lead.last_fetch_leader_leo[s.follower] = log.log_end_offset
+                lead.last_fetch_ms[s.follower] = now
+            if not chunk and hw == s.hw_sent.get(p):
+                if log.log_end_offset <= offset:
+                    del s.dirty[p]
+                continue
+            s.hw_sent[p] = hw
+            parts.append((p, NONE, chunk, hw, 0))
+            if chunk:
+                again.append(p)
+            elif log.log_end_offset <= offset:
+                del s.dirty[p]
+        for p in again:  # records handed out: to the end of the session's order
+            del s.dirty[p]
+            s.dirty[p] = True
+        self.counters.fetch_partitions += len(parts)
+        extra = self.read_partition_ms * len(parts) + self.read_byte_ms * total
+        self.server.respond(leader, (ready if ready > now else now) + extra, s.follower, self.follower.handle_response,
+                            (s.key, req, parts), nbytes=total, fetch=True)
+
+    def _wait_expired(self, s: FetchSession) -> None:
+        if self.sessions.get(s.key) is not s:
+            return
+        if not s.parked:
+            s.timer_armed = False
+            return
+        due = s.parked_at + self.wait_ms
+        now = self.kernel.now
+        if now + 1e-9 < due:  # parked again since the timer was set
+            self.timer(s.leader, due - now, self._wait_expired, s)
+            return
+        s.timer_armed = False
+        self._answer(s, s.parked, now)
+
+    # ---- what wakes a session ------------------------------------------------------------------------------------
+
+    def appended(self, rep: Replica, woken: set) -> None:
+        """The leader appended to the partition: its followers' sessions have records to give; the parked
+        ones go into `woken`, to be answered once the produce request is handled (``wake``)."""
+        lead = rep.lead
+        if not lead.sessions:
+            return
+        p = rep.partition
+        old = rep.log.entries[-1][0]  # the LEO before this append
+        for f, s in lead.sessions.items():
+            if p not in s.dirty:
+                if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
+                    t = lead.last_caught_up_ms.get(f, lead.since_ms)
+                    if s.last_fetch_ms > t:
+                        lead.last_caught_up_ms[f] = s.last_fetch_ms
+                s.dirty[p] = True
+            if s.parked:
+                woken.add(s)
+
+    def wake(self, woken: set) -> None:
+        """After a produce request (tryCompleteActions): parked fetches that now find enough are answered."""
+        now = self.kernel.now
+        for s in (sorted(woken, key=_by_key) if len(woken) > 1 else woken):
+            if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
+                self._answer(s, s.parked, now)
+
+    def hw_moved(self, rep: Replica) -> None:
+        """The HW moved: the followers learn it with their next answer (it does not end a long poll)."""
+        p = rep.partition
+        for s in rep.lead.sessions.values():
+            s.dirty[p] = True
+
+    def resigned(self, rep: Replica) -> None:
+        """The replica stopped leading: it leaves its followers' sessions here."""
+        p = rep.partition
+        for s in list(rep.lead.sessions.values()):
+            self._drop(s, [p])
+
+    def drop_broker(self, b: int) -> None:
+        """Broker b's process died: the sessions it held as leader are gone."""
+        for key in [k for k in self.sessions if k[0] == b]:
+            del self.sessions[key]
+
+    # ---- OffsetsForLeaderEpoch --------------------------------------------------------------------------------------
+
+    def handle_epoch_query(self, key: tuple, req: int, entries: list) -> None:
+        """Where each asked epoch ends in the leader's log: (partition, epoch found, end offset) or NOT_LEADER."""
+        ready = self.server.departure
+        leader, follower, _ = key
+        answers = []
+        for p, epoch in entries:
+            rep = self.replicas[p][leader]
+            if not rep.is_leader:
+                answers.append((p, NOT_LEADER_OR_FOLLOWER, epoch, -1, -1))
+                continue
+            found, end = rep.end_offset_for_epoch(epoch)
+            answers.append((p, NONE, epoch, found, end))
+        self.server.respond(leader, ready, follower, self.follower.handle_epoch_answer, (key, req, answers))

@@ -1,0 +1,308 @@
+"""The settings in force, resolved once from a validated scenario.
+
+Two steps, both here:
+
+* ``derive(scenario_dict)``: the defaults that depend on other settings
+  (``enable.idempotence`` on unless the producer's settings conflict, as in
+  Kafka 3.x; ``acks: -1`` read as ``all``). The scenario's resolved view
+  (``Scenario.to_dict()``, the run folder's ``scenario.yaml``) is this.
+* ``Settings.of(scenario)``: a typed, frozen view of it that the actors
+  read: per broker, per topic (topic overrides of broker settings applied),
+  per producer, per consumer, per fault. Times are float milliseconds.
+
+Actors never look a scenario key up themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .protocol import ACKS_CODE
+
+
+TIMELINE_ROWS = 50_000  # by default the timeline samples at most this many (time, partition) rows
+
+
+def derive(s: dict) -> dict:
+    """Fill the defaults that depend on other settings, in place; returns `s`."""
+    for p in s["producers"]:
+        if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
+            is_all = p["acks"] in ("all", -1)
+            p["enable.idempotence"] = bool(is_all and p["retries"] > 0 and p["max.in.flight.requests.per.connection"] <= 5)
+        if p["acks"] == -1:
+            p["acks"] = "all"
+    return s
+
+
+def _ms(value) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    min_insync_replicas: int  # broker-wide min.insync.replicas (a topic applies min(it, RF))
+    unclean_leader_election_enable: bool
+    replica_lag_time_max_ms: float
+    replica_lag_max_messages: int | None  # 0.8's count rule; None: off
+    replica_fetch_wait_max_ms: float  # a follower fetch's long poll
+    replica_fetch_max_bytes: int  # bytes one fetch response carries per partition (at least one batch)
+    replica_fetch_backoff_ms: float
+    replica_socket_timeout_ms: float
+    replica_high_watermark_checkpoint_interval_ms: float
+    zookeeper_session_timeout_ms: float  # the controller declares a silent broker dead after this
+    truncation: str  # "high_watermark" (before 0.11) or "leader_epoch"
+    log_flush_interval_messages: int  # fsync after this many appended records; 0: never forced
+    log_flush_interval_ms: float | None  # fsync every this many ms; None: never forced
+    os_dirty_expire_ms: float  # the OS writes page-cache data back this long after it was written
+    auto_leader_rebalance_enable: bool
+    leader_imbalance_check_interval_ms: float
+    leader_imbalance_per_broker_percentage: float
+    eligible_leader_replicas_enable: bool  # KIP-966
+    log_retention_check_interval_ms: float
+    num_replica_fetchers: int  # fetcher threads per (follower broker, leader broker)
+    replica_fetch_min_bytes: int
+    replica_fetch_response_max_bytes: int
+    num_io_threads: int
+    num_network_threads: int
+
+    @classmethod
+    def of(cls, b: Mapping) -> "BrokerSettings":
+        return cls(
+            min_insync_replicas=b["min.insync.replicas"],
+            unclean_leader_election_enable=bool(b["unclean.leader.election.enable"]),
+            replica_lag_time_max_ms=float(b["replica.lag.time.max.ms"]),
+            replica_lag_max_messages=b["replica.lag.max.messages"],
+            replica_fetch_wait_max_ms=float(b["replica.fetch.wait.max.ms"]),
+            replica_fetch_max_bytes=b["replica.fetch.max.bytes"],
+            replica_fetch_backoff_ms=float(b["replica.fetch.backoff.ms"]),
+            replica_socket_timeout_ms=float(b["replica.socket.timeout.ms"]),
+            replica_high_watermark_checkpoint_interval_ms=float(b["replica.high.watermark.checkpoint.interval.ms"]),
+            zookeeper_session_timeout_ms=float(b["zookeeper.session.timeout.ms"]),
+            truncation=b["truncation"],
+            log_flush_interval_messages=b["log.flush.interval.messages"] or 0,
+            log_flush_interval_ms=_ms(b["log.flush.interval.ms"] or None),
+            os_dirty_expire_ms=float(b["os.dirty.expire.ms"]),
+            auto_leader_rebalance_enable=bool(b["auto.leader.rebalance.enable"]),
+            leader_imbalance_check_interval_ms=float(b["leader.imbalance.check.interval.seconds"]) * 1000.0,
+            leader_imbalance_per_broker_percentage=float(b["leader.imbalance.per.broker.percentage"]),
+            eligible_leader_replicas_enable=bool(b["eligible.leader.replicas.enable"]),
+            log_retention_check_interval_ms=float(b["log.retention.check.interval.ms"]),
+            num_replica_fetchers=int(b["num.replica.fetchers"]),
+            replica_fetch_min_bytes=int(b["replica.fetch.min.bytes"]),
+            replica_fetch_response_max_bytes=int(b["replica.fetch.response.max.bytes"]),
+            num_io_threads=int(b["num.io.threads"]),
+            num_network_threads=int(b["num.network.threads"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CostSettings:
+    """A broker's CPU per request (µs): the model's calibration (docs/calibration.md)."""
+
+    request_us: float
+    partition_us: float
+    kib_us: float
+    network_request_us: float
+    network_kib_us: float
+    fetcher_response_us: float
+    fetcher_partition_us: float
+    fetcher_kib_us: float
+
+    @classmethod
+    def of(cls, c: Mapping) -> "CostSettings":
+        return cls(**{k.replace(".", "_"): float(v) for k, v in c.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSettings:
+    name: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int  # in force: the topic's own, else min(the broker's, RF)
+    unclean_leader_election_enable: bool  # in force: the topic's own, else the broker's
+    segment_bytes: int  # in force: segment.bytes, else log.segment.bytes
+    retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
+    retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
+
+    @classmethod
+    def of(cls, t: Mapping, b: Mapping) -> "TopicSettings":
+        rf = t["replication.factor"]
+        unclean = t["unclean.leader.election.enable"]
+        return cls(
+            name=t["name"], partitions=t["partitions"], replication_factor=rf,
+            min_insync_replicas=t["min.insync.replicas"] or min(b["min.insync.replicas"], rf),
+            unclean_leader_election_enable=bool(b["unclean.leader.election.enable"] if unclean is None else unclean),
+            segment_bytes=t["segment.bytes"] or b["log.segment.bytes"],
+            retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
+            retention_bytes=t["retention.bytes"] or b["log.retention.bytes"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BurstSettings:
+    records: int  # records sent at once
+    every_ms: float
+    start_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSettings:
+    topic: str
+    rate_per_s: float  # Poisson arrivals
+    burst: BurstSettings | None
+    start_ms: float
+    stop_ms: float | None
+    acks: int  # 0, 1 or ACKS_ALL
+    linger_ms: float
+    batch_size: int  # bytes
+    record_size_bytes: int
+    retries: int
+    retry_backoff_ms: float
+    request_timeout_ms: float
+    delivery_timeout_ms: float
+    enable_idempotence: bool
+    max_in_flight: int  # max.in.flight.requests.per.connection
+    max_request_size: int
+    client_rack: str | None  # the rack it runs in (network.links)
+    partitioner: Any  # a name, or {mapping: {key: partition}}
+    key_cardinality: int | None  # keys key-0 .. key-(n-1); None: null keys
+
+    @property
+    def records_per_batch(self) -> int:
+        """Records that fit in batch.size (at least one)."""
+        return max(1, self.batch_size // self.record_size_bytes)
+
+    @classmethod
+    def of(cls, p: Mapping) -> "ProducerSettings":
+        burst = p["burst"]
+        return cls(
+            topic=p["topic"], rate_per_s=float(p["rate.per.s"]),
+            burst=None if burst is None else BurstSettings(int(burst["records"]), float(burst["every.ms"]),
+                                                           float(burst["start.ms"])),
+            start_ms=float(p["start.ms"]), stop_ms=_ms(p["stop.ms"]),
+            acks=ACKS_CODE[p["acks"]], linger_ms=float(p["linger.ms"]), batch_size=int(p["batch.size"]),
+            record_size_bytes=int(p["record.size.bytes"]), retries=int(p["retries"]),
+            retry_backoff_ms=float(p["retry.backoff.ms"]), request_timeout_ms=float(p["request.timeout.ms"]),
+            delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
+            max_in_flight=int(p["max.in.flight.requests.per.connection"]),
+            max_request_size=int(p["max.request.size"]), client_rack=p["client.rack"], partitioner=p["partitioner"],
+            key_cardinality=None if p["keys"] is None else int(p["keys"]["cardinality"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    group: str  # group.id
+    topic: str
+    members: int
+    assignment_strategy: str  # partition.assignment.strategy
+    commit: str  # auto, before_processing, after_processing, atomic
+    auto_commit_interval_ms: float
+    processing_ms: float  # per record
+    max_poll_records: int
+    fetch_max_wait_ms: float
+    fetch_min_bytes: int
+    fetch_max_bytes: int
+    max_partition_fetch_bytes: int
+    session_timeout_ms: float
+    heartbeat_interval_ms: float
+    auto_offset_reset: str  # latest or earliest
+    retry_backoff_ms: float
+    client_rack: str | None  # the rack its members run in (network.links)
+
+    @classmethod
+    def of(cls, c: Mapping) -> "ConsumerSettings":
+        return cls(
+            group=c["group"], topic=c["topic"], members=int(c["members"]),
+            assignment_strategy=c["partition.assignment.strategy"], commit=c["commit"],
+            auto_commit_interval_ms=float(c["auto.commit.interval.ms"]), processing_ms=float(c["processing.ms"]),
+            max_poll_records=int(c["max.poll.records"]), fetch_max_wait_ms=float(c["fetch.max.wait.ms"]),
+            fetch_min_bytes=int(c["fetch.min.bytes"]), fetch_max_bytes=int(c["fetch.max.bytes"]),
+            max_partition_fetch_bytes=int(c["max.partition.fetch.bytes"]),
+            session_timeout_ms=float(c["session.timeout.ms"]), heartbeat_interval_ms=float(c["heartbeat.interval.ms"]),
+            auto_offset_reset=c["auto.offset.reset"], retry_backoff_ms=float(c["retry.backoff.ms"]),
+            client_rack=c["client.rack"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSettings:
+    at_ms: float
+    kind: str
+    targets: tuple  # broker ids or "leader:TOPIC-P" (rack:NAME and * expanded to ids), hit at the same instant
+    group: str | None  # consumer faults
+    member: int | None
+    duration_ms: float | None
+    isolate_from: tuple | None  # isolate: cut only these links (broker ids, "controller", "clients")
+    factor: float  # slow
+
+    @classmethod
+    def of(cls, f: Mapping, racks: tuple = (), brokers: int = 0) -> "FaultSettings":
+        """`racks`: each broker's rack, for rack:NAME targets; `brokers`: how many there are, for *."""
+        target = f["broker"]
+        targets = []
+        for t in (target if isinstance(target, (list, tuple)) else (target,)):
+            if t == "*":
+                targets.extend(range(brokers))
+            elif isinstance(t, str) and t.startswith("rack:"):
+                targets.extend(b for b, rack in enumerate(racks) if rack == t[5:])
+            else:
+                targets.append(t)
+        targets = tuple(dict.fromkeys(targets))  # a broker named twice (rack:a and 0) is hit once
+        return cls(
+            at_ms=float(f["at.ms"]), kind=f["kind"], targets=targets, group=f["group"], member=f["member"],
+            duration_ms=_ms(f["duration.ms"]), isolate_from=None if f["from"] is None else tuple(f["from"]),
+            factor=float(f["factor"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    name: str
+    seed: int
+    duration_ms: float
+    replication: str  # "isr" or "quorum"
+    brokers: int
+    timeline_interval_ms: float  # the timeline's sampling period
+    debug_invariants: bool
+    broker: BrokerSettings
+    latency_ms: Any  # the one-way latency distribution (every link network.links does not name)
+    links: tuple  # ((end X, end Y), latency distribution) per network.links entry, in order (later wins)
+    racks: tuple  # broker -> its rack (broker.rack); () without racks
+    fsync_ms: Any  # one fsync's duration (distribution)
+    quorum_fsync: bool  # quorum mode: replicas count towards the majority once durable
+    bandwidth_mbps: float | None  # each broker NIC; None: messages take no transfer time
+    costs: CostSettings
+    topics: tuple  # TopicSettings, in scenario order
+    producers: tuple  # ProducerSettings
+    consumers: tuple  # ConsumerSettings
+    faults: tuple  # FaultSettings
+
+    @classmethod
+    def of(cls, scenario: Mapping) -> "Settings":
+        b = scenario["broker"]
+        duration = float(scenario["duration.ms"])
+        interval = scenario["timeline.interval.ms"]
+        partitions = sum(t["partitions"] for t in scenario["topics"])
+        racks = tuple(scenario["racks"][i % len(scenario["racks"])] for i in range(scenario["brokers"])) \
+            if scenario["racks"] else ()
+        return cls(
+            name=scenario["name"], seed=scenario["seed"], duration_ms=duration, replication=scenario["replication"],
+            brokers=scenario["brokers"],
+            timeline_interval_ms=float(interval or max(duration / 400.0, 1.0, duration * partitions / TIMELINE_ROWS)),
+            debug_invariants=bool(scenario["debug.invariants"]),
+            broker=BrokerSettings.of(b),
+            latency_ms=scenario["network"]["latency.ms"], bandwidth_mbps=_ms(scenario["network"]["bandwidth.mbps"]),
+            links=tuple((tuple(link["between"]), link["latency.ms"]) for link in scenario["network"]["links"]),
+            racks=racks,
+            fsync_ms=scenario["disk"]["fsync.ms"], quorum_fsync=bool(scenario["quorum.fsync"]),
+            costs=CostSettings.of(scenario["costs"]),
+            topics=tuple(TopicSettings.of(t, b) for t in scenario["topics"]),
+            producers=tuple(ProducerSettings.of(p) for p in scenario["producers"]),
+            consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),
+            faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
+        )
+
+    def topic(self, name: str) -> TopicSettings:
+        return next(t for t in self.topics if t.name == name)

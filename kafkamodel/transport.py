@@ -1,0 +1,206 @@
+"""How messages and timers travel: connections, latency draws, cut links, held messages; named random streams.
+
+* ``send`` is a one-way message over a connection ``(src, dst, conn)``:
+  it arrives after an independent latency draw (plus the transfer time of
+  its bytes through each broker NIC on its way, one message at a time per
+  direction, when a bandwidth is set), in order with the connection's earlier
+  messages (as over TCP), unless a fault eats it: an isolated sender or
+  receiver, a cut link, a receiver whose process is down (then `refused`, if
+  given, tells the sender), or a paused receiver, which holds it until it
+  resumes.
+* ``timer`` is a broker process's timer: void if the process dies, held
+  while it is paused.
+* ``Streams``: one random stream per source of randomness, found by name.
+"""
+
+from __future__ import annotations
+
+import zlib
+from heapq import heappush
+
+import numpy as np
+
+from .distributions import Sampler
+from .protocol import CLIENT
+
+
+class Streams:
+    """The run's random streams, one per source, each found by its name.
+
+    Every stream is a child of the run's ``SeedSequence(seed)``. The streams
+    the model had before streams were named keep the child positions they had
+    (``network`` 0; producer i's ``producers[i].arrivals`` 1+2i and
+    ``producers[i].keys`` 2+2i; ``consumers`` after the producers), so recorded
+    runs reproduce; any other name gets a child key of its own derived from
+    the name, so adding a stream moves no other stream's draws.
+    """
+
+    def __init__(self, seed: int, producers: int):
+        self.seed = seed
+        self.positions = {"network": 0, "consumers": 1 + 2 * producers}
+        for i in range(producers):
+            self.positions[f"producers[{i}].arrivals"] = 1 + 2 * i
+            self.positions[f"producers[{i}].keys"] = 2 + 2 * i
+        self._made: dict[str, np.random.Generator] = {}
+
+    def key(self, name: str) -> int:
+        """The stream's child key: its historical position, or one derived from its name (>= 2**32)."""
+        return self.positions.get(name, (1 << 32) + zlib.crc32(name.encode()))
+
+    def __call__(self, name: str) -> np.random.Generator:
+        """The generator of the stream `name` (the same object every time)."""
+        rng = self._made.get(name)
+        if rng is None:
+            rng = self._made[name] = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(self.key(name),)))
+        return rng
+
+
+class Transport:
+    """Message delivery and broker timers over the kernel."""
+
+    __slots__ = ("kernel", "heap", "seq", "brokers", "draws", "latency", "offset", "slow", "ms_per_byte",
+                 "egress_free", "ingress_free", "cuts", "clocks", "calm", "check")
+
+    def __init__(self, kernel, brokers, draws: tuple, latency: tuple, offset: int, bandwidth_mbps: float | None):
+        self.kernel = kernel
+        self.heap, self.seq = kernel.events()  # messages go straight onto the kernel's heap (the hot path)
+        self.brokers = brokers  # Broker objects: up, paused, isolated, slow, incarnation, deferred
+        self.draws = draws  # network.latency.ms's Sampler per kind of connection (protocol.DATA_CONN, CONSUMER_CONN)
+        self.latency = latency  # [conn][src + offset][dst + offset]: the link's latency draws (network.Layout)
+        self.offset = offset  # a node id + offset is its index in the per-node tables
+        self.slow = 0  # brokers slowed down now (their fetch messages take `slow` times longer)
+        self.ms_per_byte = 8.0 / (bandwidth_mbps * 1000.0) if bandwidth_mbps else 0.0  # a broker NIC's time per byte
+        self.egress_free = [0.0] * len(brokers)  # broker -> when its NIC has sent everything queued so far
+        self.ingress_free = [0.0] * len(brokers)  # broker -> when its NIC has received everything so far
+        self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
+        n = len(brokers) + offset  # node ids from -offset up
+        self.clocks = [[[0.0] * n for _ in range(n)] for _ in draws]  # [conn][src + off][dst + off]: latest arrival
+        self.calm = True  # no broker down, paused or isolated, no link cut: messages need no checks
+        self.check = None  # debug: called with each action delivered or fired (the declared handlers' check)
+
+    # ---- links ------------------------------------------------------------------------------------------
+
+    def reachable(self, a: int, b: int) -> bool:
+        """Can a message go from node a to node b now (isolation and cut links)?"""
+        brokers = self.brokers
+        if (a >= 0 and brokers[a].isolated) or (b >= 0 and brokers[b].isolated):
+            return False
+        return not self.cuts or (a, b) not in self.cuts
+
+    def cut(self, a: int, b: int) -> None:
+        """Drop messages both ways between a and b (cuts stack: each is healed once)."""
+        for link in ((a, b), (b, a)):
+            self.cuts[link] = self.cuts.get(link, 0) + 1
+        self.refresh()
+
+    def heal(self, a: int, b: int) -> None:
+        """Undo one cut between a and b."""
+        for link in ((a, b), (b, a)):
+            self.cuts[link] -= 1
+            if not self.cuts[link]:
+                del self.cuts[link]
+        self.refresh()
+
+    def set_slow(self, b: int, factor: float) -> None:
+        """Broker b's fetch messages (both ways) take `factor` times longer (1: normal again)."""
+        was = self.brokers[b].slow != 1.0
+        self.brokers[b].slow = factor
+        self.slow += (factor != 1.0) - was
+
+    def is_cut(self, a: int, b: int) -> bool:
+        """Does some partial isolation still drop messages from a to b?"""
+        return (a, b) in self.cuts
+
+    # ---- messages -----------------------------------------------------------------------------------------
+
+    def send(self, src: int, dst: int, action, args: tuple, fetch: bool = False, refused=None, nbytes: int = 0,
+             conn: int = 0, delay: float = 0.0) -> None:
+        """Deliver action(*args) at `dst` after a latency draw of the connection's kind (`fetch`: a
+        replication message, slowed by a slow broker at either end; `nbytes`: record bytes it carries,
+        through each broker's NIC; `delay`: it leaves that much later, when the sender is done with it)."""
+        brokers = self.brokers
+        if not self.calm:
+            if src >= 0 and brokers[src].isolated:
+                return
+            if self.cuts and (src, dst) in self.cuts:
+                return
+        off = self.offset
+        latency = next(self.latency[conn][src + off][dst + off])
+        if fetch and self.slow:
+            factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
+            latency *= factor
+        at = self.kernel.now + delay
+        if nbytes and self.ms_per_byte:  # a broker's NIC sends (and receives) one message at a time
+            tx = nbytes * self.ms_per_byte
+            if src >= 0:
+                free = self.egress_free[src]
+                at = (free if free > at else at) + tx
+                self.egress_free[src] = at
+            else:
+                at += tx
+            at += latency
+            if dst >= 0:
+                done = self.ingress_free[dst] + tx
+                if done > at:
+                    at = done
+                self.ingress_free[dst] = at
+        else:
+            at += latency
+        row = self.clocks[conn][src + off]  # one TCP connection per (src, dst, kind): in order, as sent
+        if at < row[dst + off]:
+            at = row[dst + off]
+        row[dst + off] = at
+        heappush(self.heap, (at, next(self.seq), self._deliver, (src, dst, action, args, refused, conn)))
+
+    def _deliver(self, src: int, dst: int, action, args: tuple, refused, conn: int) -> None:
+        if not self.calm:
+            brokers = self.brokers
+            if src >= 0 and brokers[src].isolated:
+                return
+            if self.cuts and (src, dst) in self.cuts:
+                return
+            if dst >= 0:
+                b = brokers[dst]
+                if not b.up:
+                    if refused is not None:  # the connection is refused: the sender learns it
+                        self.send(CLIENT, src, refused, args, conn=conn)
+                    return
+                if b.isolated:
+                    return
+                if b.paused:
+                    b.deferred.append((action, args))
+                    return
+        if self.check is not None:
+            self.check(action)
+        action(*args)
+
+    def refresh(self) -> None:
+        """After a broker's process, pause or isolation changed: is every broker up, running and reachable?"""
+        self.calm = not self.cuts and all(b.up and not b.paused and not b.isolated for b in self.brokers)
+
+    # ---- timers and held messages ---------------------------------------------------------------------------
+
+    def timer(self, broker: int, delay: float, action, *args) -> None:
+        """A timer of a broker's process: void if the process dies, held while paused."""
+        self.kernel.schedule(self.kernel.now + delay, self._fire, broker, self.brokers[broker].incarnation, action, args)
+
+    def _fire(self, broker: int, incarnation: int, action, args: tuple) -> None:
+        b = self.brokers[broker]
+        if b.incarnation != incarnation or not b.up:
+            return
+        if b.paused:
+            b.deferred.append((action, args))
+            return
+        if self.check is not None:
+            self.check(action)
+        action(*args)
+
+    def release_held(self, broker: int) -> int:
+        """A paused broker resumes: what it held runs now, in order (until it dies or pauses again)."""
+        b = self.brokers[broker]
+        held, b.deferred = b.deferred, []
+        for action, args in held:
+            if not b.up or b.paused:
+                break
+            action(*args)
+        return len(held)

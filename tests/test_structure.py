@@ -1,0 +1,90 @@
+"""The model's declared structure holds: each actor's handler table (its MESSAGES and TIMERS) is the
+set of actions that actually arrive as messages and timers, random streams are found by name, and the
+summary and tables are the ones ``measures`` declares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kafkamodel import load_scenario, simulate
+from kafkamodel.measures import EVENT_KINDS, SUMMARY_KEYS, TABLES
+from kafkamodel.simulation import Simulation, declared_handlers
+from kafkamodel.transport import Streams
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+# between them these reach every handler: consumers, epoch queries, isolation, power loss, timeouts, flushes
+COVERING = ("delivery-at-most-once", "delivery-exactly-once", "kip101-leader-epoch", "kip101-double-power-loss-leader-epoch",
+            "jepsen-2013", "last-replica-standing-elr", "producer-timeout-idempotent", "producer-retry-idempotent",
+            "min-isr-refusal", "clean-election")
+# ... and these the rest: a follower back after retention deleted what it needs (and a crashed leader's
+# parked fetches), and a restarted old leader ahead of an uncleanly elected one (HW truncation, no new writes)
+CRASH_0_THEN_1 = [{"at.ms": 1000, "kind": "crash", "broker": 1}, {"at.ms": 1000, "kind": "crash", "broker": 2},
+                  {"at.ms": 8000, "kind": "crash", "broker": 0}, {"at.ms": 9000, "kind": "restart", "broker": 1},
+                  {"at.ms": 15000, "kind": "restart", "broker": 0}]
+COVERING_OVERRIDES = (
+    ("steady-state", {"duration.ms": 8000, "broker.log.segment.bytes": 100000, "broker.log.retention.bytes": 200000,
+                      "broker.log.retention.check.interval.ms": 500,
+                      "faults": [{"at.ms": 1000, "kind": "crash", "broker": 1, "duration.ms": 3000}]}),
+    ("unclean-election", {"producers[*].stop.ms": 7000, "broker.truncation": "high_watermark", "faults": CRASH_0_THEN_1}),
+    # one handler thread, slow: requests queue for it; every append fsynced (log.flush.interval.messages: 1)
+    ("steady-state", {"duration.ms": 2000, "broker.num.io.threads": 1, "costs.request.us": 300}),
+    ("steady-state", {"duration.ms": 1000, "broker.log.flush.interval.messages": 1}),
+)
+
+
+def test_every_declared_handler_is_a_method_of_its_actor():
+    sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml"))
+    for actor in sim.actors:
+        for name in (*getattr(actor, "MESSAGES", ()), *getattr(actor, "TIMERS", ())):
+            assert callable(getattr(actor, name, None)), f"{type(actor).__name__}.{name}"
+
+
+def test_what_arrives_as_a_message_or_timer_is_exactly_what_the_actors_declare():
+    arrived = set()
+    for name, overrides in [(name, {}) for name in COVERING] + list(COVERING_OVERRIDES):
+        sim = Simulation(load_scenario(SCENARIOS / f"{name}.yaml").with_overrides(overrides))
+        check = declared_handlers(sim.actors)
+
+        def spy(action, check=check):
+            check(action)  # raises for an action no actor declares
+            arrived.add((type(action.__self__).__name__, action.__name__))
+
+        sim.transport.check = spy
+        sim.run()
+    sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml"))
+    declared = {(type(a).__name__, n) for a in sim.actors for n in (*getattr(a, "MESSAGES", ()), *getattr(a, "TIMERS", ()))}
+    assert declared == arrived, f"declared, never arrived: {declared - arrived}"
+
+
+def test_the_check_refuses_an_undeclared_handler():
+    sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml"))
+    check = declared_handlers(sim.actors)
+    check(sim.leader.handle_produce)
+    with pytest.raises(AssertionError, match="LeaderRole._append .*not in its MESSAGES or TIMERS"):
+        check(sim.leader._append)
+
+
+def test_streams_are_found_by_name_and_a_new_one_moves_no_other():
+    one, two = Streams(7, producers=2), Streams(7, producers=2)
+    first = one("network").random(3)
+    two("brand-new-source").random(1000)  # another source, drawn from first
+    assert (two("network").random(3) == first).all()
+    assert one("network") is one("network")
+    # the streams that existed before names keep their positions among the run's SeedSequence children
+    children = np.random.SeedSequence(7).spawn(6)
+    for name, position in (("network", 0), ("producers[1].keys", 4), ("consumers", 5)):
+        assert (Streams(7, 2)(name).random(4) == np.random.default_rng(children[position]).random(4)).all()
+    assert Streams(7, 2).key("brand-new-source") >= 2**32
+
+
+def test_summary_events_and_tables_are_the_declared_ones():
+    result = simulate(load_scenario(SCENARIOS / "delivery-at-least-once.yaml"))
+    groups = set(result.groups.group)
+    plain = [k for k in result.summary if k.split(".", 1)[0] not in groups]
+    assert tuple(plain) == SUMMARY_KEYS
+    assert set(result.events.kind) <= set(EVENT_KINDS)
+    for name, table in result.tables().items():
+        assert tuple(table.columns) == TABLES[name]

@@ -1,0 +1,39 @@
+"""The requests study's formulas (kafkamodel.study.analyses.requests_theory) against the tests' own."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkamodel.study.analyses import requests_theory as rt
+
+from test_requests import fetcher_of, java_hash
+
+
+@pytest.mark.parametrize("topic", ["t", "orders", "a-much-longer-topic-name-with-unicode-é"])
+def test_fetcher_ids_are_kafkas(topic):
+    assert rt.java_string_hash(topic) == java_hash(topic)
+    assert [rt.fetcher_of(topic, p, n) for n in (1, 3, 4) for p in range(60)] == \
+        [fetcher_of(topic, p, n) for n in (1, 3, 4) for p in range(60)]
+
+
+def test_replication_extra_is_the_leaders_validation_and_the_busiest_fetcher():
+    # 1,000 partitions on 2 brokers: each leads 500; with 4 fetchers getFetcherId puts them on 2, 250 each
+    assert rt.busiest_fetcher("t", list(range(0, 1000, 2)), 4) == (250, 2)
+    assert rt.replication_extra_ms(1000, 4, 2, 10, 10) == pytest.approx((500 * 10 + 250 * 20) / 1000)
+    assert rt.replication_extra_ms(1000, 1, 2, 10, 10) == pytest.approx((500 * 10 + 500 * 20) / 1000)
+
+
+def test_capacities_and_regimes():
+    assert rt.records_per_batch(16384, 100) == 163
+    assert rt.acks_all_capacity_per_s(163, 5) == pytest.approx(16300)
+    assert rt.acks_all_capacity_per_s(163, 5, in_flight=1) == pytest.approx(8150)  # 4L with one in flight
+    assert rt.acks1_capacity_per_s(163, 5) == pytest.approx(81500)
+    assert rt.backlog_after(20000, 16300, 10) == pytest.approx(37000) and rt.backlog_after(1000, 16300, 10) == 0
+    regime = dict(rate_per_s=2000, batch_records=163, record_bytes=100, in_flight=5, linger_ms=5, lag_ms=10000,
+                  fetch_max_bytes=1048576)
+    assert [rt.slow_regime("all", rtt, **regime) for rtt in (1, 10, 100, 6000, 20000)] == [
+        rt.KEEPS_UP, rt.PACE, rt.BACKLOG_GROWS, rt.BACKLOG_GROWS, rt.EVICTED]
+    # acks=1: keeps up while 1 MiB per round trip covers 200 kB/s and two round trips fit in 10 s
+    assert [rt.slow_regime("1", rtt, **regime) for rtt in (300, 4900, 5100, 6000)] == [
+        rt.KEEPS_UP, rt.KEEPS_UP, rt.EVICTED, rt.EVICTED]
+    assert rt.slow_regime("1", 300, **{**regime, "fetch_max_bytes": 16384}) == rt.EVICTED  # 16 KiB per 0.3 s < 200 kB/s
