@@ -199,6 +199,7 @@ class Controller:
         at_risk = self._offsets_beyond(part, leader) if kind == "unclean" else 0
         part.leader = leader
         part.leader_epoch += 1
+        self.mode.elected(part, replicas, self.live_brokers)
         if self.mode.keeps_isr:
             self._set_isr(part, isr)
         else:

@@ -51,6 +51,9 @@ class IsrMode:
         """Could the leader's replica take an acks=all write now (the leader itself is sound)?"""
         return len(rep.lead.isr) >= part.min_isr
 
+    def elected(self, part: Partition, replicas: dict, live: set) -> None:
+        """A leader was elected: the replicas learn it from LeaderAndIsr alone."""
+
     def new_high_watermark(self, rep: Replica) -> int:
         lead = rep.lead
         isr = lead.isr
@@ -94,6 +97,17 @@ class QuorumMode:
         brokers = self.brokers
         healthy = sum(1 for b in part.replicas if brokers[b].healthy)
         return healthy >= self.majority[part.index]
+
+    def elected(self, part: Partition, replicas: dict, live: set) -> None:
+        """Raft's vote: the live replicas that elected the leader promise its epoch at once (the vote's round
+        trips are not timed). Their fetches carry the new epoch from then on, so an old leader that still
+        reaches them (cut off from the controller alone) gets no more fetches it may count, and commits nothing
+        the new leader lacks. A replica that still leads learns from LeaderAndIsr, as it steps down."""
+        epoch = part.leader_epoch
+        for r in part.replicas:
+            rep = replicas[r]
+            if r in live and not rep.is_leader and rep.leader_epoch < epoch:
+                rep.leader_epoch = epoch
 
     def new_high_watermark(self, rep: Replica) -> int:
         part = self.partitions[rep.partition]
