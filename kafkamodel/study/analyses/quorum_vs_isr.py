@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ... import theory
+from ...schema import DISK, TOP
 from .. import plots
 from ..tables import Aggregates
 from ..present import Table, interval
@@ -24,18 +25,34 @@ def _latency_dist(agg: Aggregates, part: str, sigma: float | None = None):
     return part_overrides(agg, part).get("network.latency.ms", theory.EXPONENTIAL_1MS)
 
 
+def _fsync(agg: Aggregates, part: str, mode: str):
+    """The fsync a replica adds to each append in this part, or None: a quorum fsyncs before it counts
+    (quorum.fsync, on by default, as Raft); Kafka's ISR only with log.flush.interval.messages 1."""
+    o = part_overrides(agg, part)
+    fsync = o.get("disk.fsync.ms", (o.get("disk") or {}).get("fsync.ms", DISK["fsync.ms"].default))
+    if mode == "quorum":
+        on = o.get("quorum.fsync", TOP["quorum.fsync"].default)
+    else:
+        on = o.get("broker.log.flush.interval.messages", (o.get("broker") or {}).get("log.flush.interval.messages")) == 1
+    return fsync if on and fsync != 0 else None
+
+
+def _predict(agg: Aggregates, part: str, rf: int, mode: str, sigma: float | None = None) -> theory.Prediction:
+    return theory.predict(rf, mode, _latency_dist(agg, part, sigma), _fsync(agg, part, mode))
+
+
 def predictions(agg: Aggregates) -> pd.DataFrame:
     """The order-statistics prediction for every latency configuration of the study."""
     rows = []
     for rf in (3, 5, 7):
         for mode in MODES:
-            p = theory.predict(rf, mode, _latency_dist(agg, "latency_rf"))
+            p = _predict(agg, "latency_rf", rf, mode)
             rows.append({"part": "latency_rf", "mode": mode, "rf": rf, "sigma": math.nan, "p50": p.p50, "p99": p.p99})
     if "latency_tail" in set(agg.configs["part"]):
         rf = int(part_overrides(agg, "latency_tail").get("brokers", 5))
         for sigma in sorted(agg.part("latency_tail").configs["sigma"].unique()):
             for mode in MODES:
-                p = theory.predict(rf, mode, _latency_dist(agg, "latency_tail", sigma))
+                p = _predict(agg, "latency_tail", rf, mode, sigma)
                 rows.append({"part": "latency_tail", "mode": mode, "rf": rf, "sigma": sigma, "p50": p.p50, "p99": p.p99})
     return pd.DataFrame(rows)
 
@@ -68,19 +85,20 @@ def latency_table(agg: Aggregates) -> Table:
                         "p99 predicted (ms)": float(p["p99"].iloc[0])})
     seeds = int(agg.configs[agg.configs["part"].isin(["latency_rf", "latency_tail"])]["runs"].min())
     notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + INTERVAL_NOTE,
-             "Predicted: the order statistics of the one-way latency alone (kafkamodel.theory), no queueing."]
+             "Predicted: the order statistics of the one-way latency (kafkamodel.theory), no queueing; where replicas "
+             "fsync each append before they count (a quorum, quorum.fsync) it adds one fsync on the leader and one "
+             "on each awaited follower's round trip (disk.fsync.ms)."]
     return Table(pd.DataFrame(out), notes)
 
 
 def latency_vs_rf(agg: Aggregates):
     df = agg.wide([P50, P99], "latency_rf")
-    dist = _latency_dist(agg, "latency_rf")
     fig, axes = plots.figure(2)
     rfs = np.arange(2, 8)
     for ax, (q, col) in zip(axes, (("p50", P50), ("p99", P99))):
         plots.lines_with_ci(ax, df, "rf", col, "mode", linestyle="none", label="{} simulated", order=MODES)
         for mode in MODES:
-            ax.plot(rfs, [getattr(theory.predict(int(rf), mode, dist), q) for rf in rfs], "--", color=plots.color(mode),
+            ax.plot(rfs, [getattr(_predict(agg, "latency_rf", int(rf), mode), q) for rf in rfs], "--", color=plots.color(mode),
                     label=f"{mode} predicted")
         plots.finish(ax, f"acks=all produce latency {q} vs replication factor", "replication factor", f"{q} latency (ms)")
     return fig
@@ -94,7 +112,7 @@ def latency_vs_tail(agg: Aggregates):
     for ax, (q, col) in zip(axes, (("p50", P50), ("p99", P99))):
         plots.lines_with_ci(ax, df, "sigma", col, "mode", linestyle="none", label="{} simulated", order=MODES)
         for mode in MODES:
-            ax.plot(sigmas, [getattr(theory.predict(rf, mode, _latency_dist(agg, "latency_tail", s)), q) for s in sigmas],
+            ax.plot(sigmas, [getattr(_predict(agg, "latency_tail", rf, mode, s), q) for s in sigmas],
                     "--", color=plots.color(mode), label=f"{mode} predicted")
         plots.finish(ax, f"{q} at RF={rf} vs the latency tail (lognormal σ, median 1 ms)", "σ of one-way latency",
                      f"{q} latency (ms)", logy=True)
