@@ -23,6 +23,10 @@ TINY = {
         "failures": {"overrides": {"duration.ms": 12000}, "points": [0, 1, 2, 3, 4]},  # RF 3 (f 1-2), RF 5 (f 1-3)
         "slow_follower": {"grid": {"lag_time_ms": [1000, 2000]}},
     },
+    "zones": {  # RF 3 only; the power-loss runs keep their length (the loss is at 8 s for 10 s)
+        "latency": {"overrides": {"duration.ms": 4000}, "grid": {"rf": [3]}},
+        "power_loss": {"grid": {"rf": [3]}},
+    },
     "requests": {  # runs keep their length: the backlog and the eviction are measured against it
         "load_one_partition": {"points": [3, 4, 6, 7, 12, 13, 14]},  # acks=all 0.9, 1.1, 2x; acks=1 0.05, 0.9, 1.1, 1.5x
         "partitions_per_broker": {"grid": {"partitions": [10, 1000]}},
@@ -121,7 +125,7 @@ def aggregated(spark, tmp_path_factory):
     return make
 
 
-STUDY_NAMES = ("quorum_vs_isr", "requests", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols")
+STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols")
 
 
 @pytest.fixture(scope="session")

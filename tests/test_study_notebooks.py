@@ -96,6 +96,23 @@ def test_quorum_vs_isr_notebook(study_reports):
     assert numbers["slow_follower_lag1000_quorum_max_ms"] < 100
 
 
+def test_zones_notebook(study_reports):
+    n = numbers_of(study_reports, "zones")
+    # ISR waits for every follower: with zone c 5-10 ms away one way, a commit takes at least its 10 ms round trip
+    # (and the producer's requests queue behind it); a quorum of 3 commits with the leader and zone b, as before
+    assert n["far_zone_c_rf3_isr_fsync_off_p99_ms"] > 10.0 > n["three_zones_rf3_isr_fsync_off_p99_ms"]
+    for fsync in ("off", "on"):
+        near, far = n[f"three_zones_rf3_quorum_fsync_{fsync}_p99_ms"], n[f"far_zone_c_rf3_quorum_fsync_{fsync}_p99_ms"]
+        assert far < n["far_zone_c_rf3_isr_fsync_off_p99_ms"] / 3 and far == pytest.approx(near, rel=0.5)
+    # an fsync before a replica counts costs the quorum at least the leader's and a follower's fsync (0.9 ms median)
+    assert n["three_zones_rf3_quorum_fsync_on_p99_ms"] > n["three_zones_rf3_quorum_fsync_off_p99_ms"] + 0.9
+    # a zone's power loss leaves a replica with every acknowledged record; the whole cluster's leaves only the disks:
+    # whoever acknowledged from memory loses, whoever fsynced first loses nothing
+    assert n["zone_loss_acked_lost_max"] == 0
+    assert n["cluster_loss_rf3_isr_fsync_off_acked_lost"] > 0 and n["cluster_loss_rf3_quorum_fsync_off_acked_lost"] > 0
+    assert n["cluster_loss_rf3_isr_fsync_on_acked_lost"] == n["cluster_loss_rf3_quorum_fsync_on_acked_lost"] == 0
+
+
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
     from kafkamodel.schema import COSTS

@@ -10,12 +10,13 @@ from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import SCENARIOS
 from kafkamodel.study import plots
 from kafkamodel.study.analyses import (acks_durability, delivery_semantics, lag_policies, quorum_vs_isr, recovery_protocols,
-                                       requests)
+                                       requests, zones)
 from kafkamodel.study.runfigure import isr_counts, run_figure
 from kafkamodel.study.tables import load_aggregates
 
 FIGURES = {
     "quorum_vs_isr": (quorum_vs_isr, ["latency_vs_rf", "latency_vs_tail", "survival", "slow_follower"]),
+    "zones": (zones, ["latency_figure", "power_loss_figure"]),
     "requests": (requests, ["load_figure", "partitions_figure", "slow_figure"]),
     "lag_policies": (lag_policies, ["shuttle", "eviction", "stuck_follower"]),
     "acks_durability": (acks_durability, ["tradeoff", "downtime"]),
