@@ -194,8 +194,11 @@ class FollowerRole:
             return
         parts, delayed = f.parts, f.delayed
         full = f.full
-        entries = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in
-                   ((p, parts.get(p)) for p in (parts if full else f.changed)) if rep is not None and p not in delayed]
+        entries = []  # (partition, fetch offset, leader epoch) of every partition it fetches (full) or of the changed
+        for p in (parts if full else f.changed):
+            rep = parts.get(p)
+            if rep is not None and p not in delayed:
+                entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
         forgotten, f.forgotten = f.forgotten, []
         f.full = False
         f.changed = {}
@@ -291,8 +294,9 @@ class FollowerRole:
                     f.changed[p] = True
                     appended += 1
                     for e in chunk:
-                        if e[3] >= 0:
-                            size += bytes_of[e[3]]
+                        b = e[3]
+                        if b >= 0:
+                            size += bytes_of[b]
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO

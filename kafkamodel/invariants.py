@@ -13,6 +13,8 @@ from __future__ import annotations
 def _common_prefix(a: list, b: list) -> int:
     """Number of leading entries two logs share."""
     n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the usual case, compared at C speed: one log is a prefix of the other
+        return n
     i = 0
     while i < n and a[i] == b[i]:
         i += 1

@@ -68,9 +68,11 @@ class SessionManager:
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
         self.sessions: dict[tuple, FetchSession] = {}
         self.server = self.leader = self.follower = None  # wired
+        self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
 
     def wire(self, server, leader, follower) -> None:
         self.server, self.leader, self.follower = server, leader, follower
+        self.respond, self.follower_handle_response = server.respond, follower.handle_response
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
@@ -142,15 +144,16 @@ class SessionManager:
         need = self.min_bytes
         if need <= 0:
             return True
-        replicas, leader, bytes_of = self.replicas, s.leader, self.batches.bytes
+        replicas, leader, offsets = self.replicas, s.leader, s.offsets
         got = 0
         for p in s.dirty:
             log = replicas[p][leader].log
-            offset = s.offsets[p]
+            offset = offsets[p]
             if log.log_end_offset <= offset:
                 continue
             if need <= 1:
                 return True
+            bytes_of = self.batches.bytes
             entries = log.entries
             for i in range(log.entry_index(offset), len(entries)):
                 b = entries[i][3]
@@ -176,22 +179,24 @@ class SessionManager:
         move to the end, for fairness under the byte limits)."""
         s.parked = 0
         now = self.kernel.now
-        leader = s.leader
+        leader, follower = s.leader, s.follower
         replicas, bytes_of = self.replicas, self.batches.bytes
+        dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
-        budget = self.response_max_bytes
+        budget, partition_max = self.response_max_bytes, self.partition_max_bytes
         total = 0
         again = []
-        for p in list(s.dirty):
+        for p in list(dirty):
             rep = replicas[p][leader]
             log = rep.log
-            offset = s.offsets[p]
+            leo = log.log_end_offset
+            offset = offsets[p]
             hw = rep.high_watermark
-            entries = log.entries
             chunk = ()
-            if log.log_end_offset > offset and (budget > 0 or not total):
+            if leo > offset and (budget > 0 or not total):
+                entries = log.entries
                 i = j = log.entry_index(offset)
-                size, cap = 0, min(self.partition_max_bytes, budget)
+                size, cap = 0, (budget if budget < partition_max else partition_max)
                 n = len(entries)
                 while j < n:
                     b = entries[j][3]
@@ -204,25 +209,26 @@ class SessionManager:
                 total += size
                 budget -= size
                 lead = rep.lead
-                lead.last_fetch_leader_leo[s.follower] = log.log_end_offset
-                lead.last_fetch_ms[s.follower] = now
-            if not chunk and hw == s.hw_sent.get(p):
-                if log.log_end_offset <= offset:
-                    del s.dirty[p]
+                lead.last_fetch_leader_leo[follower] = leo
+                lead.last_fetch_ms[follower] = now
+            if not chunk and hw == hw_sent.get(p):
+                if leo <= offset:
+                    del dirty[p]
                 continue
-            s.hw_sent[p] = hw
+            hw_sent[p] = hw
             parts.append((p, NONE, chunk, hw, 0))
             if chunk:
                 again.append(p)
-            elif log.log_end_offset <= offset:
-                del s.dirty[p]
-        for p in again:  # records handed out: to the end of the session's order
-            del s.dirty[p]
-            s.dirty[p] = True
+            elif leo <= offset:
+                del dirty[p]
+        if len(again) < len(dirty):  # records handed out: to the end of the session's order (if others remain)
+            for p in again:
+                del dirty[p]
+                dirty[p] = True
         self.counters.fetch_partitions += len(parts)
         extra = self.read_partition_ms * len(parts) + self.read_byte_ms * total
-        self.server.respond(leader, (ready if ready > now else now) + extra, s.follower, self.follower.handle_response,
-                            (s.key, req, parts), nbytes=total, fetch=True)
+        self.respond(leader, (ready if ready > now else now) + extra, follower, self.follower_handle_response,
+                     (s.key, req, parts), total, True)
 
     def _wait_expired(self, s: FetchSession) -> None:
         if self.sessions.get(s.key) is not s:
