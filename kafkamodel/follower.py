@@ -167,11 +167,16 @@ class FollowerRole:
         self._kick(f, 0.0)
 
     def _kick(self, f: Fetcher, delay: float) -> None:
-        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
-        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
+        """Send the thread's next request (`delay` from now), unless one is out or the thread is gone."""
         f.kick_armed = False
         if f.outstanding or self.fetchers.get(f.key) is not f:
             return
+        self._request(f, delay)
+
+    def _request(self, f: Fetcher, delay: float) -> None:
+        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
+        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
+        f.kick_armed = False
         now = self.kernel.now
         depart = now + delay
         if f.delayed:
@@ -308,7 +313,7 @@ class FollowerRole:
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
                 self._delay(f, rep, now)
-        self._kick(f, self._processing(f, appended, size, fsync))
+        self._request(f, self._processing(f, appended, size, fsync))  # the answered thread goes on at once
 
     def _delay(self, f: Fetcher, rep: Replica, now: float) -> None:
         rep.delayed_until = now + self.backoff_ms
@@ -349,7 +354,7 @@ class FollowerRole:
                 rep.truncating = False
                 f.truncating.pop(p, None)
                 f.changed[p] = True
-        self._kick(f, self._processing(f, 0, 0))
+        self._request(f, self._processing(f, 0, 0))
 
     # ---- changes of role ---------------------------------------------------------------------------------------
 

@@ -69,10 +69,13 @@ class SessionManager:
         self.sessions: dict[tuple, FetchSession] = {}
         self.server = self.leader = self.follower = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
+        self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
+        self.advance_high_watermark = None  # wired: the leader's HW rule
 
     def wire(self, server, leader, follower) -> None:
         self.server, self.leader, self.follower = server, leader, follower
         self.respond, self.follower_handle_response = server.respond, follower.handle_response
+        self.advance_high_watermark = leader.advance_high_watermark
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
@@ -90,7 +93,7 @@ class SessionManager:
         s.last_fetch_ms = now
         if forgotten:
             self._drop(s, forgotten)
-        replicas = self.replicas
+        replicas, dirty = self.replicas, s.dirty
         data = False  # some partition of the request has records beyond its offset
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
@@ -121,16 +124,16 @@ class SessionManager:
             lead.last_fetch_ms[follower] = now
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
-            if self.mode.fetch_counts(rep, follower):
-                self.leader.advance_high_watermark(rep)
+            if self.fetch_counts(rep, follower):
+                self.advance_high_watermark(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader.expand_isr(rep, follower)
             if leo > offset:
-                s.dirty[p] = data = True
+                dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
-                s.dirty[p] = True
+                dirty[p] = True
             else:
-                s.dirty.pop(p, None)
+                dirty.pop(p, None)
         if s.errors or (self.min_bytes == 1 and data) or self._has_bytes(s):
             self._answer(s, req, ready)
         else:
