@@ -193,17 +193,15 @@ class LeaderRole:
             if len(tail) > 5:
                 del tail[0]
 
-    def _producer_tail(self, log, producer: int) -> list | tuple:
+    def _check_sequence(self, rep: Replica, b: int) -> tuple:
+        """(None, -1, -1) to append; else why not: ('dup', base, end) | ('old', -1, -1) | ('gap', -1, -1)."""
+        batches = self.batches
+        log = rep.log
         if log.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
             log.producers = {}
             for entry in log.entries:
                 self.track_producer(log, entry)
-        return log.producers.get(producer, ())
-
-    def _check_sequence(self, rep: Replica, b: int) -> tuple:
-        """(None, -1, -1) to append; else why not: ('dup', base, end) | ('old', -1, -1) | ('gap', -1, -1)."""
-        batches = self.batches
-        tail = self._producer_tail(rep.log, batches.producer[b])
+        tail = log.producers.get(batches.producer[b], ())  # its producer's last entries here
         epoch, seq = batches.epoch[b], batches.seq[b]
         for entry in tail:  # (batch, epoch, seq, base, end)
             if entry[2] == seq and entry[1] == epoch:

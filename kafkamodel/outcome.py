@@ -133,19 +133,18 @@ def build_result(end: RunEnd) -> Result:
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
     position = np.arange(w.records, dtype=np.int64)
     position -= lo[rb]  # the record's place in its batch
-    absent = rec_presence == 0
     offset = logs.first_base[rb]
     offset += position
-    offset[absent] = -1
+    offset[rec_presence == 0] = -1
     last_offset = logs.last_base[rb]
     last_offset += position
-    last_offset[absent] = -1
+    last_offset[rec_presence == 0] = -1
     rec_ack = ack_ms[rb]
     rec_ack[~acked] = np.nan
     rec_visible = visible[rb]
 
-    acked_lost = acked & absent
-    committed_lost = rec_committed & absent
+    acked_lost = acked & (rec_presence == 0)
+    committed_lost = rec_committed & (rec_presence == 0)
     duplicated = rec_presence > 1
     P = len(end.partitions)
     for name, mask in (("acked_records_lost", acked_lost), ("committed_records_lost", committed_lost),
@@ -154,10 +153,8 @@ def build_result(end: RunEnd) -> Result:
         for row, c in zip(part_rows, counts.tolist()):
             row[name] = c
 
-    since_send = rec_ack - w.send_ms
-    produce_latency = since_send[acked]
-    np.subtract(rec_visible, w.send_ms, out=since_send)  # the same buffer again
-    e2e = since_send[~np.isnan(rec_visible)]
+    produce_latency = (rec_ack - w.send_ms)[acked]
+    e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
     counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
     skews = []
     for t in end.settings.topics:

@@ -147,11 +147,10 @@ class SessionManager:
         need = self.min_bytes
         if need <= 0:
             return True
-        replicas, leader, offsets = self.replicas, s.leader, s.offsets
         got = 0
         for p in s.dirty:
-            log = replicas[p][leader].log
-            offset = offsets[p]
+            log = self.replicas[p][s.leader].log
+            offset = s.offsets[p]
             if log.log_end_offset <= offset:
                 continue
             if need <= 1:

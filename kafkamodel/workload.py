@@ -164,7 +164,11 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     else:
         order = None
     if order is not None:
-        send_ms, producer, partition, key = send_ms[order], producer[order], partition[order], key[order]
+        send_ms, partition = send_ms[order], partition[order]
+        if len(settings.producers) > 1:  # (one producer's index, and null keys alone, read the same in any order)
+            producer = producer[order]
+        if any(q.key_cardinality is not None for q in settings.producers):
+            key = key[order]
     n_partitions = sum(t.partitions for t in settings.topics)
     lo = np.zeros((len(settings.producers), n_partitions), dtype=np.int64)
     hi = np.zeros_like(lo)
