@@ -101,17 +101,19 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
         return (np.arange(n) % partitions).astype(np.int32)
     out = np.empty(n, dtype=np.int32)
     keyed = key >= 0
-    if keyed.any():
+    some_keyed = keyed.any()
+    if some_keyed:
         out[keyed] = partition_for_keys(key[keyed], partitions)
         mapping = p.partitioner.get("mapping") if isinstance(p.partitioner, Mapping) else None
         if mapping:
             table = {int(k.split("-", 1)[1]): v for k, v in mapping.items() if k.startswith("key-") and k[4:].isdigit()}
             for k, part in table.items():
                 out[key == k] = part
-    nulls = np.flatnonzero(~keyed)
-    if len(nulls):
+    nulls = np.flatnonzero(~keyed) if some_keyed else slice(None)  # the null-key records (all: the whole arrays)
+    null_count = len(nulls) if some_keyed else n
+    if null_count:
         if name == "legacy":  # before 2.4: round robin over null-key records
-            out[nulls] = np.arange(len(nulls)) % partitions
+            out[nulls] = np.arange(null_count) % partitions
         else:
             cap = p.records_per_batch
             linger = p.linger_ms if name == "sticky" else None
