@@ -56,7 +56,6 @@ class SessionManager:
         self.timer = sim.transport.timer
         self.replicas = sim.replicas
         self.batches = sim.batches
-        self.mode = sim.mode
         self.counters = sim.recorder.counters
         cfg = sim.settings.broker
         self.wait_ms = cfg.replica_fetch_wait_max_ms
