@@ -62,10 +62,14 @@ class Batches:
 
     def of_records(self, records: int) -> np.ndarray:
         """Per record, the batch holding it (-1: still in the accumulator at the end)."""
-        out = np.full(records, -1, dtype=np.int64)
-        if self.lo:
-            lo = np.asarray(self.lo, dtype=np.int64)
-            count = np.asarray(self.count, dtype=np.int64)
-            out[np.repeat(lo, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))] = \
-                np.repeat(np.arange(len(lo)), count)
+        if not self.lo:
+            return np.full(records, -1, dtype=np.int64)
+        # batch b + 1 from lo[b] on, back to 0 at its end (batches never overlap): a running sum, then -1
+        lo = np.asarray(self.lo, dtype=np.int64)
+        ids = np.arange(1, len(lo) + 1, dtype=np.int64)
+        steps = np.zeros(records + 1, dtype=np.int64)
+        np.add.at(steps, lo, ids)
+        np.add.at(steps, lo + np.asarray(self.count, dtype=np.int64), -ids)
+        out = np.cumsum(steps[:-1])
+        out -= 1
         return out

@@ -167,11 +167,16 @@ class FollowerRole:
         self._kick(f, 0.0)
 
     def _kick(self, f: Fetcher, delay: float) -> None:
-        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
-        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
+        """Send the thread's next request (`delay` from now), unless one is out or the thread is gone."""
         f.kick_armed = False
         if f.outstanding or self.fetchers.get(f.key) is not f:
             return
+        self._request(f, delay)
+
+    def _request(self, f: Fetcher, delay: float) -> None:
+        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
+        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
+        f.kick_armed = False
         now = self.kernel.now
         depart = now + delay
         if f.delayed:
@@ -194,8 +199,11 @@ class FollowerRole:
             return
         parts, delayed = f.parts, f.delayed
         full = f.full
-        entries = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in
-                   ((p, parts.get(p)) for p in (parts if full else f.changed)) if rep is not None and p not in delayed]
+        entries = []  # (partition, fetch offset, leader epoch) of every partition it fetches (full) or of the changed
+        for p in (parts if full else f.changed):
+            rep = parts.get(p)
+            if rep is not None and p not in delayed:
+                entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
         forgotten, f.forgotten = f.forgotten, []
         f.full = False
         f.changed = {}
@@ -291,8 +299,9 @@ class FollowerRole:
                     f.changed[p] = True
                     appended += 1
                     for e in chunk:
-                        if e[3] >= 0:
-                            size += bytes_of[e[3]]
+                        b = e[3]
+                        if b >= 0:
+                            size += bytes_of[b]
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
@@ -304,7 +313,7 @@ class FollowerRole:
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
                 self._delay(f, rep, now)
-        self._kick(f, self._processing(f, appended, size, fsync))
+        self._request(f, self._processing(f, appended, size, fsync))  # the answered thread goes on at once
 
     def _delay(self, f: Fetcher, rep: Replica, now: float) -> None:
         rep.delayed_until = now + self.backoff_ms
@@ -345,7 +354,7 @@ class FollowerRole:
                 rep.truncating = False
                 f.truncating.pop(p, None)
                 f.changed[p] = True
-        self._kick(f, self._processing(f, 0, 0))
+        self._request(f, self._processing(f, 0, 0))
 
     # ---- changes of role ---------------------------------------------------------------------------------------
 

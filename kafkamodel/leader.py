@@ -111,15 +111,14 @@ class LeaderRole:
                 self.advance_high_watermark(rep)
         if woken:
             self.sessions.wake(woken)
-        conn = (producer, epoch, broker)
-        acks = self.producer_settings[producer].acks
-        if acks == 0:  # no answer: the connection takes its next request when this one is handled
-            self.server.unmute(broker, conn, ready)
-            return
         if dp is not None:
             dp.sealed = True
             if dp.remaining:
                 return  # in purgatory: answered when the last batch is committed
+        conn = (producer, epoch, broker)
+        if self.producer_settings[producer].acks == 0:  # no answer: the next request may start
+            self.server.unmute(broker, conn, ready)
+            return
         self.server.respond(broker, ready, self.producer_nodes[producer], self.producer_handle_response,
                             (producer, broker, epoch, req, results), conn=conn)
 
@@ -151,7 +150,7 @@ class LeaderRole:
             log.segment_append(entry, now)
         if self.track_producers:
             self.track_producer(log, entry)
-        if log.needs_flush(self.flush_messages):
+        if self.flush_messages and log.needs_flush(self.flush_messages):
             flushes.append((rep, log.begin_flush()))
         result = (b, attempt, NONE, base)
         if dp is not None:
@@ -186,26 +185,27 @@ class LeaderRole:
         b = entry[3]
         if b >= 0:
             batches = self.batches
-            tail = log.producers.setdefault(batches.producer[b], [])
+            producer = batches.producer[b]
+            tail = log.producers.get(producer)
+            if tail is None:
+                tail = log.producers[producer] = []
             tail.append((b, batches.epoch[b], batches.seq[b], entry[0], entry[1]))
             if len(tail) > 5:
                 del tail[0]
 
-    def _producer_tail(self, log, producer: int) -> list:
+    def _check_sequence(self, rep: Replica, b: int) -> tuple:
+        """(None, -1, -1) to append; else why not: ('dup', base, end) | ('old', -1, -1) | ('gap', -1, -1)."""
+        batches = self.batches
+        log = rep.log
         if log.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
             log.producers = {}
             for entry in log.entries:
                 self.track_producer(log, entry)
-        return log.producers.get(producer, [])
-
-    def _check_sequence(self, rep: Replica, b: int) -> tuple:
-        """(None, -1, -1) to append; else why not: ('dup', base, end) | ('old', -1, -1) | ('gap', -1, -1)."""
-        batches = self.batches
-        tail = self._producer_tail(rep.log, batches.producer[b])
+        tail = log.producers.get(batches.producer[b], ())  # its producer's last entries here
         epoch, seq = batches.epoch[b], batches.seq[b]
-        for _, e, s, base, end in tail:
-            if e == epoch and s == seq:
-                return ("dup", base, end)  # a resend of a batch it has: answer with its offsets
+        for entry in tail:  # (batch, epoch, seq, base, end)
+            if entry[2] == seq and entry[1] == epoch:
+                return ("dup", entry[3], entry[4])  # a resend of a batch it has: answer with its offsets
         if not tail or epoch > tail[-1][1]:
             # a producer it does not know, or a new epoch: the sequence must start at 0
             return (None, -1, -1) if seq == 0 else ("gap", -1, -1)
@@ -231,9 +231,9 @@ class LeaderRole:
         now = self.kernel.now
         log = rep.log
         entries = log.entries
-        i = log.entry_index(old)
+        i, n = log.entry_index(old), len(entries)
         visible, committed = self.batches.visible_ms, self.batches.committed
-        while i < len(entries) and entries[i][0] < hw:
+        while i < n and entries[i][0] < hw:
             b = entries[i][3]
             if b >= 0 and not committed[b]:
                 committed[b] = True

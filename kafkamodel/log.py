@@ -14,9 +14,12 @@ truncation and rebuilt from the entries when next needed.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import repeat
+from operator import itemgetter
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
 EMPTY: list = []  # shared by every log that has retired nothing (``retire`` gives a log its own list)
+_base = itemgetter(0)  # an entry's base offset
 
 
 class Log:
@@ -91,8 +94,8 @@ class Log:
 
     def extend(self, entries: list, now: float) -> None:
         self.entries.extend(entries)
-        self.bases.extend([e[0] for e in entries])
-        self.append_ms.extend([now] * len(entries))
+        self.bases.extend(map(_base, entries))
+        self.append_ms.extend(repeat(now, len(entries)))
         self.log_end_offset = entries[-1][1]
 
     def needs_flush(self, flush_messages: int) -> bool:

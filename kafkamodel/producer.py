@@ -180,7 +180,7 @@ class ProducerClient:
             ready.discard(q.p)
             self._arm(ps, q)
         if taken:
-            self._send_request(ps, conn, taken)
+            self._send_request(ps, conn, taken, size)
 
     def _reconnect(self, ps: ProducerState, node: int) -> None:
         ps.conns[node].retry_armed = False
@@ -188,13 +188,14 @@ class ProducerClient:
 
     # ---- requests ---------------------------------------------------------------------------------------------
 
-    def _send_request(self, ps: ProducerState, conn: Connection, taken: list[int]) -> None:
+    def _send_request(self, ps: ProducerState, conn: Connection, taken: list[int], nbytes: int) -> None:
+        """A request with the batches `taken` (`nbytes` in all)."""
         now = self.kernel.now
         cfg = ps.config
         batches = self.batches
         queues = ps.acc.queues
+        answered = cfg.acks != 0  # acks=0: success once it is on the wire; no answer comes
         entries = []
-        nbytes = 0
         for b in taken:
             p = batches.partition[b]
             attempt = batches.attempt[b] + 1
@@ -204,14 +205,16 @@ class ProducerClient:
                 batches.seq[b] = ps.next_seq[p]
                 ps.next_seq[p] += 1
             entries.append((b, attempt))
-            nbytes += batches.bytes[b]
+            if answered:
+                batches.state[b] = INFLIGHT
+                queues[p].inflight += 1
         self.counters.produce_requests += 1
         self.counters.produce_batches += len(taken)
         node = conn.node
         req = ps.next_request = ps.next_request + 1
         handler_args = (node, ps.index, conn.epoch, req, entries)
         key = (ps.index, conn.epoch, node)  # the broker's side of this connection (muted while it handles one)
-        if cfg.acks == 0:  # success once it is on the wire; no answer comes
+        if not answered:
             for b, _ in entries:
                 if batches.state[b] != ACKED:
                     batches.state[b] = ACKED
@@ -219,9 +222,6 @@ class ProducerClient:
             self.send(ps.node, node, self.server_produce,
                       (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes)
             return
-        for b, _ in entries:
-            batches.state[b] = INFLIGHT
-            queues[batches.partition[b]].inflight += 1
         conn.inflight[req] = entries
         conn.sent_ms[req] = now
         self.send(ps.node, node, self.server_produce,

@@ -37,6 +37,7 @@ class Server:
     def __init__(self, sim):
         self.kernel = sim.kernel
         self.transport = sim.transport
+        self.send = sim.transport.send
         self.timer = sim.transport.timer
         s = sim.settings
         c = s.costs
@@ -147,7 +148,7 @@ class Server:
             leave += cost
             heapreplace(free, leave)
             self.net_busy_ms[broker] += cost
-        self.transport.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)
+        self.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)
         if conn is not None:
             self.unmute(broker, conn, leave)
 

@@ -56,7 +56,6 @@ class SessionManager:
         self.timer = sim.transport.timer
         self.replicas = sim.replicas
         self.batches = sim.batches
-        self.mode = sim.mode
         self.counters = sim.recorder.counters
         cfg = sim.settings.broker
         self.wait_ms = cfg.replica_fetch_wait_max_ms
@@ -68,9 +67,14 @@ class SessionManager:
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
         self.sessions: dict[tuple, FetchSession] = {}
         self.server = self.leader = self.follower = None  # wired
+        self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
+        self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
+        self.advance_high_watermark = None  # wired: the leader's HW rule
 
     def wire(self, server, leader, follower) -> None:
         self.server, self.leader, self.follower = server, leader, follower
+        self.respond, self.follower_handle_response = server.respond, follower.handle_response
+        self.advance_high_watermark = leader.advance_high_watermark
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
@@ -88,7 +92,7 @@ class SessionManager:
         s.last_fetch_ms = now
         if forgotten:
             self._drop(s, forgotten)
-        replicas = self.replicas
+        replicas, dirty = self.replicas, s.dirty
         data = False  # some partition of the request has records beyond its offset
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
@@ -119,16 +123,16 @@ class SessionManager:
             lead.last_fetch_ms[follower] = now
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
-            if self.mode.fetch_counts(rep, follower):
-                self.leader.advance_high_watermark(rep)
+            if self.fetch_counts(rep, follower):
+                self.advance_high_watermark(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader.expand_isr(rep, follower)
             if leo > offset:
-                s.dirty[p] = data = True
+                dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
-                s.dirty[p] = True
+                dirty[p] = True
             else:
-                s.dirty.pop(p, None)
+                dirty.pop(p, None)
         if s.errors or (self.min_bytes == 1 and data) or self._has_bytes(s):
             self._answer(s, req, ready)
         else:
@@ -142,15 +146,15 @@ class SessionManager:
         need = self.min_bytes
         if need <= 0:
             return True
-        replicas, leader, bytes_of = self.replicas, s.leader, self.batches.bytes
         got = 0
         for p in s.dirty:
-            log = replicas[p][leader].log
+            log = self.replicas[p][s.leader].log
             offset = s.offsets[p]
             if log.log_end_offset <= offset:
                 continue
             if need <= 1:
                 return True
+            bytes_of = self.batches.bytes
             entries = log.entries
             for i in range(log.entry_index(offset), len(entries)):
                 b = entries[i][3]
@@ -176,22 +180,24 @@ class SessionManager:
         move to the end, for fairness under the byte limits)."""
         s.parked = 0
         now = self.kernel.now
-        leader = s.leader
+        leader, follower = s.leader, s.follower
         replicas, bytes_of = self.replicas, self.batches.bytes
+        dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
-        budget = self.response_max_bytes
+        budget, partition_max = self.response_max_bytes, self.partition_max_bytes
         total = 0
         again = []
-        for p in list(s.dirty):
+        for p in list(dirty):
             rep = replicas[p][leader]
             log = rep.log
-            offset = s.offsets[p]
+            leo = log.log_end_offset
+            offset = offsets[p]
             hw = rep.high_watermark
-            entries = log.entries
             chunk = ()
-            if log.log_end_offset > offset and (budget > 0 or not total):
+            if leo > offset and (budget > 0 or not total):
+                entries = log.entries
                 i = j = log.entry_index(offset)
-                size, cap = 0, min(self.partition_max_bytes, budget)
+                size, cap = 0, (budget if budget < partition_max else partition_max)
                 n = len(entries)
                 while j < n:
                     b = entries[j][3]
@@ -204,25 +210,26 @@ class SessionManager:
                 total += size
                 budget -= size
                 lead = rep.lead
-                lead.last_fetch_leader_leo[s.follower] = log.log_end_offset
-                lead.last_fetch_ms[s.follower] = now
-            if not chunk and hw == s.hw_sent.get(p):
-                if log.log_end_offset <= offset:
-                    del s.dirty[p]
+                lead.last_fetch_leader_leo[follower] = leo
+                lead.last_fetch_ms[follower] = now
+            if not chunk and hw == hw_sent.get(p):
+                if leo <= offset:
+                    del dirty[p]
                 continue
-            s.hw_sent[p] = hw
+            hw_sent[p] = hw
             parts.append((p, NONE, chunk, hw, 0))
             if chunk:
                 again.append(p)
-            elif log.log_end_offset <= offset:
-                del s.dirty[p]
-        for p in again:  # records handed out: to the end of the session's order
-            del s.dirty[p]
-            s.dirty[p] = True
+            elif leo <= offset:
+                del dirty[p]
+        if len(again) < len(dirty):  # records handed out: to the end of the session's order (if others remain)
+            for p in again:
+                del dirty[p]
+                dirty[p] = True
         self.counters.fetch_partitions += len(parts)
         extra = self.read_partition_ms * len(parts) + self.read_byte_ms * total
-        self.server.respond(leader, (ready if ready > now else now) + extra, s.follower, self.follower.handle_response,
-                            (s.key, req, parts), nbytes=total, fetch=True)
+        self.respond(leader, (ready if ready > now else now) + extra, follower, self.follower_handle_response,
+                     (s.key, req, parts), total, True)
 
     def _wait_expired(self, s: FetchSession) -> None:
         if self.sessions.get(s.key) is not s:

@@ -151,15 +151,16 @@ class Simulation:
     def run(self) -> Result:
         settings = self.settings
         duration = settings.duration_ms
+        if settings.debug_invariants:
+            self.kernel.after_event = self._debug_check
+            self.transport.check = declared_handlers(self.actors)
+        self.transport.start(broker_faults=any(not f.kind.startswith("consumer_") for f in settings.faults))
         self.replica_manager.start()
         self.controller.start()
         self.producer.start()
         self.consumers.start()
         self.faults.start()
         self.kernel.schedule(0.0, self._sample_timeline, settings.timeline_interval_ms)
-        if settings.debug_invariants:
-            self.kernel.after_event = self._debug_check
-            self.transport.check = declared_handlers(self.actors)
         self.availability.note()
         self.kernel.run(duration)
         self.availability.note()

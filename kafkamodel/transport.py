@@ -10,6 +10,9 @@
   resumes.
 * ``timer`` is a broker process's timer: void if the process dies, held
   while it is paused.
+* In a run with no broker fault (``start``) neither check can ever fail, so
+  messages and timers go onto the kernel's heap as their handlers
+  themselves: the same times, the same order, less work per event.
 * ``Streams``: one random stream per source of randomness, found by name.
 """
 
@@ -55,28 +58,47 @@ class Streams:
         return rng
 
 
+class Link:
+    """One connection (src, dst, kind of connection): a TCP stream, so its messages arrive in the order sent."""
+
+    __slots__ = ("draws", "last")
+
+    def __init__(self, draws) -> None:
+        self.draws = draws  # the link's latency draws (an iterator: ``next`` gives one)
+        self.last = 0.0  # the latest arrival of a message sent on it so far
+
+
 class Transport:
     """Message delivery and broker timers over the kernel."""
 
-    __slots__ = ("kernel", "heap", "seq", "brokers", "draws", "latency", "offset", "slow", "ms_per_byte",
-                 "egress_free", "ingress_free", "cuts", "clocks", "calm", "check")
+    __slots__ = ("kernel", "heap", "seq", "brokers", "draws", "links", "slow", "ms_per_byte",
+                 "egress_free", "ingress_free", "cuts", "calm", "check", "direct", "deliver", "fire")
 
     def __init__(self, kernel, brokers, draws: tuple, latency: tuple, offset: int, bandwidth_mbps: float | None):
         self.kernel = kernel
         self.heap, self.seq = kernel.events()  # messages go straight onto the kernel's heap (the hot path)
         self.brokers = brokers  # Broker objects: up, paused, isolated, slow, incarnation, deferred
         self.draws = draws  # network.latency.ms's Sampler per kind of connection (protocol.DATA_CONN, CONSUMER_CONN)
-        self.latency = latency  # [conn][src + offset][dst + offset]: the link's latency draws (network.Layout)
-        self.offset = offset  # a node id + offset is its index in the per-node tables
+        # [conn][src][dst]: the connection, with its link's latency draws (network.Layout). Indexed by node id
+        # itself: the brokers 0..n-1 first, then the other nodes, whose negative ids index from the end
+        by_id = [*range(offset, len(latency[0])), *range(offset)]  # node id -> its index in network's tables
+        self.links = [[[Link(table[a][b]) for b in by_id] for a in by_id] for table in latency]
         self.slow = 0  # brokers slowed down now (their fetch messages take `slow` times longer)
         self.ms_per_byte = 8.0 / (bandwidth_mbps * 1000.0) if bandwidth_mbps else 0.0  # a broker NIC's time per byte
         self.egress_free = [0.0] * len(brokers)  # broker -> when its NIC has sent everything queued so far
         self.ingress_free = [0.0] * len(brokers)  # broker -> when its NIC has received everything so far
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
-        n = len(brokers) + offset  # node ids from -offset up
-        self.clocks = [[[0.0] * n for _ in range(n)] for _ in draws]  # [conn][src + off][dst + off]: latest arrival
         self.calm = True  # no broker down, paused or isolated, no link cut: messages need no checks
         self.check = None  # debug: called with each action delivered or fired (the declared handlers' check)
+        self.direct = False  # nothing can drop or hold a message or timer: each goes on the heap as its handler (start)
+        self.deliver = self._deliver  # what every message runs on arrival (bound once: it goes on the heap per message)
+        self.fire = self._fire  # what every timer runs when due (likewise)
+
+    def start(self, broker_faults: bool) -> None:
+        """The run begins. With no broker fault scheduled (and no check of the handlers), no broker goes down,
+        pauses or is cut off, so nothing can drop, refuse or hold a message or a timer: each goes onto the
+        kernel's heap as its handler itself, at the same time and in the same order, without the checks."""
+        self.direct = not broker_faults and self.check is None
 
     # ---- links ------------------------------------------------------------------------------------------
 
@@ -118,15 +140,15 @@ class Transport:
         """Deliver action(*args) at `dst` after a latency draw of the connection's kind (`fetch`: a
         replication message, slowed by a slow broker at either end; `nbytes`: record bytes it carries,
         through each broker's NIC; `delay`: it leaves that much later, when the sender is done with it)."""
-        brokers = self.brokers
         if not self.calm:
-            if src >= 0 and brokers[src].isolated:
+            if src >= 0 and self.brokers[src].isolated:
                 return
             if self.cuts and (src, dst) in self.cuts:
                 return
-        off = self.offset
-        latency = next(self.latency[conn][src + off][dst + off])
+        link = self.links[conn][src][dst]
+        latency = next(link.draws)
         if fetch and self.slow:
+            brokers = self.brokers
             factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
             latency *= factor
         at = self.kernel.now + delay
@@ -146,11 +168,13 @@ class Transport:
                 self.ingress_free[dst] = at
         else:
             at += latency
-        row = self.clocks[conn][src + off]  # one TCP connection per (src, dst, kind): in order, as sent
-        if at < row[dst + off]:
-            at = row[dst + off]
-        row[dst + off] = at
-        heappush(self.heap, (at, next(self.seq), self._deliver, (src, dst, action, args, refused, conn)))
+        if at < link.last:  # in order, as sent
+            at = link.last
+        link.last = at
+        if self.direct:
+            heappush(self.heap, (at, next(self.seq), action, args))
+        else:
+            heappush(self.heap, (at, next(self.seq), self.deliver, (src, dst, action, args, refused, conn)))
 
     def _deliver(self, src: int, dst: int, action, args: tuple, refused, conn: int) -> None:
         if not self.calm:
@@ -182,7 +206,13 @@ class Transport:
 
     def timer(self, broker: int, delay: float, action, *args) -> None:
         """A timer of a broker's process: void if the process dies, held while paused."""
-        self.kernel.schedule(self.kernel.now + delay, self._fire, broker, self.brokers[broker].incarnation, action, args)
+        now = self.kernel.now
+        at = now + delay
+        at = at if at > now else now  # never in the past (as Kernel.schedule)
+        if self.direct:
+            heappush(self.heap, (at, next(self.seq), action, args))
+        else:
+            heappush(self.heap, (at, next(self.seq), self.fire, (broker, self.brokers[broker].incarnation, action, args)))
 
     def _fire(self, broker: int, incarnation: int, action, args: tuple) -> None:
         b = self.brokers[broker]

@@ -60,6 +60,8 @@ def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) ->
         parts.append(np.repeat(at, burst.records))
     if not parts:
         return np.empty(0)
+    if len(parts) == 1:  # one source alone is in order already (Poisson: running sums of draws >= 0)
+        return parts[0]
     return np.sort(np.concatenate(parts), kind="stable")
 
 
@@ -99,17 +101,19 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
         return (np.arange(n) % partitions).astype(np.int32)
     out = np.empty(n, dtype=np.int32)
     keyed = key >= 0
-    if keyed.any():
+    some_keyed = keyed.any()
+    if some_keyed:
         out[keyed] = partition_for_keys(key[keyed], partitions)
         mapping = p.partitioner.get("mapping") if isinstance(p.partitioner, Mapping) else None
         if mapping:
             table = {int(k.split("-", 1)[1]): v for k, v in mapping.items() if k.startswith("key-") and k[4:].isdigit()}
             for k, part in table.items():
                 out[key == k] = part
-    nulls = np.flatnonzero(~keyed)
-    if len(nulls):
+    nulls = np.flatnonzero(~keyed) if some_keyed else slice(None)  # the null-key records (all: the whole arrays)
+    null_count = len(nulls) if some_keyed else n
+    if null_count:
         if name == "legacy":  # before 2.4: round robin over null-key records
-            out[nulls] = np.arange(len(nulls)) % partitions
+            out[nulls] = np.arange(null_count) % partitions
         else:
             cap = p.records_per_batch
             linger = p.linger_ms if name == "sticky" else None
@@ -153,9 +157,20 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     else:
         send_ms, producer, partition, key = np.empty(0), np.empty(0, np.int16), np.empty(0, np.int32), np.empty(0, np.int64)
     # each producer's records are in send order already (arrivals are sorted): a stable sort by
-    # (producer, partition) keeps it within each partition
-    order = np.lexsort((partition, producer)) if len(settings.producers) > 1 else np.argsort(partition, kind="stable")
-    send_ms, producer, partition, key = send_ms[order], producer[order], partition[order], key[order]
+    # (producer, partition) keeps it within each partition (one producer whose partitions are in order already,
+    # one partition for instance, needs none)
+    if len(settings.producers) > 1:
+        order = np.lexsort((partition, producer))
+    elif len(partition) and np.any(partition[1:] < partition[:-1]):
+        order = np.argsort(partition, kind="stable")
+    else:
+        order = None
+    if order is not None:
+        send_ms, partition = send_ms[order], partition[order]
+        if len(settings.producers) > 1:  # (one producer's index, and null keys alone, read the same in any order)
+            producer = producer[order]
+        if any(q.key_cardinality is not None for q in settings.producers):
+            key = key[order]
     n_partitions = sum(t.partitions for t in settings.topics)
     lo = np.zeros((len(settings.producers), n_partitions), dtype=np.int64)
     hi = np.zeros_like(lo)
