@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
+from . import versions
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
 from .settings import derive
 
@@ -64,11 +65,14 @@ def _unknown_topic(name: Any, topics: Mapping, where: str) -> str:
     return f"{where}.topic: no topic named {name!r}" + did_you_mean(name, topics, f"; topics are {', '.join(topics) or 'none'}")
 
 
-def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -> dict:
-    """Defaults filled in and each key checked; nested sections recurse."""
+def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str], defaults: Mapping | None = None) -> dict:
+    """Defaults filled in (`defaults`: the Kafka version's, where they differ from the schema's) and each key
+    checked; nested sections recurse."""
+    defaults = defaults or {}
     if not isinstance(given, Mapping):
         problems.append(f"{path or 'scenario'}: must be a mapping, got {type(given).__name__}")
-        return {k: (None if spec.default is REQUIRED else copy.deepcopy(spec.default)) for k, spec in keys.items()}
+        return {k: (None if spec.default is REQUIRED else copy.deepcopy(defaults.get(k, spec.default)))
+                for k, spec in keys.items()}
     out: dict[str, Any] = {}
     prefix = f"{path}." if path else ""
     for key in given:
@@ -88,8 +92,45 @@ def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -
             problems.append(f"{where}: required")
             out[key] = None
         else:
-            out[key] = copy.deepcopy(spec.default)
+            out[key] = copy.deepcopy(defaults.get(key, spec.default))
     return out
+
+
+def _version(s: dict, given: Mapping, problems: list[str]) -> tuple[str, str]:
+    """The release line and metadata mode in force (written back resolved); the newest if kafka.version is bad."""
+    version = versions.canonical(s["kafka.version"]) or versions.NEWEST
+    metadata = s["kafka.metadata"]
+    if metadata in (versions.ZOOKEEPER, versions.KRAFT):
+        problems.extend(versions.check_metadata(version, metadata))
+    else:
+        metadata = versions.default_metadata(version)
+    s["kafka.version"], s["kafka.metadata"] = version, metadata
+    return version, metadata
+
+
+def _version_checks(s: dict, given: Mapping, version: str, metadata: str, problems: list[str]) -> None:
+    """Properties the version lacks, values naming a mechanism it lacks, and a broker.truncation that disagrees."""
+    def given_items(name: str):
+        items = given.get(name)
+        if name in SECTIONS:
+            return [(name, items)] if isinstance(items, Mapping) else []
+        return [(f"{name}[{i}]", item) for i, item in enumerate(items or []) if isinstance(item, Mapping)]
+
+    for name in (*SECTIONS, *LISTS):
+        for where, item in given_items(name):
+            for key, value in item.items():
+                if value is None:
+                    continue  # null says nothing: what the version does anyway
+                problem = (versions.name_problem(name, key, version, metadata, f"{where}.{key}")
+                           or versions.value_problem(name, key, value, version, f"{where}.{key}"))
+                if problem:
+                    problems.append(problem)
+    truncation = (given.get("broker") or {}).get("truncation") if isinstance(given.get("broker"), Mapping) else None
+    rule = versions.mechanisms(version, metadata).truncation
+    if truncation is not None and truncation != rule and truncation in ("high_watermark", "leader_epoch"):
+        since = 'kafka.version "0.10" or older' if truncation == "high_watermark" else 'kafka.version "0.11" or later'
+        problems.append(f"broker.truncation: Kafka {version} truncates by {rule.replace('_', ' ')}, not "
+                        f"{truncation.replace('_', ' ')} (KIP-101, 0.11); leave it out, or set {since}")
 
 
 _LEADER_TARGET = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
@@ -139,9 +180,11 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.enable.idempotence: true needs acks=all, got acks={p['acks']}")
         elif explicit is True and p["retries"] == 0:
             problems.append(f"{where}.enable.idempotence: true needs retries > 0")
-        if p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
-            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
-                            f"got {p['max.in.flight.requests.per.connection']}")
+        in_flight = versions.mechanisms(s["kafka.version"], s["kafka.metadata"]).idempotence_max_in_flight
+        if explicit is True and p["max.in.flight.requests.per.connection"] > in_flight:
+            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= {in_flight} with "
+                            f"enable.idempotence, got {p['max.in.flight.requests.per.connection']}"
+                            + (f" (Kafka {s['kafka.version']}; 5 from 1.0, KAFKA-5494)" if in_flight == 1 else ""))
         mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
         for key, part in (mapping or {}).items():
@@ -270,8 +313,10 @@ def validate(given: Any) -> dict:
         if key not in allowed:
             problems.append(unknown_key(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
+    version, metadata = _version(s, given, problems)
     for name, keys in SECTIONS.items():
-        s[name] = _fill(given.get(name) or {}, keys, name, problems)
+        s[name] = _fill(given.get(name) or {}, keys, name, problems,
+                        versions.section_defaults(name, keys, version, metadata))
     for name, keys in LISTS.items():
         items = given.get(name)
         if items is None:
@@ -279,7 +324,9 @@ def validate(given: Any) -> dict:
         if not isinstance(items, list):
             problems.append(f"{name}: must be a list, got {type(items).__name__}")
             items = []
-        s[name] = [_fill(item, keys, f"{name}[{i}]", problems) for i, item in enumerate(items)]
+        defaults = versions.section_defaults(name, keys, version, metadata)
+        s[name] = [_fill(item, keys, f"{name}[{i}]", problems, defaults) for i, item in enumerate(items)]
+    _version_checks(s, given, version, metadata, problems)
     if not problems:
         _cross_checks(s, given, problems)
     if problems:
