@@ -35,7 +35,8 @@ GOOD = """
 
 def test_shipped_specs_load():
     specs = {s.study: s for s in all_specs()}
-    assert {"quorum_vs_isr", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols"} <= set(specs)
+    assert {"quorum_vs_isr", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols",
+            "versions"} <= set(specs)
     assert {p.name for p in specs["delivery_semantics"].parts} == {"consumer_crashes", "producer_retries"}
     assert all(len(s.points(1)) > 0 for s in specs.values() if not s.is_pending)
 
