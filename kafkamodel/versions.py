@@ -212,11 +212,10 @@ class Mechanisms:
     truncation: str  # high_watermark (before 0.11) or leader_epoch (KIP-101)
     kip279: bool  # 2.0: OffsetsForLeaderEpoch answers carry the epoch; the follower truncates to the smaller end and asks again
     hw_held_below_min_isr: bool  # 3.7 (KAFKA-15583): the HW does not advance while the ISR is below min.insync.replicas
-    idempotence: bool  # 0.11 (KIP-98): the idempotent producer
-    idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11, 5 from 1.0 (KAFKA-5494)
+    idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11 (KIP-98), 5 from 1.0 (KAFKA-5494)
     kip360: bool  # 2.5: an idempotent producer bumps its epoch past a sequence gap and retries (before: the batch fails)
-    elr: bool  # 4.0 (KIP-966): Eligible Leader Replicas can be switched on (KRaft)
     unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
+    # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
     def kraft(self) -> bool:
@@ -230,9 +229,7 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         truncation="leader_epoch" if at_least(version, "0.11") else "high_watermark",
         kip279=at_least(version, "2.0"),
         hw_held_below_min_isr=at_least(version, "3.7"),
-        idempotence=at_least(version, "0.11"),
         idempotence_max_in_flight=5 if at_least(version, "1.0") else 1,
         kip360=at_least(version, "2.5"),
-        elr=kraft and at_least(version, "4.0"),
         unclean_shutdown_fencing=kraft and at_least(version, "4.0"),
     )
