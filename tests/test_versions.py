@@ -170,3 +170,30 @@ def test_a_restart_within_the_session_registers_when_the_old_session_expires(ver
     assert e[e.kind == "broker_failure_detected"].time_ms.tolist() == [registers_at]
     restart = e[e.kind == "fault_restart"]
     assert restart.time_ms.tolist() == [registers_at] and f"held from {crash_at + 1000}" in restart.detail.iloc[0]
+
+
+# ---- python -m kafkamodel keys --version ----------------------------------------------------------------------------
+
+def test_keys_shows_a_versions_resolved_defaults(capsys):
+    from kafkamodel.cli import main
+
+    assert main(["keys", "--version", "0.10"]) == 0
+    lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["broker.unclean.leader.election.enable"] == "true"  # as the table above says for 0.10
+    assert lines["broker.zookeeper.session.timeout.ms"] == "6000" and lines["producers[].acks"] == "1"
+    assert lines["broker.eligible.leader.replicas.enable"] == "(not" and lines["producers[].enable.idempotence"] == "(not"
+    assert main(["keys", "--version", "3.9", "--metadata", "kraft"]) == 0
+    lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["broker.broker.session.timeout.ms"] == "9000" and lines["broker.zookeeper.session.timeout.ms"] == "(not"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["keys", "--version", "3.10"], "error: --version: unknown version '3.10'; known: 0.8, 0.9, 0.10, "),
+    (["keys", "--version", "2.8", "--metadata", "kraft"], "error: --metadata: kraft needs kafka.version 3.3 or later"),
+])
+def test_keys_refuses_an_unknown_version_in_one_line(capsys, args, message):
+    from kafkamodel.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
