@@ -108,6 +108,20 @@ def _version(s: dict, given: Mapping, problems: list[str]) -> tuple[str, str]:
     return version, metadata
 
 
+def _idempotence_defaults(s: dict, given: Mapping, version: str, metadata: str) -> None:
+    """From 0.11 to 2.8 a producer with enable.idempotence: true takes acks all, retries 2147483647 and (0.11)
+    one request in flight unless it sets them (KafkaProducer overrides those defaults; from 3.0 they are Kafka's)."""
+    items = given.get("producers")
+    in_flight = versions.mechanisms(version, metadata).idempotence_max_in_flight
+    for p, mine in zip(s["producers"], items if isinstance(items, list) else []):
+        if not isinstance(mine, Mapping) or mine.get("enable.idempotence") is not True:
+            continue
+        for key, value in (("acks", "all"), ("retries", versions.MAX_INT),
+                           ("max.in.flight.requests.per.connection", min(in_flight, 5))):
+            if mine.get(key) is None:
+                p[key] = value
+
+
 def _version_checks(s: dict, given: Mapping, version: str, metadata: str, problems: list[str]) -> None:
     """Properties the version lacks, values naming a mechanism it lacks, and a broker.truncation that disagrees."""
     def given_items(name: str):
@@ -327,6 +341,7 @@ def validate(given: Any) -> dict:
         defaults = versions.section_defaults(name, keys, version, metadata)
         s[name] = [_fill(item, keys, f"{name}[{i}]", problems, defaults) for i, item in enumerate(items)]
     _version_checks(s, given, version, metadata, problems)
+    _idempotence_defaults(s, given, version, metadata)
     if not problems:
         _cross_checks(s, given, problems)
     if problems:

@@ -92,6 +92,20 @@ def test_defaults_resolve_per_version_as_documented(version):
             assert resolved(scenario, prop) == cell_value(cell), (version, prop)
 
 
+@pytest.mark.parametrize("version, in_flight", [("0.11", 1), ("2.0", 5)])
+def test_idempotence_switched_on_brings_its_own_defaults_before_3_0(version, in_flight):
+    # KafkaProducer (0.11-2.8) with enable.idempotence=true and nothing else set: acks all, retries MAX, and in 0.11
+    # one request in flight; what the producer sets itself stays
+    p = load_scenario(given(version, "producers[].enable.idempotence", True))["producers"][0]
+    assert (p["acks"], p["retries"], p["max.in.flight.requests.per.connection"]) == ("all", 2147483647, in_flight)
+    mine = given(version, "producers[].enable.idempotence", True)
+    mine["producers"][0]["retries"] = 3
+    assert load_scenario(mine)["producers"][0]["retries"] == 3
+    with pytest.raises(ScenarioError, match="enable.idempotence: true needs acks=all, got acks=1"):
+        mine["producers"][0]["acks"] = 1
+        load_scenario(mine)
+
+
 def test_explicit_settings_override_the_version_defaults():
     s = load_scenario(given("0.10", "producers[].acks", "all"))
     assert s["producers"][0]["acks"] == "all" and s["broker"]["unclean.leader.election.enable"] is True
