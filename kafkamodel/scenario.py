@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import yaml
 
 from . import versions
+from .version_checks import idempotence_defaults, resolve_version, version_checks
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
 from .settings import derive
 
@@ -94,57 +95,6 @@ def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str], d
         else:
             out[key] = copy.deepcopy(defaults.get(key, spec.default))
     return out
-
-
-def _version(s: dict, given: Mapping, problems: list[str]) -> tuple[str, str]:
-    """The release line and metadata mode in force (written back resolved); the newest if kafka.version is bad."""
-    version = versions.canonical(s["kafka.version"]) or versions.NEWEST
-    metadata = s["kafka.metadata"]
-    if metadata in (versions.ZOOKEEPER, versions.KRAFT):
-        problems.extend(versions.check_metadata(version, metadata))
-    else:
-        metadata = versions.default_metadata(version)
-    s["kafka.version"], s["kafka.metadata"] = version, metadata
-    return version, metadata
-
-
-def _idempotence_defaults(s: dict, given: Mapping, version: str, metadata: str) -> None:
-    """From 0.11 to 2.8 a producer with enable.idempotence: true takes acks all, retries 2147483647 and (0.11)
-    one request in flight unless it sets them (KafkaProducer overrides those defaults; from 3.0 they are Kafka's)."""
-    items = given.get("producers")
-    in_flight = versions.mechanisms(version, metadata).idempotence_max_in_flight
-    for p, mine in zip(s["producers"], items if isinstance(items, list) else []):
-        if not isinstance(mine, Mapping) or mine.get("enable.idempotence") is not True:
-            continue
-        for key, value in (("acks", "all"), ("retries", versions.MAX_INT),
-                           ("max.in.flight.requests.per.connection", min(in_flight, 5))):
-            if mine.get(key) is None:
-                p[key] = value
-
-
-def _version_checks(s: dict, given: Mapping, version: str, metadata: str, problems: list[str]) -> None:
-    """Properties the version lacks, values naming a mechanism it lacks, and a broker.truncation that disagrees."""
-    def given_items(name: str):
-        items = given.get(name)
-        if name in SECTIONS:
-            return [(name, items)] if isinstance(items, Mapping) else []
-        return [(f"{name}[{i}]", item) for i, item in enumerate(items or []) if isinstance(item, Mapping)]
-
-    for name in (*SECTIONS, *LISTS):
-        for where, item in given_items(name):
-            for key, value in item.items():
-                if value is None:
-                    continue  # null says nothing: what the version does anyway
-                problem = (versions.name_problem(name, key, version, metadata, f"{where}.{key}")
-                           or versions.value_problem(name, key, value, version, f"{where}.{key}"))
-                if problem:
-                    problems.append(problem)
-    truncation = (given.get("broker") or {}).get("truncation") if isinstance(given.get("broker"), Mapping) else None
-    rule = versions.mechanisms(version, metadata).truncation
-    if truncation is not None and truncation != rule and truncation in ("high_watermark", "leader_epoch"):
-        since = 'kafka.version "0.10" or older' if truncation == "high_watermark" else 'kafka.version "0.11" or later'
-        problems.append(f"broker.truncation: Kafka {version} truncates by {rule.replace('_', ' ')}, not "
-                        f"{truncation.replace('_', ' ')} (KIP-101, 0.11); leave it out, or set {since}")
 
 
 _LEADER_TARGET = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
@@ -327,7 +277,7 @@ def validate(given: Any) -> dict:
         if key not in allowed:
             problems.append(unknown_key(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
-    version, metadata = _version(s, given, problems)
+    version, metadata = resolve_version(s, problems)
     for name, keys in SECTIONS.items():
         s[name] = _fill(given.get(name) or {}, keys, name, problems,
                         versions.section_defaults(name, keys, version, metadata))
@@ -340,8 +290,8 @@ def validate(given: Any) -> dict:
             items = []
         defaults = versions.section_defaults(name, keys, version, metadata)
         s[name] = [_fill(item, keys, f"{name}[{i}]", problems, defaults) for i, item in enumerate(items)]
-    _version_checks(s, given, version, metadata, problems)
-    _idempotence_defaults(s, given, version, metadata)
+    version_checks(s, given, version, metadata, problems)
+    idempotence_defaults(s, given, version, metadata)
     if not problems:
         _cross_checks(s, given, problems)
     if problems:
