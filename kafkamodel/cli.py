@@ -144,18 +144,41 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_keys(args) -> int:
+    from . import versions
     from .schema import LISTS, SECTIONS, TOP, REQUIRED
 
-    def show(prefix, keys):
+    version = versions.canonical(args.version or versions.NEWEST)
+    if version is None:
+        raise UsageError(f"--version: unknown version {args.version!r}; known: {', '.join(versions.VERSIONS)}")
+    metadata = args.metadata or versions.default_metadata(version)
+    problem = versions.check_metadata(version, metadata, "--metadata")
+    if problem:
+        raise UsageError(problem[0])
+    mode = "KRaft" if metadata == versions.KRAFT else "ZooKeeper"
+    print(f"# Kafka {version} ({mode}): defaults as kafka.version {version!r} resolves them (docs/versions.md)")
+
+    def show(prefix, keys, section=None):
         for name, key in keys.items():
-            default = "required" if key.default is REQUIRED else json.dumps(key.default)
+            if key.default is REQUIRED:
+                default = "required"
+            elif name == "kafka.version":
+                default = json.dumps(version)
+            elif name == "kafka.metadata":
+                default = json.dumps(metadata)
+            else:
+                value = versions.default(section, name, version, metadata, key.default) if section else key.default
+                default = json.dumps(value)
+                if section and not versions.has(section, name, version, metadata):
+                    default = f"(not in {version})"
+                elif (section, name) == ("producers", "enable.idempotence") and value is None:
+                    default = "derived"
             print(f"{prefix}{name:<52} {default:<16} {key.doc}")
 
     show("", TOP)
     for section, keys in SECTIONS.items():
-        show(f"{section}.", keys)
+        show(f"{section}.", keys, section)
     for section, keys in LISTS.items():
-        show(f"{section}[].", keys)
+        show(f"{section}[].", keys, section)
     return 0
 
 
@@ -254,7 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
     rep.set_defaults(func=_cmd_report)
 
-    keys = verbs.add_parser("keys", help="list every scenario key with its default")
+    keys = verbs.add_parser("keys", help="list every scenario key with its default (--version: that Kafka's)")
+    keys.add_argument("--version", default=None, help="a Kafka release line (default: the newest modelled)")
+    keys.add_argument("--metadata", choices=["zookeeper", "kraft"], default=None,
+                      help="ZooKeeper or KRaft (default: the version's)")
     keys.set_defaults(func=_cmd_keys)
 
     measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")

@@ -1,14 +1,32 @@
 """The controller: broker liveness, leader elections, ISR metadata.
 
-ZooKeeper (node ``CONTROLLER``) never fails; the controller *role* runs on a
-broker (the lowest id at start) and fails with it. A broker that stops
-answering ZooKeeper (crashed, isolated, paused, cut from it) loses its
-session ``zookeeper.session.timeout.ms`` after it went silent; a broker that
-comes back registers again. When the controller's own session expires, the
-lowest-id healthy broker takes the role over and rebuilds its view from
-ZooKeeper (``controller_resync``): nothing the old controller knew is lost.
+Two metadata modes, as ``kafka.version`` (and ``kafka.metadata``) choose
+(docs/versions.md):
 
-Whom it elects is the replication mode's election policy (``elections``).
+* **ZooKeeper** (up to 3.9). ZooKeeper (node ``CONTROLLER``) never fails;
+  the controller *role* runs on a broker (the lowest id at start) and fails
+  with it. A broker that stops answering ZooKeeper (crashed, isolated,
+  paused, cut from it) loses its session ``zookeeper.session.timeout.ms``
+  after it went silent. When the controller's own session expires, the
+  lowest-id healthy broker takes the role over and rebuilds its view from
+  ZooKeeper (``resync``): it sees which brokers are registered now, not
+  which of them restarted meanwhile (no broker incarnation survives a
+  failover), so a broker that bounced while no controller watched keeps
+  its place in the ISR.
+* **KRaft** (3.3+, the only mode from 4.0). The controller quorum (node
+  ``CONTROLLER``) holds the role and never fails. A broker heartbeats every
+  ``broker.heartbeat.interval.ms``; ``broker.session.timeout.ms`` after its
+  last heartbeat it is fenced. From 4.0 (KIP-966) a broker that registers
+  after an unclean shutdown (any death of its process: Kafka cannot tell a
+  kill from a power cut) leaves every ISR and ELR it is in.
+
+In both, a restarted process cannot register while its old session lives
+(ZooKeeper: the old ephemeral znode is still there; KRaft:
+DuplicateBrokerRegistrationException), so the restart waits for the expiry
+(``faults``) and the controller always sees the failure first.
+
+Whom it elects, with the ISR and ELR that go with it, is
+``elections.partition_change`` (ISR mode) or the quorum's vote.
 Preferred-replica election (ISR mode): every
 ``leader.imbalance.check.interval.seconds``, a broker that leads fewer than
 (100 - ``leader.imbalance.per.broker.percentage``)% of the partitions it is
@@ -17,6 +35,7 @@ preferred for takes them back where it is in the ISR.
 
 from __future__ import annotations
 
+from .elections import UNCLEAN, UNCLEAN_KINDS, Change, partition_change
 from .measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, CONTROLLER_FAILOVER, CONTROLLER_LOST, ISR_SHRINK,
                        LEADER_ELECTION, PARTITION_OFFLINE)
 from .protocol import CONTROLLER
@@ -39,13 +58,17 @@ class Controller:
         self.event = sim.recorder.event
         self.note_availability = sim.availability.note
         cfg = sim.settings.broker
-        self.session_timeout_ms = cfg.zookeeper_session_timeout_ms
-        self.elr_enabled = cfg.eligible_leader_replicas_enable
+        kafka = sim.settings.kafka
+        self.kraft = kafka.kraft  # KRaft: the role sits in the controller quorum (it never fails); else ZooKeeper
+        self.session_timeout_ms = cfg.session_timeout_ms
+        self.heartbeat_ms = cfg.heartbeat_interval_ms  # KRaft: expiry counts from the last heartbeat; None: ZooKeeper
+        self.elr_enabled = cfg.eligible_leader_replicas_enable and self.mode.keeps_isr
+        self.unclean_shutdown_fencing = kafka.unclean_shutdown_fencing and self.mode.keeps_isr
         self.rebalance = cfg.auto_leader_rebalance_enable and self.mode.preferred_leader_rebalance
         self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
         self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
         self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers with a live session, as it saw
-        self.controller_broker = 0  # the broker holding the controller role (-1: none can)
+        self.controller_broker = CONTROLLER if self.kraft else 0  # who holds the role: a broker (-1: none can), the quorum
         self.handle_leader_and_isr = None  # wired: the brokers' LeaderAndIsr handler
 
     def wire(self, replica_manager) -> None:
@@ -60,13 +83,29 @@ class Controller:
 
     def active(self) -> bool:
         c = self.controller_broker
-        return c >= 0 and self.brokers[c].healthy
+        return c == CONTROLLER or (c >= 0 and self.brokers[c].healthy)
 
     def session_alive(self, b: int) -> bool:
-        """Does ZooKeeper still hold broker b's session?"""
-        since = self.brokers[b].unhealthy_since
-        # the same sum the expiry event was scheduled at, so both agree at that very instant
-        return since is None or since + self.session_timeout_ms > self.kernel.now
+        """Does broker b still hold its session (ZooKeeper's, or its KRaft registration unfenced)?"""
+        broker = self.brokers[b]
+        # the same time the expiry event was scheduled at, so both agree at that very instant
+        return broker.unhealthy_since is None or broker.session_expires > self.kernel.now
+
+    def old_session_until(self, b: int) -> float | None:
+        """While a dead broker's old session still lives (until and including its expiry instant), when it
+        expires: a new process of it cannot register before (faults holds the restart)."""
+        broker = self.brokers[b]
+        if broker.unhealthy_since is None or broker.session_expires < self.kernel.now:
+            return None
+        return broker.session_expires
+
+    def _expiry(self, broker, now: float) -> float:
+        """When the session of a broker silent from `now` expires: ZooKeeper counts from the silence; KRaft from
+        its last heartbeat (every broker.heartbeat.interval.ms since it became healthy)."""
+        if self.heartbeat_ms is None:
+            return now + self.session_timeout_ms
+        beats = int((now - broker.healthy_since) // self.heartbeat_ms)
+        return broker.healthy_since + beats * self.heartbeat_ms + self.session_timeout_ms
 
     def health_changed(self, b: int) -> None:
         """Call after any change to a broker's up/paused/isolated/cut state."""
@@ -75,11 +114,13 @@ class Controller:
         if not broker.healthy and broker.unhealthy_since is None:
             broker.unhealthy_since = now
             broker.episode += 1
-            self.kernel.schedule(now + self.session_timeout_ms, self.session_expired, b, broker.episode)
+            broker.session_expires = self._expiry(broker, now)
+            self.kernel.schedule(broker.session_expires, self.session_expired, b, broker.episode)
         elif broker.healthy and broker.unhealthy_since is not None:
             broker.unhealthy_since = None
+            broker.healthy_since = now
             broker.episode += 1
-            if self.controller_broker < 0:  # nobody could hold the role: this broker takes it
+            if self.controller_broker == -1:  # ZooKeeper: nobody could hold the role: this broker takes it
                 self.failover()
             elif b == self.controller_broker:
                 # the controller is back within its session: its ZooKeeper watches fire for what it missed
@@ -110,15 +151,13 @@ class Controller:
 
     def resync(self) -> None:
         """controller_resync: read the broker registrations and partition states, and act on what changed."""
-        alive = {b.id for b in self.brokers if self.session_alive(b.id) and not b.restarted}
+        alive = {b.id for b in self.brokers if self.session_alive(b.id)}  # registered now: a bounce is not seen
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
-            why = "restarted" if self.brokers[b].restarted else "session expired"
-            self.broker_failed(b, f"{why} (seen by the controller on resync)")
+            self.broker_failed(b, "session expired (seen by the controller on resync)")
         for broker in self.brokers:
-            if broker.healthy and (broker.id not in self.live_brokers or broker.restarted):
-                broker.restarted = False  # fenced above if it bounced; now it registers as new
+            if broker.healthy and broker.id not in self.live_brokers:
                 self.handle_registration(broker.id)
         for part in self.partitions:
             if part.leader < 0 or part.leader not in self.live_brokers:
@@ -128,17 +167,17 @@ class Controller:
         self.note_availability()
 
     def broker_failed(self, b: int, why: str) -> None:
+        """Broker b's session expired (KRaft: it is fenced): it leaves every ISR; what it led elects anew."""
         self.live_brokers.discard(b)
         self.event(BROKER_FAILURE_DETECTED, -1, b, why)
         for p in self.partitions_of[b]:
             part = self.partitions[p]
-            if part.leader == b:
-                self.elect_leader(part)
-            elif self.mode.keeps_isr and b in part.isr and len(part.isr) > 1:
-                self._set_isr(part, tuple(r for r in part.isr if r != b))
-                self.event(ISR_SHRINK, p, b, f"controller removed dead broker {b}; isr now {list(part.isr)}")
-                self.counters.isr_shrinks += 1
-                self._send(part)
+            if not self.mode.keeps_isr:
+                if part.leader == b:
+                    self.elect_leader(part)
+            elif b in part.isr or part.leader == b:
+                self._apply(part, self._change(part, tuple(r for r in part.isr if r != b), exclude=b),
+                            f"controller removed dead broker {b}", b)
         self.note_availability()
 
     def handle_registration(self, b: int) -> None:
@@ -149,20 +188,17 @@ class Controller:
         if not self.active():
             return  # the next controller's resync will see the registration
         live = self.live_brokers
-        if b in live and broker.restarted:
-            # a restart faster than the session timeout: the new process fences the old one
-            self.broker_failed(b, "restarted before its session expired")
-        broker.restarted = False
+        if broker.unclean_shutdown and self.unclean_shutdown_fencing:
+            # KIP-966: after an unclean shutdown its log may miss what it had acknowledged: out of every ISR and ELR
+            for p in self.partitions_of[b]:
+                part = self.partitions[p]
+                if b in part.isr or b in part.elr:
+                    self._apply(part, self._change(part, tuple(r for r in part.isr if r != b), exclude=b,
+                                                   unclean_shutdown=(b,)),
+                                f"broker {b} registered after an unclean shutdown", b)
         if b not in live:
             live.add(b)
             self.event(BROKER_REGISTERED, -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
-        if broker.unclean_shutdown and self.elr_enabled:
-            # KIP-966: a replica that lost power may miss acknowledged data; it is no longer electable as in sync
-            for p in self.partitions_of[b]:
-                part = self.partitions[p]
-                if b in part.isr and part.leader != b:
-                    self._set_isr(part, tuple(r for r in part.isr if r != b))
-                part.elr = tuple(r for r in part.elr if r != b)
         broker.unclean_shutdown = False
         for p in self.partitions_of[b]:
             part = self.partitions[p]
@@ -180,7 +216,7 @@ class Controller:
 
     def link_healed(self, a: int, b: int) -> None:
         """A cut between brokers a and b healed: if one holds the controller role, it resends the other its state."""
-        if not self.active() or b < 0 or a < 0:
+        if not self.active() or b == -1 or a == -1:
             return
         if a == self.controller_broker and b in self.live_brokers:
             self.send_state(b)
@@ -190,26 +226,46 @@ class Controller:
     # ---- elections -------------------------------------------------------------------------------------------------
 
     def elect_leader(self, part: Partition) -> None:
-        """controller_elect_leader: as the mode's election policy chooses."""
+        """controller_elect_leader: the partition has no live leader; as the mode's election chooses."""
+        if self.mode.keeps_isr:
+            self._apply(part, self._change(part, part.isr), "")
+        else:
+            self._apply(part, self.mode.election.choose(part, self.live_brokers, self.replicas[part.index]), "")
+
+    def _change(self, part: Partition, target_isr: tuple, exclude: int = -1, unclean_shutdown: tuple = ()) -> Change:
+        """The partition with `target_isr` applied (electing if its leader no longer may lead); `exclude`: a broker
+        that may not lead (the one being fenced)."""
+        live = self.live_brokers
+        return partition_change(part, target_isr, lambda r: r in live and r != exclude, unclean=part.unclean,
+                                elr_enabled=self.elr_enabled, min_isr=part.min_isr, unclean_shutdown=unclean_shutdown)
+
+    def _apply(self, part: Partition, change: Change, why: str, broker: int = -1) -> None:
+        """Store a partition change; a new leader (or none) is a new leader epoch; LeaderAndIsr to the replicas.
+        `why`, `broker`: what an ISR shrink alone is put down to, and which broker it removed."""
+        old, old_isr = part.leader, part.isr
+        part.elr, part.last_known_elr = change.elr, change.last_known_elr
+        if change.leader == old:
+            if change.isr == old_isr:
+                return
+            part.isr = change.isr
+            if len(change.isr) < len(old_isr):
+                self.counters.isr_shrinks += 1
+                self.event(ISR_SHRINK, part.index, broker, f"{why}; isr now {list(part.isr)}")
+            self._send(part)
+            return
         replicas = self.replicas[part.index]
-        leader, isr, kind = self.mode.election.choose(part, self.live_brokers, replicas)
-        old = part.leader
-        if leader < 0 and old < 0:
-            return  # still offline: nothing changes, no new epoch
-        at_risk = self._offsets_beyond(part, leader) if kind == "unclean" else 0
+        leader, kind = change.leader, change.kind
+        at_risk = self._offsets_beyond(part, leader) if kind in UNCLEAN_KINDS else 0
         part.leader = leader
         part.leader_epoch += 1
         self.mode.elected(part, replicas, self.live_brokers)
-        if self.mode.keeps_isr:
-            self._set_isr(part, isr)
-        else:
-            part.isr = isr
+        part.isr = change.isr
         if leader < 0:
-            self.event(PARTITION_OFFLINE, part.index, old, f"no eligible replica; isr {list(isr)}")
+            self.event(PARTITION_OFFLINE, part.index, old, f"no eligible replica; isr {list(part.isr)}")
         else:
             part.last_leader = leader
             self.counters.leader_elections += 1
-            if kind == "unclean":
+            if kind == UNCLEAN:
                 self.counters.unclean_leader_elections += 1
             detail = f"{kind}: epoch {part.leader_epoch}, isr {list(part.isr)}, was {old}"
             if at_risk:
@@ -244,16 +300,6 @@ class Controller:
 
     # ---- ISR metadata ------------------------------------------------------------------------------------------------
 
-    def _set_isr(self, part: Partition, new_isr: tuple) -> None:
-        """Store a new ISR; with ELR, members removed while it is below min.insync.replicas stay electable."""
-        old = part.isr
-        part.isr = new_isr
-        if self.elr_enabled:
-            if len(new_isr) < part.min_isr:
-                part.elr = tuple(r for r in part.replicas if (r in part.elr or r in old) and r not in new_isr)
-            else:
-                part.elr = ()
-
     def _send(self, part: Partition) -> None:
         """LeaderAndIsr to every live replica of the partition."""
         src = self.controller_broker
@@ -266,6 +312,11 @@ class Controller:
         part = self.partitions[rep.partition]
         if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
-        self._set_isr(part, tuple(r for r in part.replicas if r in new_isr))
+        live = self.live_brokers
+        change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
+                                  lambda r: r == part.leader or r in live, unclean=part.unclean,
+                                  elr_enabled=self.elr_enabled, min_isr=part.min_isr)
+        part.isr, part.elr, part.last_known_elr = change.isr, change.elr, change.last_known_elr  # the leader stays
         rep.lead.isr = set(part.isr)
         return True
+

@@ -130,6 +130,7 @@ class FaultInjector:
         if not self._stop_process(b):
             self.event(FAULT_SKIPPED, -1, b, "crash: already down")
             return
+        self.brokers[b].unclean_shutdown = True  # no clean shutdown: Kafka cannot tell it from a power cut (KIP-966)
         self.event(FAULT_CRASH, -1, b, "")
         self.controller.health_changed(b)
 
@@ -155,18 +156,24 @@ class FaultInjector:
 
     fault_end_power_loss = fault_end_crash
 
-    def fault_restart(self, b: int, f) -> None:
-        """A new process starts on the old disk: log and checkpointed HW, no roles until the controller speaks."""
+    def fault_restart(self, b: int, f, held_from: float | None = None) -> None:
+        """A new process starts on the old disk: log and checkpointed HW, no roles until the controller speaks.
+        It cannot register while the old process's session lives (ZooKeeper's znode, KRaft's registration):
+        it starts once that session has expired."""
         broker = self.brokers[b]
         if broker.up:
             self.event(FAULT_SKIPPED, -1, b, "restart: not down")
             return
+        until = self.controller.old_session_until(b) if held_from is None else None  # held once: expired by now
+        if until is not None:
+            self.kernel.schedule(until, self.fault_restart, b, f, self.kernel.now if held_from is None else held_from)
+            return
         broker.up = True
         self.transport.refresh()
         broker.incarnation += 1
-        broker.restarted = True  # a new broker epoch: the controller fences the old one (KRaft, KIP-380)
         self.replica_manager.start_timers(b)
-        self.event(FAULT_RESTART, -1, b, "")
+        self.event(FAULT_RESTART, -1, b, "" if held_from is None else
+                   f"held from {held_from:g} ms: the old session lived until now")
         self.controller.health_changed(b)
 
     def _peers(self, f: FaultSettings, b: int) -> list[int]:

@@ -249,8 +249,9 @@ class LeaderRole:
             while k < len(pending) and pending[k][0] <= hw:
                 k += 1
             done, lead.pending = pending[:k], pending[k:]
+            error = NOT_ENOUGH_REPLICAS if self.mode.committed_too_few(rep) else NONE  # before 3.7: ..._AFTER_APPEND
             for _, _, dp, i in done:
-                self._settle(dp, i, NONE)
+                self._settle(dp, i, error)
 
     # ---- the ISR -------------------------------------------------------------------------------------------------
 

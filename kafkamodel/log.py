@@ -54,16 +54,18 @@ class Log:
         return i if self.entries[i][1] > offset else i + 1
 
     def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
-        """(largest epoch <= `epoch` in the log, where it ends), the last epoch ending at `end`.
-
-        An epoch ends where the next higher one starts. (-1, -1) if the log has
-        no such epoch: KIP-279's UNDEFINED.
-        """
-        for base, _, e, _ in reversed(self.entries):
+        """Kafka's LeaderEpochFileCache.endOffsetFor over the epochs of this log, the last one ending at `end`:
+        (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
+        every epoch here gives (`epoch`, where the first one starts); an undefined epoch, an empty log or an
+        epoch newer than the last, (-1, -1) (KIP-279's UNDEFINED)."""
+        entries = self.entries
+        if epoch < 0 or not entries or epoch > entries[-1][2]:
+            return -1, -1
+        for base, _, e, _ in reversed(entries):
             if e <= epoch:
                 return e, end
             end = base
-        return -1, -1
+        return epoch, end
 
     def first_offset_after_epoch(self, epoch: int) -> int:
         """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""

@@ -4,9 +4,11 @@ One object answers every question whose answer depends on the mode, so a
 new variant (a quorum that fsyncs before it counts, say) is one new class:
 
 * ``IsrMode`` (Kafka): the HW is the minimum LEO over the ISR, held while
-  the ISR is smaller than min.insync.replicas (3.7+); acks=all is refused
-  with NOT_ENOUGH_REPLICAS below it; leaders shrink and expand the ISR and
-  the controller keeps it; elections pick from it (``elections``).
+  the ISR is smaller than min.insync.replicas (3.7+, KAFKA-15583; before,
+  it advances and a waiting acks=all request it covers is answered
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND); acks=all is refused with
+  NOT_ENOUGH_REPLICAS below it; leaders shrink and expand the ISR and the
+  controller keeps it; elections pick from it (``elections.partition_change``).
 * ``QuorumMode`` (Raft-like): the HW is the LEO a majority has reached, and
   only for entries of the leader's own epoch (which it opens with a control
   record); no ISR; the most up-to-date live replica of a live majority is
@@ -18,7 +20,7 @@ new variant (a quorum that fsyncs before it counts, say) is one new class:
 
 from __future__ import annotations
 
-from .elections import ElectionChain, QuorumElection, isr_elections
+from .elections import QuorumElection
 from .state import Partition, Replica
 
 
@@ -30,10 +32,11 @@ class IsrMode:
     preferred_leader_rebalance = True  # auto.leader.rebalance.enable applies
     truncation = None  # a truncation it always uses (None: broker.truncation decides)
 
-    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = False):
+    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = False,
+                 hw_held_below_min_isr: bool = True):
         self.partitions = partitions
         self.brokers = brokers
-        self.election = isr_elections(broker_settings.eligible_leader_replicas_enable)
+        self.hw_held = hw_held_below_min_isr  # 3.7+: the HW waits while the ISR is below min.insync.replicas
 
     def refuses_acks_all(self, rep: Replica) -> bool:
         """NOT_ENOUGH_REPLICAS: the ISR is smaller than min.insync.replicas (checked before the append)."""
@@ -54,10 +57,15 @@ class IsrMode:
     def elected(self, part: Partition, replicas: dict, live: set) -> None:
         """A leader was elected: the replicas learn it from LeaderAndIsr alone."""
 
+    def committed_too_few(self, rep: Replica) -> bool:
+        """Before 3.7: the HW reached an acks=all request while the ISR is below min.insync.replicas
+        (NOT_ENOUGH_REPLICAS_AFTER_APPEND: in the log, but not acknowledged)."""
+        return not self.hw_held and len(rep.lead.isr) < self.partitions[rep.partition].min_isr
+
     def new_high_watermark(self, rep: Replica) -> int:
         lead = rep.lead
         isr = lead.isr
-        if len(isr) < self.partitions[rep.partition].min_isr:
+        if self.hw_held and len(isr) < self.partitions[rep.partition].min_isr:
             return rep.high_watermark
         hw = rep.log.log_end_offset
         leo = lead.follower_leo
@@ -77,14 +85,18 @@ class QuorumMode:
     preferred_leader_rebalance = False
     truncation = "leader_epoch"
 
-    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = True):
+    def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = True,
+                 hw_held_below_min_isr: bool = True):
         self.partitions = partitions
         self.brokers = brokers
         self.durable = durable  # quorum.fsync: a replica counts once it fsynced (the leader, its flushed offset)
         self.majority = [len(part.replicas) // 2 + 1 for part in partitions]
-        self.election = ElectionChain([QuorumElection(self.majority)])
+        self.election = QuorumElection(self.majority)
 
     def refuses_acks_all(self, rep: Replica) -> bool:
+        return False
+
+    def committed_too_few(self, rep: Replica) -> bool:
         return False
 
     def fetch_counts(self, rep: Replica, follower: int) -> bool:
@@ -129,6 +141,7 @@ class QuorumMode:
 MODES = {"isr": IsrMode, "quorum": QuorumMode}
 
 
-def make_mode(name: str, partitions, brokers, broker_settings, durable: bool = False):
-    """`durable`: quorum.fsync (a quorum counts a replica once it fsynced); the ISR never does."""
-    return MODES[name](partitions, brokers, broker_settings, durable)
+def make_mode(name: str, partitions, brokers, broker_settings, durable: bool = False, hw_held_below_min_isr: bool = True):
+    """`durable`: quorum.fsync (a quorum counts a replica once it fsynced); the ISR never does.
+    `hw_held_below_min_isr`: Kafka 3.7+'s HW rule (the ISR mode's)."""
+    return MODES[name](partitions, brokers, broker_settings, durable, hw_held_below_min_isr)

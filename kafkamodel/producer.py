@@ -80,6 +80,7 @@ class ProducerClient:
         self.send = sim.transport.send
         self.partitions = sim.partitions  # the controller's view, for metadata requests
         self.batches = sim.batches
+        self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.counters = sim.recorder.counters
         w = sim.workload
         times = array("d", w.send_ms.tobytes())  # every record's send time: 8 bytes each, read as Python floats
@@ -263,6 +264,9 @@ class ProducerClient:
         if error == NOT_LEADER_OR_FOLLOWER:
             ps.metadata[p] = -1  # ask for fresh metadata before the resend
         elif error == OUT_OF_ORDER_SEQUENCE_NUMBER and q.inflight == 0 and (not q.retry or q.retry[0] > b):
+            if not self.kip360:  # before 2.5 the batch fails and the producer id is reset (a new epoch, here)
+                self._retry(ps, b, error, final=True)
+                return
             self._bump_epoch(ps, p)  # nothing earlier is pending: the broker lost our state (KIP-360)
         self._retry(ps, b, error)
 
@@ -324,13 +328,13 @@ class ProducerClient:
         ps.epoch[p] += 1
         ps.next_seq[p] = 0
 
-    def _retry(self, ps: ProducerState, b: int, error: int) -> None:
+    def _retry(self, ps: ProducerState, b: int, error: int, final: bool = False) -> None:
         batches = self.batches
         batches.error[b] = error
         q = ps.acc.queues[batches.partition[b]]
         if q.probe == b:
             q.probe = -1
-        if batches.attempt[b] > ps.config.retries:
+        if final or batches.attempt[b] > ps.config.retries:
             self._fail(ps, b, error)
             q.probing = False  # a resend that failed for good: what waited behind it goes
             self._arm(ps, q)

@@ -17,6 +17,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
+from . import versions
+from .version_checks import idempotence_defaults, resolve_version, version_checks
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
 from .settings import derive
 
@@ -64,11 +66,14 @@ def _unknown_topic(name: Any, topics: Mapping, where: str) -> str:
     return f"{where}.topic: no topic named {name!r}" + did_you_mean(name, topics, f"; topics are {', '.join(topics) or 'none'}")
 
 
-def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -> dict:
-    """Defaults filled in and each key checked; nested sections recurse."""
+def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str], defaults: Mapping | None = None) -> dict:
+    """Defaults filled in (`defaults`: the Kafka version's, where they differ from the schema's) and each key
+    checked; nested sections recurse."""
+    defaults = defaults or {}
     if not isinstance(given, Mapping):
         problems.append(f"{path or 'scenario'}: must be a mapping, got {type(given).__name__}")
-        return {k: (None if spec.default is REQUIRED else copy.deepcopy(spec.default)) for k, spec in keys.items()}
+        return {k: (None if spec.default is REQUIRED else copy.deepcopy(defaults.get(k, spec.default)))
+                for k, spec in keys.items()}
     out: dict[str, Any] = {}
     prefix = f"{path}." if path else ""
     for key in given:
@@ -88,7 +93,7 @@ def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str]) -
             problems.append(f"{where}: required")
             out[key] = None
         else:
-            out[key] = copy.deepcopy(spec.default)
+            out[key] = copy.deepcopy(defaults.get(key, spec.default))
     return out
 
 
@@ -139,9 +144,11 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
             problems.append(f"{where}.enable.idempotence: true needs acks=all, got acks={p['acks']}")
         elif explicit is True and p["retries"] == 0:
             problems.append(f"{where}.enable.idempotence: true needs retries > 0")
-        if p["enable.idempotence"] and p["max.in.flight.requests.per.connection"] > 5:
-            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= 5 with enable.idempotence, "
-                            f"got {p['max.in.flight.requests.per.connection']}")
+        in_flight = versions.mechanisms(s["kafka.version"], s["kafka.metadata"]).idempotence_max_in_flight
+        if explicit is True and p["max.in.flight.requests.per.connection"] > in_flight:
+            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= {in_flight} with "
+                            f"enable.idempotence, got {p['max.in.flight.requests.per.connection']}"
+                            + (f" (Kafka {s['kafka.version']}; 5 from 1.0, KAFKA-5494)" if in_flight == 1 else ""))
         mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
         for key, part in (mapping or {}).items():
@@ -270,8 +277,10 @@ def validate(given: Any) -> dict:
         if key not in allowed:
             problems.append(unknown_key(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
+    version, metadata = resolve_version(s, problems)
     for name, keys in SECTIONS.items():
-        s[name] = _fill(given.get(name) or {}, keys, name, problems)
+        s[name] = _fill(given.get(name) or {}, keys, name, problems,
+                        versions.section_defaults(name, keys, version, metadata))
     for name, keys in LISTS.items():
         items = given.get(name)
         if items is None:
@@ -279,7 +288,10 @@ def validate(given: Any) -> dict:
         if not isinstance(items, list):
             problems.append(f"{name}: must be a list, got {type(items).__name__}")
             items = []
-        s[name] = [_fill(item, keys, f"{name}[{i}]", problems) for i, item in enumerate(items)]
+        defaults = versions.section_defaults(name, keys, version, metadata)
+        s[name] = [_fill(item, keys, f"{name}[{i}]", problems, defaults) for i, item in enumerate(items)]
+    version_checks(s, given, version, metadata, problems)
+    idempotence_defaults(s, given, version, metadata)
     if not problems:
         _cross_checks(s, given, problems)
     if problems:

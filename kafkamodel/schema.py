@@ -2,8 +2,9 @@
 
 Keys are Kafka's own property names where Kafka has one. Each entry is a
 ``Key(default, check)``; ``check(value, path)`` returns a list of problems,
-each a line ``path: rule``. Defaults are today's Kafka (see
-docs/kafka-facts.md); a scenario asks for older behaviour explicitly.
+each a line ``path: rule``. Defaults are the newest modelled Kafka's (see
+docs/kafka-facts.md); ``versions`` gives each ``kafka.version`` its own
+defaults and says which properties it lacks (docs/versions.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .distributions import check_distribution
+from .versions import KRAFT, NEWEST, ZOOKEEPER, check_version
 
 Check = Callable[[Any, str], "list[str]"]
 
@@ -179,27 +181,31 @@ TOP: dict[str, Key] = {
     "debug.invariants": Key(False, boolean, "evaluate the safety properties after every event (slow)"),
     "racks": Key(None, lambda v, p: rack_list(v, p), "broker.rack of each broker: broker i is in racks[i % len]; null = no racks"),
     "quorum.fsync": Key(True, boolean, "quorum mode: a replica counts towards the majority once it fsynced (Raft); false = from memory"),
+    "kafka.version": Key(NEWEST, check_version, "the Kafka release line whose mechanisms, defaults and property names apply (docs/versions.md)"),
+    "kafka.metadata": Key(None, optional(choice(ZOOKEEPER, KRAFT)), "zookeeper or kraft (3.3+); default: zookeeper before 4.0, kraft from 4.0"),
 }
 
 BROKER: dict[str, Key] = {
     "min.insync.replicas": Key(1, integer(1, 1000), "acks=all needs an ISR at least this large"),
     "unclean.leader.election.enable": Key(False, boolean, "elect an out-of-sync replica when no ISR member is alive"),
     "replica.lag.time.max.ms": Key(30000, number(positive=True), "out of sync after not catching up for this long"),
-    "replica.lag.max.messages": Key(None, optional(integer(1)), "0.8's count rule (removed in 0.9); null = off"),
+    "replica.lag.max.messages": Key(None, optional(integer(1)), "0.8's count rule (4000 in 0.8; removed in 0.9)"),
     "replica.fetch.wait.max.ms": Key(500, number(positive=True), "a follower fetch long-polls this long"),
     "replica.fetch.max.bytes": Key(1048576, integer(1), "bytes a fetch response carries (at least one batch)"),
     "replica.fetch.backoff.ms": Key(1000, number(lo=0), "follower pause after a fetch error"),
     "replica.socket.timeout.ms": Key(30000, number(positive=True), "a follower resends a request unanswered this long"),
     "replica.high.watermark.checkpoint.interval.ms": Key(5000, number(positive=True), "how often the HW is written to disk"),
-    "zookeeper.session.timeout.ms": Key(18000, number(positive=True), "controller declares a silent broker dead after this"),
-    "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follower truncation: pre-0.11 HW or KIP-101/279 epochs"),
+    "zookeeper.session.timeout.ms": Key(None, optional(number(positive=True)), "ZooKeeper: the controller declares a silent broker dead after this (6000 before 2.5, 18000 from 2.5)"),
+    "broker.session.timeout.ms": Key(9000, optional(number(positive=True)), "KRaft: a broker without a heartbeat for this long is fenced"),
+    "broker.heartbeat.interval.ms": Key(2000, optional(number(positive=True)), "KRaft: how often a broker heartbeats to the controller quorum"),
+    "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follows kafka.version (high_watermark before 0.11, leader_epoch from 0.11: KIP-101); given, it must agree"),
     "log.flush.interval.messages": Key(None, optional(integer(1)), "fsync after this many appended records; null = never forced (Kafka's default)"),
     "log.flush.interval.ms": Key(None, optional(number(positive=True)), "fsync every this many ms; null = never forced (Kafka's default)"),
     "os.dirty.expire.ms": Key(30000, number(lo=0), "the OS writes page-cache data back this long after it was written (Linux: 30 s)"),
     "auto.leader.rebalance.enable": Key(True, boolean, "periodic preferred-replica election"),
     "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
-    "eligible.leader.replicas.enable": Key(False, boolean, "KIP-966: replicas removed below min.insync.replicas stay electable"),
+    "eligible.leader.replicas.enable": Key(True, boolean, "KIP-966 (eligible.leader.replicas.version=1): replicas removed below min.insync.replicas stay electable; 4.0+, on from 4.1"),
     "log.segment.bytes": Key(1073741824, integer(1), "a log rolls a new segment past this size"),
     "log.retention.ms": Key(604800000, optional(number(positive=True)), "segments older than this are deleted (7 days); null = forever"),
     "log.retention.bytes": Key(None, optional(integer(1)), "old segments are deleted while the log is larger; null = no limit"),
@@ -269,7 +275,7 @@ PRODUCER: dict[str, Key] = {
     "retry.backoff.ms": Key(100, number(lo=0), "wait before a resend"),
     "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
     "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation"),
-    "enable.idempotence": Key(None, optional(boolean), "producer id + sequence; default true when acks=all"),
+    "enable.idempotence": Key(None, optional(boolean), "producer id + sequence (0.11+); from 3.0 on unless acks, retries or in-flight requests conflict"),
     "max.in.flight.requests.per.connection": Key(5, integer(1, 1000), "unanswered produce requests per broker connection (<= 5 with idempotence)"),
     "max.request.size": Key(1048576, integer(0, MAX_INT), "bytes of batches in one produce request (the first batch always goes)"),
     "client.rack": Key(None, optional(text), "the rack (zone) the producer runs in, for network.links"),

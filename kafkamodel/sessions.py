@@ -66,6 +66,7 @@ class SessionManager:
         self.read_partition_ms = costs.partition_us / 1000.0  # a handler thread reading one partition
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
         self.sessions: dict[tuple, FetchSession] = {}
+        self.epoch_answer = getattr(sim.truncation, "answer", None)  # OffsetsForLeaderEpoch, as the version answers
         self.server = self.leader = self.follower = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
@@ -301,6 +302,6 @@ class SessionManager:
             if not rep.is_leader:
                 answers.append((p, NOT_LEADER_OR_FOLLOWER, epoch, -1, -1))
                 continue
-            found, end = rep.end_offset_for_epoch(epoch)
+            found, end = self.epoch_answer(rep, epoch)
             answers.append((p, NONE, epoch, found, end))
         self.server.respond(leader, ready, follower, self.follower.handle_epoch_answer, (key, req, answers))

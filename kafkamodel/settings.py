@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .protocol import ACKS_CODE
+from .versions import Mechanisms, mechanisms
 
 
 TIMELINE_ROWS = 50_000  # by default the timeline samples at most this many (time, partition) rows
@@ -50,7 +51,8 @@ class BrokerSettings:
     replica_fetch_backoff_ms: float
     replica_socket_timeout_ms: float
     replica_high_watermark_checkpoint_interval_ms: float
-    zookeeper_session_timeout_ms: float  # the controller declares a silent broker dead after this
+    session_timeout_ms: float  # the controller declares a silent broker dead after this (ZooKeeper's or KRaft's)
+    heartbeat_interval_ms: float | None  # KRaft: a broker heartbeats this often; None: ZooKeeper (expiry counts from silence)
     truncation: str  # "high_watermark" (before 0.11) or "leader_epoch"
     log_flush_interval_messages: int  # fsync after this many appended records; 0: never forced
     log_flush_interval_ms: float | None  # fsync every this many ms; None: never forced
@@ -78,7 +80,8 @@ class BrokerSettings:
             replica_fetch_backoff_ms=float(b["replica.fetch.backoff.ms"]),
             replica_socket_timeout_ms=float(b["replica.socket.timeout.ms"]),
             replica_high_watermark_checkpoint_interval_ms=float(b["replica.high.watermark.checkpoint.interval.ms"]),
-            zookeeper_session_timeout_ms=float(b["zookeeper.session.timeout.ms"]),
+            session_timeout_ms=float(b["zookeeper.session.timeout.ms"] or b["broker.session.timeout.ms"]),
+            heartbeat_interval_ms=_ms(None if b["zookeeper.session.timeout.ms"] else b["broker.heartbeat.interval.ms"]),
             truncation=b["truncation"],
             log_flush_interval_messages=b["log.flush.interval.messages"] or 0,
             log_flush_interval_ms=_ms(b["log.flush.interval.ms"] or None),
@@ -262,6 +265,7 @@ class Settings:
     name: str
     seed: int
     duration_ms: float
+    kafka: Mechanisms  # what kafka.version (and kafka.metadata) run: truncation, metadata mode, ... (versions.py)
     replication: str  # "isr" or "quorum"
     brokers: int
     timeline_interval_ms: float  # the timeline's sampling period
@@ -288,7 +292,8 @@ class Settings:
         racks = tuple(scenario["racks"][i % len(scenario["racks"])] for i in range(scenario["brokers"])) \
             if scenario["racks"] else ()
         return cls(
-            name=scenario["name"], seed=scenario["seed"], duration_ms=duration, replication=scenario["replication"],
+            name=scenario["name"], seed=scenario["seed"], duration_ms=duration,
+            kafka=mechanisms(scenario["kafka.version"], scenario["kafka.metadata"]), replication=scenario["replication"],
             brokers=scenario["brokers"],
             timeline_interval_ms=float(interval or max(duration / 400.0, 1.0, duration * partitions / TIMELINE_ROWS)),
             debug_invariants=bool(scenario["debug.invariants"]),

@@ -83,12 +83,14 @@ class Simulation:
             {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
             for part in self.partitions
         ]
-        self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync)
+        self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
+                              settings.kafka.hw_held_below_min_isr)
         # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes
         self.flush_messages = 1 if self.mode.durable else settings.broker.log_flush_interval_messages
         self.fsync = Sampler(settings.fsync_ms, self.streams("disk")).stream
         self.lag_rule = make_lag_rule(settings.broker)
-        self.truncation = make_truncation(self.mode.truncation or settings.broker.truncation)
+        self.truncation = make_truncation(self.mode.truncation or settings.kafka.truncation,
+                                          kip279=settings.kafka.kip279 or self.mode.truncation is not None)
         self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
         self.availability = Availability(self.kernel, self.partitions, self.writable)
         self.timeline: list[tuple] = []  # sampled per partition: leader, epoch, LEO, HW, ISR size

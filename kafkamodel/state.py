@@ -15,8 +15,8 @@ from .settings import TopicSettings
 
 
 class Broker:
-    __slots__ = ("id", "up", "paused", "isolated", "slow", "incarnation", "deferred", "unhealthy_since", "episode",
-                 "restarted", "unclean_shutdown", "cut_from_zk")
+    __slots__ = ("id", "up", "paused", "isolated", "slow", "incarnation", "deferred", "unhealthy_since", "healthy_since",
+                 "session_expires", "episode", "unclean_shutdown", "cut_from_zk")
 
     def __init__(self, broker_id: int):
         self.id = broker_id  # broker.id
@@ -27,9 +27,10 @@ class Broker:
         self.incarnation = 0  # bumps on crash and restart; timers of an old process are dropped
         self.deferred: list = []  # (action, args) held while paused
         self.unhealthy_since: float | None = None  # when it last stopped answering the controller
+        self.healthy_since = 0.0  # when it last started answering it (KRaft: its heartbeats count from here)
+        self.session_expires = 0.0  # while unhealthy: when its session expires (ZooKeeper's, or KRaft's)
         self.episode = 0  # bumps on every health change; a session expiry for an old episode is void
-        self.restarted = False  # a new process (new broker epoch) the controller has yet to fence and register
-        self.unclean_shutdown = False  # it lost power: its log may miss what it had acknowledged
+        self.unclean_shutdown = False  # its process died (crash or power loss): no clean shutdown, as Kafka sees it
         self.cut_from_zk = 0  # partial isolations that cut it from ZooKeeper (its session then lapses)
 
     @property
@@ -101,15 +102,23 @@ class Replica:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch, answered from this replica: (largest epoch <= `epoch`, where it ends).
 
-        As leader, its current epoch ends at the LEO and counts from the
-        epoch's start offset even before it holds an entry.
+        As leader, its current epoch is the last in its epoch cache (Kafka
+        assigns it at the LEO when it becomes leader): it ends at the LEO, and
+        the epochs before it end where it starts, even before it holds an entry.
         """
         log = self.log
-        if self.is_leader:
-            if epoch >= self.leader_epoch:
-                return self.leader_epoch, log.log_end_offset
-            return log.end_offset_for_epoch(epoch, self.lead.epoch_start_offset)
-        return log.end_offset_for_epoch(epoch, log.log_end_offset)
+        if not self.is_leader:
+            return log.end_offset_for_epoch(epoch, log.log_end_offset)
+        if epoch >= self.leader_epoch:
+            return (self.leader_epoch, log.log_end_offset) if epoch == self.leader_epoch else (-1, -1)
+        start = self.lead.epoch_start_offset
+        if epoch < 0:
+            return -1, -1
+        if not log.entries:  # older than every epoch it has (its current one): ends where that starts
+            return epoch, start
+        if epoch > log.entries[-1][2]:  # newer than its log: the log's last epoch ends where the current one starts
+            return log.entries[-1][2], start
+        return log.end_offset_for_epoch(epoch, start)
 
     def truncate_to(self, offset: int) -> int:
         """Cut the log at `offset` (whole batches); the HW and its checkpoint never pass the new LEO.
@@ -138,7 +147,7 @@ class Partition:
     """A partition as the controller sees it, plus what the run measures of it."""
 
     __slots__ = ("index", "topic", "number", "replicas", "config", "min_isr", "unclean", "leader", "leader_epoch",
-                 "isr", "elr", "last_leader", "unavailable_since", "unavailable_ms")
+                 "isr", "elr", "last_known_elr", "last_leader", "unavailable_since", "unavailable_ms")
 
     def __init__(self, index: int, number: int, replicas: tuple[int, ...], config: TopicSettings):
         self.index = index  # global partition index
@@ -152,6 +161,7 @@ class Partition:
         self.leader_epoch = 0  # the controller's leader epoch
         self.isr: tuple[int, ...] = replicas  # the ISR the controller holds
         self.elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas (removed while ISR < min.insync.replicas)
+        self.last_known_elr: tuple[int, ...] = ()  # KIP-966: the last leader, kept while the ISR and ELR are empty
         self.last_leader = replicas[0]  # last broker elected leader (whose log is final)
         self.unavailable_since: float | None = None  # start of the current unwritable stretch
         self.unavailable_ms = 0.0  # total time an acks=all write could not be accepted

@@ -47,6 +47,14 @@ TINY = {
         "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
     },
     "recovery_protocols": {},
+    "versions": {  # the release before and after each fix, short runs where the schedule allows
+        "follower_restart": {"grid": {"version": ["0.10", "4.1"]}},
+        "double_power_loss": {"grid": {"version": ["0.10", "0.11"]}},
+        "jepsen_partition": {"overrides": {"duration.ms": 30000}, "grid": {"version": ["0.10", "2.8"]}},
+        "last_replica_standing": {"grid": {"version": ["3.9", "4.1"]}},
+        "slow_follower": {"grid": {"version": ["2.8", "4.1"]}},
+        "leader_bounce": {"overrides": {"duration.ms": 25000}, "grid": {"version": ["2.8", "4.1"]}},
+    },
 }
 
 
@@ -125,7 +133,8 @@ def aggregated(spark, tmp_path_factory):
     return make
 
 
-STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols")
+STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics",
+               "recovery_protocols", "versions")
 
 
 @pytest.fixture(scope="session")

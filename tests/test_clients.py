@@ -192,7 +192,7 @@ def delivery_scenario(faults, seed, commit, broker_crash):
         fs.append({"at.ms": broker_crash, "kind": "crash", "broker": "leader:t-0", "duration.ms": 3000})
     return {
         "name": "delivery", "seed": seed, "duration.ms": 24000, "brokers": 3,
-        "broker": {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": 2000},
+        "broker": {"min.insync.replicas": 2, "broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500},
         "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}],
         "producers": [{"topic": "t", "rate.per.s": 300, "keys": {"cardinality": 100},
                        "burst": {"records": 800, "every.ms": 2000}, "request.timeout.ms": 3000}],

@@ -68,6 +68,7 @@ def schedule(draw, power_loss=True, correlated=False):
 def scenario(faults, seed, rf=3, min_isr=2, replication="isr", acks="all", elr=True, quorum_fsync=True):
     return load_scenario({
         "name": "property",
+        "kafka.version": "4.1",  # leader epochs, KRaft, Eligible Leader Replicas (on or off)
         "seed": seed,
         "duration.ms": DURATION,
         "replication": replication,
@@ -77,9 +78,9 @@ def scenario(faults, seed, rf=3, min_isr=2, replication="isr", acks="all", elr=T
             "min.insync.replicas": min_isr,
             "unclean.leader.election.enable": False,
             "eligible.leader.replicas.enable": elr,
-            "truncation": "leader_epoch",
             "replica.lag.time.max.ms": 1500,
-            "zookeeper.session.timeout.ms": 2000,
+            "broker.session.timeout.ms": 2000,
+            "broker.heartbeat.interval.ms": 500,
             "replica.socket.timeout.ms": 3000,
             "leader.imbalance.check.interval.seconds": 7,
         },

@@ -223,6 +223,47 @@ CASES = [
     pytest.param("name: x\n\tbrokers: 3\n", "scenario", "line 2 not valid YAML", id="invalid-yaml-tab"),
     pytest.param("name: x\nbrokers: 3\nbrokers: 5\n", "scenario", "line 3 not valid YAML (duplicate key 'brokers')",
                  id="duplicate-key"),
+    # property names per Kafka version (docs/versions.md): a property the version lacks, later or earlier, is one line
+    # naming the version and what to use instead; a mechanism the version lacks cannot be switched on
+    pytest.param(broken((("kafka.version",), "0.10"), (("broker", "eligible.leader.replicas.enable"), True)),
+                 "broker.eligible.leader.replicas.enable",
+                 'not a property of Kafka 0.10 (Eligible Leader Replicas came in 4.0 with KIP-966); '
+                 'set kafka.version "4.0" or later', id="version-4x-key-under-0.10"),
+    pytest.param(broken((("broker", "zookeeper.session.timeout.ms"), 6000)),
+                 "broker.zookeeper.session.timeout.ms",
+                 "not a property of Kafka 4.1 in KRaft mode (ZooKeeper mode only, removed in 4.0 by KIP-500); "
+                 "use broker.session.timeout.ms", id="version-removed-key-under-4.1"),
+    pytest.param(broken((("kafka.version",), "2.8"), (("broker", "replica.lag.max.messages"), 4000)),
+                 "broker.replica.lag.max.messages", 'not a property of Kafka 2.8 (0.9 removed it: KIP-16',
+                 id="version-count-rule-after-0.8"),
+    pytest.param(broken((("kafka.version",), "3.9"), (("broker", "broker.session.timeout.ms"), 6000)),
+                 "broker.broker.session.timeout.ms",
+                 "not a property of Kafka 3.9 in ZooKeeper mode (KRaft mode only, KIP-631); "
+                 "use zookeeper.session.timeout.ms (ZooKeeper), or set kafka.metadata: kraft", id="version-kraft-key-on-zk"),
+    pytest.param(broken((("kafka.version",), "0.10"), (P0 + ("enable.idempotence",), True)),
+                 "producers[0].enable.idempotence", "not a property of Kafka 0.10 (the idempotent producer came in 0.11",
+                 id="version-idempotence-before-0.11"),
+    pytest.param(broken((("kafka.version",), "2.3"), (P0 + ("partitioner",), "sticky")),
+                 "producers[0].partitioner", 'sticky is not in Kafka 2.3 (KIP-480, 2.4); set kafka.version "2.4" or later',
+                 id="version-sticky-before-2.4"),
+    pytest.param(broken((("kafka.version",), "0.10"), (("broker", "truncation"), "leader_epoch")),
+                 "broker.truncation", "Kafka 0.10 truncates by high watermark, not leader epoch (KIP-101, 0.11)",
+                 id="version-truncation-disagrees"),
+    pytest.param(broken((("kafka.version",), "3.10")),
+                 "kafka.version", "unknown version '3.10'; known: 0.8, 0.9, 0.10, 0.11, 1.0, 1.1, 2.0, ", id="version-unknown"),
+    pytest.param(broken((("kafka.version",), 0.1)),
+                 "kafka.version", 'must be a quoted string such as "2.8" (YAML reads 0.10 as the number 0.1), got 0.1',
+                 id="version-not-a-string"),
+    pytest.param(broken((("kafka.version",), "2.8"), (("kafka.metadata",), "kraft")),
+                 "kafka.metadata", "kraft needs kafka.version 3.3 or later (KRaft production-ready, KIP-833)",
+                 id="version-kraft-before-3.3"),
+    pytest.param(broken((("kafka.metadata",), "zookeeper")),
+                 "kafka.metadata", 'zookeeper is not in Kafka 4.1 (removed in 4.0, KIP-500)', id="version-zk-in-4.1"),
+    pytest.param(broken((("kafka.version",), "0.11"), (P0 + ("enable.idempotence",), True),
+                        (P0 + ("max.in.flight.requests.per.connection",), 5)),
+                 "producers[0].max.in.flight.requests.per.connection",
+                 "must be <= 1 with enable.idempotence, got 5 (Kafka 0.11; 5 from 1.0, KAFKA-5494)",
+                 id="version-idempotence-in-flight-0.11"),
 ]
 
 
@@ -287,14 +328,17 @@ def test_valid_scenario_loads():
 
 
 def test_defaults_are_todays_kafka():
-    """Checked against docs/kafka-facts.md."""
+    """Checked against docs/kafka-facts.md: with no kafka.version, the newest modelled (4.1, KRaft)."""
     s = load_scenario(BASE)
     broker, producer = s["broker"], s["producers"][0]
+    assert s["kafka.version"] == "4.1" and s["kafka.metadata"] == "kraft"
     assert broker["replica.lag.time.max.ms"] == 30000
     assert broker["min.insync.replicas"] == 1
     assert broker["unclean.leader.election.enable"] is False
     assert broker["replica.fetch.wait.max.ms"] == 500
-    assert broker["zookeeper.session.timeout.ms"] == 18000
+    assert broker["broker.session.timeout.ms"] == 9000 and broker["broker.heartbeat.interval.ms"] == 2000
+    assert broker["zookeeper.session.timeout.ms"] is None  # removed in 4.0
+    assert broker["eligible.leader.replicas.enable"] is True  # on by default from 4.1
     assert broker["replica.lag.max.messages"] is None  # removed in 0.9
     assert broker["truncation"] == "leader_epoch"
     assert producer["acks"] == "all"
@@ -461,6 +505,12 @@ CLI_CASES = {
     "acks-2": (broken((P0 + ("acks",), 2)), "producers[0].acks"),
     "producer-topic-unknown": (broken((P0 + ("topic",), "order")), "producers[0].topic"),
     "isolate-without-duration": (broken((F0 + ("kind",), "isolate")), "faults[0].duration.ms"),
+    # property names per version: a 4.x-only key under 0.10, a removed key under 4.1, an unknown version
+    "version-4x-key-under-0.10": (broken((("kafka.version",), "0.10"), (("broker", "eligible.leader.replicas.enable"), True)),
+                                  "broker.eligible.leader.replicas.enable"),
+    "version-removed-key-under-4.1": (broken((("broker", "zookeeper.session.timeout.ms"), 6000)),
+                                      "broker.zookeeper.session.timeout.ms"),
+    "version-unknown": (broken((("kafka.version",), "5.0")), "kafka.version"),
 }
 
 

@@ -28,7 +28,8 @@ COVERING_OVERRIDES = (
     ("steady-state", {"duration.ms": 8000, "broker.log.segment.bytes": 100000, "broker.log.retention.bytes": 200000,
                       "broker.log.retention.check.interval.ms": 500,
                       "faults": [{"at.ms": 1000, "kind": "crash", "broker": 1, "duration.ms": 3000}]}),
-    ("unclean-election", {"producers[*].stop.ms": 7000, "broker.truncation": "high_watermark", "faults": CRASH_0_THEN_1}),
+    ("unclean-election", {"producers[*].stop.ms": 7000, "kafka.version": "0.10", "broker.broker.session.timeout.ms": None,
+                          "broker.zookeeper.session.timeout.ms": 6000, "faults": CRASH_0_THEN_1}),
     # one handler thread, slow: requests queue for it; every append fsynced (log.flush.interval.messages: 1)
     ("steady-state", {"duration.ms": 2000, "broker.num.io.threads": 1, "costs.request.us": 300}),
     ("steady-state", {"duration.ms": 1000, "broker.log.flush.interval.messages": 1}),

@@ -259,6 +259,27 @@ def test_recovery_protocols_notebook(study_reports):
     assert numbers["jepsen_2013_fix_unavailable_s"] > numbers["jepsen_2013_anomaly_unavailable_s"]
 
 
+def test_versions_notebook(study_reports):
+    numbers = numbers_of(study_reports, "versions")
+    # KIP-101's first scenario as told loses committed records on 0.10, none on 4.1; the analysis puts the
+    # disappearance at 4.1, the first version it ran after the one that brought the fix (0.11)
+    assert numbers["follower_restart_0_10_committed_lost"] > 0 == numbers["follower_restart_4_1_committed_lost"]
+    assert numbers["follower_restart_gone_from"] == "4.1"
+    assert numbers["double_power_loss_0_10_divergence"] > 0 == numbers["double_power_loss_0_11_divergence"]
+    assert numbers["double_power_loss_gone_from"] == "0.11"
+    assert numbers["jepsen_partition_0_10_acked_lost"] > 0 == numbers["jepsen_partition_2_8_acked_lost"]
+    assert numbers["last_replica_standing_3_9_committed_lost"] > 0 == numbers["last_replica_standing_4_1_committed_lost"]
+    # the bounce with the producer's defaults: 3.0's acks=all (KIP-679) loses nothing acknowledged
+    assert numbers["leader_bounce_2_8_acked_lost"] >= numbers["leader_bounce_4_1_acked_lost"] == 0
+    # unwritable for the era's session timeout: ZooKeeper's 18 s (2.5+), counted from the crash; KRaft's 9 s after
+    # the last heartbeat (every 2 s; the crash at 5 s follows the one at 4 s)
+    assert numbers["leader_bounce_2_8_unavailable_s"] == pytest.approx(18.0, abs=0.2)
+    assert numbers["leader_bounce_4_1_unavailable_s"] == pytest.approx(4.0 + 9.0 - 5.0, abs=0.2)
+    finding = json.loads((study_reports / "versions.json").read_text())["finding"]
+    assert "none from 4.1 on (KIP-101's leader epochs and KIP-106's clean elections, 0.11)" in finding
+    assert "none from 0.11 on (KIP-101's leader epochs, 0.11)" in finding and "KIP-966" in finding
+
+
 def test_study_notebook_names_missing_aggregates(tmp_path):
     with pytest.raises(pm.PapermillExecutionError, match="no aggregates for 'lag_policies'"):
         execute("20_lag_policies.ipynb", tmp_path / "x.ipynb", study="lag_policies", processed=str(tmp_path / "none"))

@@ -51,12 +51,12 @@ def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
         return float(rows["mean"].iloc[0])
 
     # each anomaly loses or diverges; its fix does not (KIP-101, KIP-966, Jepsen 2013)
-    assert mean("kip101_truncation", "committed_records_lost", truncation="high_watermark") > 0
-    assert mean("kip101_truncation", "committed_records_lost", truncation="leader_epoch") == 0
-    assert mean("kip101_power_loss", "replica_divergence", truncation="high_watermark") > 0
-    assert mean("kip101_power_loss", "replica_divergence", truncation="leader_epoch") == 0
-    assert mean("last_replica_standing", "committed_records_lost", elr=False) > 0
-    assert mean("last_replica_standing", "committed_records_lost", elr=True) == 0
+    assert mean("kip101_truncation", "committed_records_lost", version="0.10") > 0
+    assert mean("kip101_truncation", "committed_records_lost", version="0.11") == 0
+    assert mean("kip101_power_loss", "replica_divergence", version="0.10") > 0
+    assert mean("kip101_power_loss", "replica_divergence", version="0.11") == 0
+    assert mean("last_replica_standing", "committed_records_lost", version="3.9") > 0
+    assert mean("last_replica_standing", "committed_records_lost", version="4.1") == 0
     assert mean("jepsen_2013", "acked_records_lost", config="kafka_0_8") > 0
     assert mean("jepsen_2013", "acked_records_lost", config="min_isr_2_clean") == 0
     assert mean("jepsen_2013", "unavailable_ms", config="min_isr_2_clean") > mean("jepsen_2013", "unavailable_ms", config="kafka_0_8")

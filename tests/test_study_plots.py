@@ -10,7 +10,7 @@ from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import SCENARIOS
 from kafkamodel.study import plots
 from kafkamodel.study.analyses import (acks_durability, delivery_semantics, lag_policies, quorum_vs_isr, recovery_protocols,
-                                       requests, zones)
+                                       requests, versions, zones)
 from kafkamodel.study.runfigure import isr_counts, run_figure
 from kafkamodel.study.tables import load_aggregates
 
@@ -22,6 +22,7 @@ FIGURES = {
     "acks_durability": (acks_durability, ["tradeoff", "downtime"]),
     "delivery_semantics": (delivery_semantics, ["delivery", "latency", "idempotence"]),
     "recovery_protocols": (recovery_protocols, ["pairs"]),
+    "versions": (versions, ["losses", "costs"]),
 }
 
 

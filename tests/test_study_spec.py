@@ -21,7 +21,7 @@ def write(tmp_path, text: str):
 GOOD = """
     study: demo
     notebook: 00_explore.ipynb
-    base: unclean-election
+    base: jepsen-2013           # Kafka 0.8: replica.lag.max.messages is a property
     seeds: 2
     params:
       rule:
@@ -35,7 +35,8 @@ GOOD = """
 
 def test_shipped_specs_load():
     specs = {s.study: s for s in all_specs()}
-    assert {"quorum_vs_isr", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols"} <= set(specs)
+    assert {"quorum_vs_isr", "lag_policies", "acks_durability", "delivery_semantics", "recovery_protocols",
+            "versions"} <= set(specs)
     assert {p.name for p in specs["delivery_semantics"].parts} == {"consumer_crashes", "producer_retries"}
     assert all(len(s.points(1)) > 0 for s in specs.values() if not s.is_pending)
 
@@ -67,7 +68,7 @@ def test_column_names_of_override_paths():
     ([("grid:", "gird:")], "gird: unknown key; did you mean 'grid'?"),
     ([("rule: [time, count]", "rule: [time, cnt]")], "grid.rule[1]: 'cnt' is not one of time, count"),
     ([("producers[*].acks: [1, all]", "producers[*].acks: [1, 2]")], "producers[0].acks: must be 0, 1, all or -1, got 2"),
-    ([("base: unclean-election", "base: unclean-elections")], "base: no scenario 'unclean-elections'"),
+    ([("base: jepsen-2013", "base: jepsen-2031")], "base: no scenario 'jepsen-2031'"),
     ([("notebook: 00_explore.ipynb", "notebook: 99_nothing.ipynb")], "notebook: no notebook '99_nothing.ipynb'"),
     ([("study: demo", "study: Demo Study")], "study: must be a name like quorum_vs_isr"),
     ([("  rule:\n", "  partition:\n"), ("rule: [time", "partition: [time")],

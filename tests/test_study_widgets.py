@@ -28,7 +28,7 @@ def test_an_untouched_panel_runs_exactly_the_notebooks_scenario(panel):
     assert panel.result.summary == expected  # no control overrides anything until it is moved
     v = panel.values()
     assert v["replication"] == "isr" and v["rf"] == 3 and v["acks"] == "all" and v["lag_time_ms"] == 1000
-    assert v["session_timeout_ms"] == 18000
+    assert v["kafka_version"] == "4.1" and v["session_timeout_ms"] == 9000  # KRaft's broker.session.timeout.ms
     assert "application/vnd.jupyter.widget-view+json" in panel._repr_mimebundle_()
     # the status line: the setting, p50 and p99, loss, wall-clock and partition-seconds unavailability
     status = panel.status.value
@@ -57,23 +57,32 @@ def test_the_default_leader_crash_shows_a_failover():
     assert panel.result.summary["leader_elections"] == 0  # steady state: no faults
     panel.controls["faults"].value = "leader crash"
     at, lasts = panel.controls["fault_at_ms"].value, panel.controls["fault_duration_ms"].value
-    assert lasts > 18000 and at + 18000 < 30000  # the crash outlasts the session timeout in force, within the run
+    assert lasts > 9000 and at + 9000 < 30000  # the crash outlasts the session timeout in force, within the run
     assert panel.note.value == ""
 
     def first_election_s() -> float:
         events = panel.result.events
         return float(events[events["kind"] == "leader_election"]["time_ms"].min()) / 1000.0
 
-    assert first_election_s() == pytest.approx((at + 18000) / 1000.0, abs=0.5)  # failover when the session expires
-    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(18000, abs=500)
-    # a crash shorter than the session: nothing fails over while the leader is gone, and the panel says why
-    panel.controls["fault_duration_ms"].value = 12000
-    assert first_election_s() == pytest.approx((at + 12000) / 1000.0, abs=0.5)  # only once it is back
-    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(12000, abs=500)
-    assert "before its session (18 s) expires: no failover while it is gone" in panel.note.value
-    panel.controls["session_timeout_ms"].value = 6000  # the new control: now the controller gives up in time
-    assert first_election_s() == pytest.approx((at + 6000) / 1000.0, abs=0.5)
-    assert panel.result.scenario["broker"]["zookeeper.session.timeout.ms"] == 6000 and panel.note.value == ""
+    # KRaft (4.1): fenced broker.session.timeout.ms (9 s) after the leader's last heartbeat (every 2 s from 0)
+    fenced = at - at % 2000 + 9000
+    assert first_election_s() == pytest.approx(fenced / 1000.0, abs=0.5)  # failover when the session expires
+    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(fenced - at, abs=500)
+    # a restart within the session: the new process cannot register before the old session expires, so the
+    # failover comes at the same time, and the panel says why
+    panel.controls["fault_duration_ms"].value = 6000
+    assert first_election_s() == pytest.approx(fenced / 1000.0, abs=0.5)
+    assert panel.result.summary["unavailable_wall_ms"] == pytest.approx(fenced - at, abs=500)
+    assert "before its session (9 s) expires: a new process cannot register" in panel.note.value
+    panel.controls["session_timeout_ms"].value = 3000  # the new control: now the controller gives up sooner
+    assert first_election_s() == pytest.approx((at - at % 2000 + 3000) / 1000.0, abs=0.5)
+    assert panel.result.scenario["broker"]["broker.session.timeout.ms"] == 3000 and panel.note.value == ""
+    # the version control: the same crash on ZooKeeper (2.8: zookeeper.session.timeout.ms 18 s, counted from the crash)
+    panel.controls["kafka_version"].value = "2.8"
+    at = panel.controls["fault_at_ms"].value
+    assert panel.values()["faults"] == "leader crash" and panel.values()["session_timeout_ms"] == 18000
+    assert panel.result.scenario["kafka.metadata"] == "zookeeper" and panel.result.scenario["producers"][0]["linger.ms"] == 0
+    assert first_election_s() == pytest.approx((at + 18000) / 1000.0, abs=0.5)
 
 
 def test_controls_without_effect_are_greyed_out(panel):
@@ -83,12 +92,12 @@ def test_controls_without_effect_are_greyed_out(panel):
     assert not c["min_insync_replicas"].disabled and not c["unclean"].disabled
     c["faults"].value = "follower crash"
     assert not c["fault_at_ms"].disabled and not c["fault_duration_ms"].disabled
-    c["lag_rule"].value = pm.COUNT_RULE
-    assert not c["lag_max_messages"].disabled
+    c["kafka_version"].value = "0.8"  # 0.8's count rule
+    assert not c["lag_max_messages"].disabled and c["faults"].value == "follower crash"
     c["acks"].value = "1"
     assert c["min_insync_replicas"].disabled  # only acks=all writes need min.insync.replicas
     c["replication"].value = "quorum"
-    for name in ("unclean", "lag_rule", "lag_time_ms", "lag_max_messages", "min_insync_replicas"):
+    for name in ("unclean", "lag_time_ms", "lag_max_messages", "min_insync_replicas"):
         assert c[name].disabled, name
     assert not c["rf"].disabled and not c["session_timeout_ms"].disabled
 
@@ -115,7 +124,7 @@ def test_switching_scenario_resets_the_controls_to_it():
     panel.source.value = "lag-count-rule-bursts"
     assert panel.runs == runs + 1  # one run for the switch, not one per control reset
     v = panel.values()
-    assert v["lag_rule"] == pm.COUNT_RULE and v["acks"] == "1" and panel.label == "lag-count-rule-bursts"
+    assert v["kafka_version"] == "0.8" and v["acks"] == "1" and panel.label == "lag-count-rule-bursts"
     expected = simulate(load_scenario(SCENARIOS / "lag-count-rule-bursts.yaml")).summary
     assert panel.result.summary == expected
     assert "count rule" in panel.about.value or "replica.lag.max.messages" in panel.about.value
@@ -130,7 +139,7 @@ def test_study_panel_starts_from_the_part_the_charts_ran(aggregated):
     assert set(panel.source.options) == {p["name"] for p in agg.spec["parts"]}
     sc = panel.result.scenario
     # the part's overrides, not the plain base: 3 s session timeout, 1000 records/s, one partition of RF 3
-    assert sc["broker"]["zookeeper.session.timeout.ms"] == 3000 and panel.values()["session_timeout_ms"] == 3000
+    assert sc["broker"]["broker.session.timeout.ms"] == 3000 and panel.values()["session_timeout_ms"] == 3000
     assert sc["producers"][0]["rate.per.s"] == 1000 and sc["topics"][0]["partitions"] == 1
     panel.source.value = "latency_rf"
     latency_rf = next(p for p in agg.spec["parts"] if p["name"] == "latency_rf")["overrides"]
@@ -143,10 +152,10 @@ def test_study_panel_starts_from_the_part_the_charts_ran(aggregated):
 def test_panel_overrides_only_what_moved():
     scenario = load_scenario(SCENARIOS / "lag-count-rule-bursts.yaml")
     values = pm.initial_values(scenario)
-    assert values["lag_rule"] == pm.COUNT_RULE and values["lag_max_messages"] == 4000
+    assert values["kafka_version"] == "0.8" and values["lag_max_messages"] == 4000
     assert pm.panel_overrides(values, scenario) == {}
-    ov = pm.panel_overrides({**values, "lag_rule": "time", "rf": 2, "faults": "all followers crash"}, scenario)
-    assert ov["broker.replica.lag.max.messages"] is None
+    ov = pm.panel_overrides({**values, "kafka_version": "0.9", "rf": 2, "faults": "all followers crash"}, scenario)
+    assert ov["kafka.version"] == "0.9" and ov["broker.replica.lag.max.messages"] is None  # 0.9's time rule
     assert ov["topics[*].replication.factor"] == 2
     assert ov["faults"][0]["broker"] == [1] and ov["faults"][0]["kind"] == "crash"
     assert "network.latency.ms" not in ov  # the scenario's latency distribution stays until a latency control moves

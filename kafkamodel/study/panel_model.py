@@ -5,6 +5,10 @@ Pure functions, so the panel's behaviour is tested without a browser:
 * ``initial_values(scenario)``: the controls' starting values, read from the
   scenario (fault timing chosen so that a leader crash outlasts the session
   timeout and a failover shows);
+* ``at_version(scenario, version)``: the scenario under another
+  ``kafka.version`` (what it sets that the version lacks is left out: the
+  version's own defaults and mechanisms apply); the panel reloads it when
+  its version control moves;
 * ``panel_overrides(values, scenario)``: the overrides for what differs from
   the starting values, so an untouched panel runs exactly the scenario it
   was given (brokers grow to fit the replication factor, see ``fit_brokers``);
@@ -19,7 +23,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from .. import versions
 from ..scenario import Scenario
+from ..schema import LISTS, SECTIONS
 
 FAULTS = {  # named fault schedules: (kind, target, extra)
     "as in the scenario": None,
@@ -34,7 +40,7 @@ FAULTS = {  # named fault schedules: (kind, target, extra)
 LAG_TIMES = [100, 250, 500, 1000, 2000, 5000, 10000, 30000]
 LAG_MESSAGES = [500, 1000, 2000, 4000, 8000, 16000, 64000]
 SESSION_TIMEOUTS = [1000, 2000, 3000, 6000, 9000, 12000, 18000, 30000]
-COUNT_RULE = "count (0.8)"
+VERSIONS = list(versions.VERSIONS)
 RF_PATH = re.compile(r"^topics\[(\d+|\*)\]\.replication\.factor$")
 
 
@@ -65,23 +71,58 @@ def fault_timing(duration_ms: float, session_timeout_ms: float) -> tuple[int, in
     return at, int(max(min(wanted, duration_ms - at), 1))
 
 
+def session_key(metadata: str) -> str:
+    """The override path of the session timeout in force: ZooKeeper's or KRaft's."""
+    zookeeper = metadata == versions.ZOOKEEPER
+    return "broker.zookeeper.session.timeout.ms" if zookeeper else "broker.broker.session.timeout.ms"
+
+
+def count_rule(version: str) -> bool:
+    """Does the version have 0.8's count rule (replica.lag.max.messages)?"""
+    return versions.has("broker", "replica.lag.max.messages", version, versions.default_metadata(version))
+
+
+def at_version(scenario: Scenario, version: str) -> Scenario:
+    """The scenario under another kafka.version: properties (and values) it sets that the version lacks, its
+    kafka.metadata and broker.truncation are left out, so the version's own defaults and mechanisms apply."""
+    if version == scenario["kafka.version"]:
+        return scenario
+    given = scenario.given
+    given["kafka.version"] = version
+    given.pop("kafka.metadata", None)
+    metadata = versions.default_metadata(version)
+
+    def keep(section: str, key: str, value) -> bool:
+        return (versions.has(section, key, version, metadata) and (section, key) != ("broker", "truncation")
+                and versions.value_problem(section, key, value, version, key) is None)
+
+    for section in SECTIONS:
+        if isinstance(given.get(section), Mapping):
+            given[section] = {k: v for k, v in given[section].items() if keep(section, k, v)}
+    for name in LISTS:
+        if isinstance(given.get(name), list):
+            given[name] = [{k: v for k, v in item.items() if keep(name, k, v)} if isinstance(item, Mapping) else item
+                           for item in given[name]]
+    return Scenario(given)
+
+
 def initial_values(scenario: Scenario) -> dict:
     """The controls' starting values, read from the scenario."""
     topic = scenario["topics"][0] if scenario["topics"] else {"replication.factor": 1, "name": "t"}
     producer = scenario["producers"][0] if scenario["producers"] else {"acks": "all"}
     broker = scenario["broker"]
     count = broker["replica.lag.max.messages"]
-    session = broker["zookeeper.session.timeout.ms"]
+    session = broker["zookeeper.session.timeout.ms"] or broker["broker.session.timeout.ms"]
     median, sigma = _latency(scenario)
     at, lasts = fault_timing(float(scenario["duration.ms"]), float(session))
     return {
+        "kafka_version": scenario["kafka.version"],
         "replication": scenario["replication"],
         "rf": int(topic["replication.factor"]),
         "acks": str(producer["acks"]),
         "min_insync_replicas": int(broker["min.insync.replicas"]),
         "unclean": bool(broker["unclean.leader.election.enable"]),
         "session_timeout_ms": _nearest(SESSION_TIMEOUTS, session),
-        "lag_rule": COUNT_RULE if count else "time",
         "lag_time_ms": _nearest(LAG_TIMES, broker["replica.lag.time.max.ms"]),
         "lag_max_messages": _nearest(LAG_MESSAGES, count or 4000),
         "latency_median_ms": median,
@@ -99,9 +140,8 @@ def active(values: Mapping[str, Any]) -> dict[str, bool]:
     return {name: True for name in values} | {
         "min_insync_replicas": isr and values["acks"] == "all",  # only acks=all writes need min.insync.replicas
         "unclean": isr,  # a majority quorum elects the most up-to-date live replica: no unclean elections
-        "lag_rule": isr,  # a quorum has no ISR to shrink
-        "lag_time_ms": isr,
-        "lag_max_messages": isr and values["lag_rule"] == COUNT_RULE,
+        "lag_time_ms": isr,  # a quorum has no ISR to shrink
+        "lag_max_messages": isr and count_rule(values["kafka_version"]),  # 0.8's count rule
         "fault_at_ms": own_faults,
         "fault_duration_ms": own_faults,
     }
@@ -124,9 +164,13 @@ def hint(values: Mapping[str, Any], scenario: Scenario) -> str | None:
         return None
     session, lasts = int(values["session_timeout_ms"]), int(values["fault_duration_ms"])
     end = int(values["fault_at_ms"]) + session
+    if lasts < session and schedule[0] == "crash":
+        return (f"The leader restarts after {lasts / 1000:g} s, before its session ({session / 1000:g} s) expires: "
+                f"a new process cannot register while the old session lives, so writes wait for the expiry either "
+                f"way, and the restarted broker comes back then.")
     if lasts < session:
         return (f"The leader is back after {lasts / 1000:g} s, before its session ({session / 1000:g} s) expires: "
-                f"no failover while it is gone, writes wait for it (leadership moves only once it returns). "
+                f"no failover while it is gone, writes wait for it. "
                 f"Make the fault last longer or the session timeout shorter.")
     if end >= float(scenario["duration.ms"]):
         return (f"The session ({session / 1000:g} s) expires after the run ends: no failover within the run.")
@@ -154,13 +198,19 @@ def _full(values: Mapping[str, Any], scenario: Scenario) -> dict:
     """Every override the control values stand for."""
     rf = int(values["rf"])
     acks = values["acks"] if values["acks"] == "all" else int(values["acks"])
+    version = values["kafka_version"]
+    same = version == scenario["kafka.version"]
+    key = session_key(scenario["kafka.metadata"] if same else versions.default_metadata(version))
+    other = ({"broker.zookeeper.session.timeout.ms", "broker.broker.session.timeout.ms"} - {key}).pop()
     ov: dict[str, Any] = {
+        "kafka.version": version,
         "replication": values["replication"],
         "broker.min.insync.replicas": int(values["min_insync_replicas"]),
         "broker.unclean.leader.election.enable": bool(values["unclean"]),
-        "broker.zookeeper.session.timeout.ms": int(values["session_timeout_ms"]),
+        key: int(values["session_timeout_ms"]),
+        other: None,  # the other metadata mode's: not a property here
         "broker.replica.lag.time.max.ms": values["lag_time_ms"],
-        "broker.replica.lag.max.messages": values["lag_max_messages"] if values["lag_rule"] == COUNT_RULE else None,
+        "broker.replica.lag.max.messages": values["lag_max_messages"] if count_rule(version) else None,
         "network.latency.ms": ({"dist": "lognormal", "median": float(values["latency_median_ms"]),
                                 "sigma": float(values["latency_sigma"])} if float(values["latency_sigma"]) > 0
                                else float(values["latency_median_ms"])),

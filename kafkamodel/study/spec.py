@@ -14,8 +14,8 @@
       mode: replication                 #   one override path
       rf: [brokers, "topics[0].replication.factor"]   # several paths, same value (quote [ in a list)
       rule:                             #   named override sets (the column holds the name)
-        time: {broker.replica.lag.max.messages: null}
-        count: {broker.replica.lag.max.messages: 4000}
+        time: {kafka.version: "0.9"}
+        count: {kafka.version: "0.8"}
     parts:                              # sub-experiments; without `parts`, top-level grid/points
       latency:                          # form one part called `main`
         base: ...                       # optional, else the top-level base

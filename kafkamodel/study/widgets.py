@@ -71,6 +71,7 @@ class ExplorerPanel:
                                  style=style, layout=w.Layout(width="810px"))
         self.about = w.HTML(layout=w.Layout(margin="0 0 4px 0"))
         self.controls = {
+            "kafka_version": dropdown("kafka.version", pm.VERSIONS),
             "replication": dropdown("replication", ["isr", "quorum"]),
             "rf": slider(w.IntSlider, "replication factor", min=1, max=7),
             "acks": dropdown("acks", ["0", "1", "all"]),
@@ -78,7 +79,6 @@ class ExplorerPanel:
             "unclean": w.Checkbox(description="unclean.leader.election.enable", indent=False,
                                   layout=w.Layout(width=CONTROL_WIDTH, margin="2px 0 2px 64px")),
             "session_timeout_ms": slider(w.SelectionSlider, "session.timeout.ms", options=pm.SESSION_TIMEOUTS),
-            "lag_rule": dropdown("ISR lag rule", ["time", pm.COUNT_RULE]),
             "lag_time_ms": slider(w.SelectionSlider, "replica.lag.time.max.ms", options=pm.LAG_TIMES),
             "lag_max_messages": slider(w.SelectionSlider, "replica.lag.max.messages", options=pm.LAG_MESSAGES),
             "latency_median_ms": slider(w.FloatSlider, "latency median (ms)", min=0.05, max=20.0, step=0.05),
@@ -87,10 +87,11 @@ class ExplorerPanel:
             "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=1),
             "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=2),
         }
-        tips = {"session_timeout_ms": "zookeeper.session.timeout.ms: how long the controller waits before it declares "
-                                      "a silent broker dead and elects a new leader",
-                "lag_rule": "time: out of sync when not caught up for replica.lag.time.max.ms (Kafka >= 0.9); "
-                            "count: also when more than replica.lag.max.messages behind (Kafka 0.8)",
+        tips = {"kafka_version": "the Kafka release whose mechanisms and defaults apply (docs/versions.md); moving it "
+                                 "reloads the scenario under that version, the controls at its defaults",
+                "session_timeout_ms": "zookeeper.session.timeout.ms (ZooKeeper) or broker.session.timeout.ms (KRaft): "
+                                      "how long the controller waits before it declares a silent broker dead",
+                "lag_max_messages": "Kafka 0.8's count rule: out of sync when more than this many messages behind",
                 "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)"}
         for name, tip in tips.items():
             self.controls[name].tooltip = tip
@@ -98,8 +99,8 @@ class ExplorerPanel:
         self.note = w.HTML()
         self.output = w.Output(layout=w.Layout(min_height=OUTPUT_HEIGHT))
         self.source.observe(self._source_changed, names="value")
-        for control in self.controls.values():
-            control.observe(self._changed, names="value")
+        for name, control in self.controls.items():
+            control.observe(self._version_changed if name == "kafka_version" else self._changed, names="value")
         names = list(self.controls)
         columns = w.HBox([w.VBox([self.controls[n] for n in names[:7]]), w.VBox([self.controls[n] for n in names[7:]])])
         self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
@@ -112,10 +113,14 @@ class ExplorerPanel:
     def load(self, label: str) -> None:
         """Start from `label`'s scenario: the controls take its values, then one run."""
         source = self.sources[label]
-        self.scenario = source.load()
+        self.base = self.scenario = source.load()  # as given; under the version control's kafka.version
         self.label = label
         self.about.value = f"<small>{html.escape(source.about)}</small>"
-        v = pm.initial_values(self.scenario)
+        self._reset()
+
+    def _reset(self, keep: Mapping | None = None) -> None:
+        """The controls take the values of the scenario in force (but those in `keep`), then one run."""
+        v = {**pm.initial_values(self.scenario), **(keep or {})}
         duration = int(self.scenario["duration.ms"])
         step = max(duration // 100, 1)
         self._quiet = True
@@ -134,6 +139,18 @@ class ExplorerPanel:
 
     def _source_changed(self, change) -> None:
         self.load(change["new"])
+
+    def _version_changed(self, change) -> None:
+        """Another kafka.version: the scenario under it (what the version lacks left out), controls at its values."""
+        if self._quiet:
+            return
+        try:
+            self.scenario = pm.at_version(self.base, change["new"])
+        except ScenarioError as exc:
+            self.error = str(exc)
+            self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(self.error)}"
+            return
+        self._reset(keep={"faults": self.controls["faults"].value})  # its timing follows the new session timeout
 
     def _changed(self, change) -> None:
         if not self._quiet:

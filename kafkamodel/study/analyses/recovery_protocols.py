@@ -11,11 +11,11 @@ from .common import INTERVAL_NOTE, fmt, num, value
 
 # part -> (column, anomaly value, fix value, what the pair is)
 PAIRS = {
-    "kip101_truncation": ("truncation", "high_watermark", "leader_epoch",
+    "kip101_truncation": ("version", "0.10", "0.11",
                           "KIP-101 #1: truncate to the local HW, then the leader fails"),
-    "kip101_power_loss": ("truncation", "high_watermark", "leader_epoch",
+    "kip101_power_loss": ("version", "0.10", "0.11",
                           "KIP-101 #2: both replicas lose power; logs diverge"),
-    "last_replica_standing": ("elr", False, True, "KIP-966: the last ISR member returns with a shortened log"),
+    "last_replica_standing": ("version", "3.9", "4.1", "KIP-966: the last ISR member returns with a shortened log"),
     "jepsen_2013": ("config", "kafka_0_8", "min_isr_2_clean", "Jepsen 2013: a leader cut off from its followers"),
 }
 MEASURES = ["acked_records_lost", "committed_records_lost", "replica_divergence", "unavailable_wall_ms"]

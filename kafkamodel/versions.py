@@ -1,0 +1,235 @@
+"""Kafka versions: the one place that maps ``kafka.version`` to its mechanisms, defaults and property names.
+
+Three tables, each row citing the KIP or release note that made the change
+(docs/versions.md is the same history written for readers; a test checks
+the resolved defaults against that page):
+
+* ``DEFAULTS``: per property, its default as it changed over the versions;
+* ``PROPERTIES``: the properties that some modelled version lacks: since and
+  until when they exist, in which metadata mode, what to use instead, and
+  what the version does without them (the value the model resolves);
+* ``mechanisms(version, metadata)``: the protocol variants in force.
+
+A version names a release line (``"2.8"`` is 2.8.x; ``"0.8"`` is 0.8.2, the
+first with ``min.insync.replicas``); ``"2.8.1"`` reads as ``"2.8"``. Versions
+before 4.0 run ZooKeeper unless ``kafka.metadata: kraft`` (3.3 and later:
+KRaft was production-ready from 3.3, KIP-833); 4.0 removed ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MAX_INT = 2147483647
+
+VERSIONS = ("0.8", "0.9", "0.10", "0.11", "1.0", "1.1",
+            "2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8",
+            "3.0", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9",
+            "4.0", "4.1")  # the release lines modelled, oldest first
+NEWEST = VERSIONS[-1]  # the default kafka.version
+
+ZOOKEEPER, KRAFT = "zookeeper", "kraft"
+KRAFT_SINCE = "3.3"  # KIP-833: KRaft production-ready (earlier KRaft was early access: not modelled)
+ZOOKEEPER_UNTIL = "4.0"  # KIP-500: 4.0 has no ZooKeeper mode
+
+
+def order(version: str) -> tuple[int, int]:
+    """A release line as a sortable (major, minor)."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def at_least(version: str, since: str) -> bool:
+    return order(version) >= order(since)
+
+
+def canonical(value: Any) -> str | None:
+    """The release line a kafka.version value names ("2.8.1" -> "2.8"), or None if it names none."""
+    if not isinstance(value, str):
+        return None
+    parts = value.strip().split(".")
+    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        return None
+    line = f"{int(parts[0])}.{int(parts[1])}"
+    return line if line in VERSIONS else None
+
+
+def check_version(value: Any, path: str) -> list[str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [f'{path}: must be a quoted string such as "2.8" (YAML reads 0.10 as the number 0.1), got {value!r}']
+    if canonical(value) is None:
+        return [f"{path}: unknown version {value!r}; known: {', '.join(VERSIONS)}"]
+    return []
+
+
+def default_metadata(version: str) -> str:
+    """Before 4.0 ZooKeeper (the mode clusters of that era ran and were upgraded in); KRaft from 4.0."""
+    return KRAFT if at_least(version, ZOOKEEPER_UNTIL) else ZOOKEEPER
+
+
+def check_metadata(version: str, metadata: str, path: str = "kafka.metadata") -> list[str]:
+    if metadata == KRAFT and not at_least(version, KRAFT_SINCE):
+        return [f"{path}: kraft needs kafka.version {KRAFT_SINCE} or later (KRaft production-ready, KIP-833), "
+                f"got {version!r}"]
+    if metadata == ZOOKEEPER and at_least(version, ZOOKEEPER_UNTIL):
+        return [f"{path}: zookeeper is not in Kafka {version} (removed in 4.0, KIP-500); "
+                f'set kafka.version "3.9" or older']
+    return []
+
+
+# ---- defaults ---------------------------------------------------------------------------------------------------
+
+# (section, key) -> ((the version it took this default in, default), ...), oldest first; with the source of each
+# change in docs/versions.md. `None` for enable.idempotence: derived (on unless the producer's settings conflict).
+DEFAULTS: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {
+    ("broker", "replica.lag.time.max.ms"): (("0.8", 10000), ("2.5", 30000)),  # KIP-537
+    ("broker", "replica.lag.max.messages"): (("0.8", 4000),),  # removed in 0.9 (KIP-16)
+    ("broker", "zookeeper.session.timeout.ms"): (("0.8", 6000), ("2.5", 18000)),  # KIP-537
+    ("broker", "broker.session.timeout.ms"): (("3.3", 9000),),  # KIP-631
+    ("broker", "broker.heartbeat.interval.ms"): (("3.3", 2000),),  # KIP-631
+    ("broker", "unclean.leader.election.enable"): (("0.8", True), ("0.11", False)),  # KIP-106
+    ("broker", "truncation"): (("0.8", "high_watermark"), ("0.11", "leader_epoch")),  # KIP-101
+    ("broker", "eligible.leader.replicas.enable"): (("4.0", False), ("4.1", True)),  # KIP-966: preview, then on
+    ("producers", "acks"): (("0.8", 1), ("3.0", "all")),  # KIP-679
+    ("producers", "enable.idempotence"): (("0.11", False), ("3.0", None)),  # KIP-98, KIP-679
+    ("producers", "linger.ms"): (("0.8", 0), ("4.0", 5)),  # KIP-1030
+    ("producers", "partitioner"): (("0.8", "legacy"), ("2.4", "sticky"), ("3.3", "default")),  # KIP-480, KIP-794
+    ("producers", "retries"): (("0.8", 0), ("2.1", MAX_INT)),  # KIP-91
+    ("producers", "delivery.timeout.ms"): (("2.1", 120000),),  # KIP-91
+    ("consumers", "session.timeout.ms"): (("0.8", 30000), ("0.10", 10000), ("3.0", 45000)),  # KIP-62 (0.10.1), KIP-735
+    ("consumers", "max.poll.records"): (("0.10", 500),),  # KIP-41
+}
+
+
+@dataclass(frozen=True)
+class Property:
+    """A property some modelled version lacks."""
+
+    since: str | None = None  # the first version that has it (None: every modelled one)
+    until: str | None = None  # the first version without it again (None: still there)
+    metadata: str | None = None  # it exists only in this metadata mode
+    came: str = ""  # what brought it (or took it away): a KIP or release note
+    instead: str = ""  # what to use where it is missing
+    absent: Any = None  # what the model resolves where the version lacks it (what that version did)
+
+
+PROPERTIES: dict[tuple[str, str], Property] = {
+    ("broker", "replica.lag.max.messages"): Property(
+        until="0.9", came="0.9 removed it: KIP-16's time rule replaced the count rule",
+        instead='use replica.lag.time.max.ms, or set kafka.version "0.8"'),
+    ("broker", "zookeeper.session.timeout.ms"): Property(
+        metadata=ZOOKEEPER, came="ZooKeeper mode only, removed in 4.0 by KIP-500",
+        instead='use broker.session.timeout.ms (KRaft), or run ZooKeeper: kafka.version "3.9" or older'),
+    ("broker", "broker.session.timeout.ms"): Property(
+        since=KRAFT_SINCE, metadata=KRAFT, came="KRaft mode only, KIP-631",
+        instead="use zookeeper.session.timeout.ms (ZooKeeper), or set kafka.metadata: kraft (3.3 and later)"),
+    ("broker", "broker.heartbeat.interval.ms"): Property(
+        since=KRAFT_SINCE, metadata=KRAFT, came="KRaft mode only, KIP-631",
+        instead="use zookeeper.session.timeout.ms (ZooKeeper), or set kafka.metadata: kraft (3.3 and later)"),
+    ("broker", "eligible.leader.replicas.enable"): Property(
+        since="4.0", metadata=KRAFT, came="Eligible Leader Replicas came in 4.0 with KIP-966", absent=False,
+        instead='set kafka.version "4.0" or later'),
+    ("broker", "replica.fetch.response.max.bytes"): Property(
+        since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
+    ("producers", "enable.idempotence"): Property(
+        since="0.11", came="the idempotent producer came in 0.11 with KIP-98", absent=False,
+        instead='set kafka.version "0.11" or later'),
+    ("producers", "delivery.timeout.ms"): Property(
+        since="2.1", came="it came in 2.1 with KIP-91", absent=MAX_INT,
+        instead='use retries and request.timeout.ms, or set kafka.version "2.1" or later'),
+    ("consumers", "max.poll.records"): Property(
+        since="0.10", came="it came in 0.10.0 with KIP-41", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
+    ("consumers", "fetch.max.bytes"): Property(
+        since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
+}
+
+# values of a key that some modelled version lacks: (section, key, value) -> (since, what brought it)
+VALUES: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("producers", "partitioner", "sticky"): ("2.4", "KIP-480"),
+    ("producers", "partitioner", "round_robin"): ("2.4", "KIP-369"),
+    ("producers", "partitioner", "uniform_sticky"): ("3.3", "KIP-794"),
+    ("consumers", "partition.assignment.strategy", "sticky"): ("0.11", "KIP-54"),
+}
+
+
+def has(section: str, key: str, version: str, metadata: str) -> bool:
+    """Does this version (in this metadata mode) have the property?"""
+    prop = PROPERTIES.get((section, key))
+    if prop is None:
+        return True
+    return ((prop.since is None or at_least(version, prop.since))
+            and (prop.until is None or not at_least(version, prop.until))
+            and (prop.metadata is None or prop.metadata == metadata))
+
+
+def default(section: str, key: str, version: str, metadata: str, fallback: Any) -> Any:
+    """The default of a key under this version: its own, what the version does without it, or `fallback`."""
+    if not has(section, key, version, metadata):
+        return PROPERTIES[(section, key)].absent
+    value = fallback
+    for since, then in DEFAULTS.get((section, key), ()):
+        if at_least(version, since):
+            value = then
+    return value
+
+
+def section_defaults(section: str, keys, version: str, metadata: str) -> dict:
+    """{key: default under this version} for every key of a section that the versions change."""
+    changed = {k for s, k in (*DEFAULTS, *PROPERTIES) if s == section}
+    return {k: default(section, k, version, metadata, keys[k].default) for k in changed if k in keys}
+
+
+def name_problem(section: str, key: str, version: str, metadata: str, where: str) -> str | None:
+    """One line if this version (in this metadata mode) lacks the property: which, why, and what instead."""
+    if has(section, key, version, metadata):
+        return None
+    prop = PROPERTIES[(section, key)]
+    in_version = ((prop.since is None or at_least(version, prop.since))
+                  and (prop.until is None or not at_least(version, prop.until)))
+    mode = "" if not in_version else " in KRaft mode" if metadata == KRAFT else " in ZooKeeper mode"
+    return f"{where}: not a property of Kafka {version}{mode} ({prop.came}); {prop.instead}"
+
+
+def value_problem(section: str, key: str, value: Any, version: str, where: str) -> str | None:
+    """One line if the value names a mechanism this version lacks (a partitioner or assignor that came later)."""
+    if not isinstance(value, str) or (section, key, value) not in VALUES:
+        return None
+    since, came = VALUES[(section, key, value)]
+    if at_least(version, since):
+        return None
+    return f'{where}: {value} is not in Kafka {version} ({came}, {since}); set kafka.version "{since}" or later'
+
+
+# ---- mechanisms ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Mechanisms:
+    """The protocol variants a Kafka version runs (docs/versions.md)."""
+
+    version: str  # the release line
+    metadata: str  # zookeeper or kraft
+    truncation: str  # high_watermark (before 0.11) or leader_epoch (KIP-101)
+    kip279: bool  # 2.0: OffsetsForLeaderEpoch answers carry the epoch; the follower truncates to the smaller end and asks again
+    hw_held_below_min_isr: bool  # 3.7 (KAFKA-15583): the HW does not advance while the ISR is below min.insync.replicas
+    idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11 (KIP-98), 5 from 1.0 (KAFKA-5494)
+    kip360: bool  # 2.5: an idempotent producer bumps its epoch past a sequence gap and retries (before: the batch fails)
+    unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
+    # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
+
+    @property
+    def kraft(self) -> bool:
+        return self.metadata == KRAFT
+
+
+def mechanisms(version: str, metadata: str) -> Mechanisms:
+    kraft = metadata == KRAFT
+    return Mechanisms(
+        version=version, metadata=metadata,
+        truncation="leader_epoch" if at_least(version, "0.11") else "high_watermark",
+        kip279=at_least(version, "2.0"),
+        hw_held_below_min_isr=at_least(version, "3.7"),
+        idempotence_max_in_flight=5 if at_least(version, "1.0") else 1,
+        kip360=at_least(version, "2.5"),
+        unclean_shutdown_fencing=kraft and at_least(version, "4.0"),
+    )
