@@ -196,3 +196,22 @@ def test_a_quorum_leader_cut_off_from_the_controller_alone_commits_nothing_after
         assert all("committed" not in d for d in cut.detail)
         cut_seeds += any(int(d.split("removed ")[1].split(" ")[0]) > 0 for d in cut.detail)
     assert cut_seeds >= 3  # the window the vote closes is open on most seeds
+
+
+def test_a_paused_quorum_leader_resuming_at_the_end_diverges_only_above_the_committed_prefix():
+    # issue 15: the old leader resumes 1 ms before the end with an uncommitted epoch-0 tail
+    at_end = run("quorum-paused-leader-resumes")
+    s = at_end.summary
+    assert s["replica_divergence"] == 0 and s["committed_prefixes_agree_violations"] == 0
+    assert s["acked_records_lost"] == s["committed_records_lost"] == 0
+    tail = s["replica_uncommitted_divergence"]
+    assert tail > 0
+    # a second later the old leader has heard of epoch 1 and truncated: exactly that tail, and no more
+    later = run("quorum-paused-leader-resumes", **{"duration.ms": 25000})
+    assert later.summary["replica_divergence"] == later.summary["replica_uncommitted_divergence"] == 0
+    cut = later.events[(later.events.kind == "truncation") & (later.events.time_ms > 23999)]
+    assert len(cut) == 1 and cut.broker.iloc[0] == 0
+    assert f"removed {tail} offsets" in cut.detail.iloc[0]
+    # those offsets were never acknowledged where they were: every acknowledged record is in the final log
+    records = later.records
+    assert not (records.acked & (records.copies == 0)).any()
