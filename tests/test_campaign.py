@@ -1,0 +1,145 @@
+"""Fault-schedule campaigns: schedules drawn from a seed, specs checked, the sweep and its verdicts.
+
+The tests use the shipped spec (``data/campaigns/safety.yaml``), changed and
+written to a temporary folder, and a tiny campaign on the papermill engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from kafkamodel.campaign import vocabulary
+from kafkamodel.campaign.run import run_campaign
+from kafkamodel.campaign.spec import load_campaign
+from kafkamodel.cli import main
+from kafkamodel.paths import CAMPAIGNS
+
+SAFETY = CAMPAIGNS / "safety.yaml"
+
+
+def spec_file(folder: Path, change=None, name: str = "safety") -> Path:
+    """The shipped safety spec, changed by `change(dict)`, written to `folder`."""
+    data = yaml.safe_load(SAFETY.read_text())
+    data["campaign"] = name
+    if change:
+        change(data)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# ---- schedules --------------------------------------------------------------------------------------------------
+
+
+def test_schedules_come_from_the_seed_and_index_alone_and_stay_in_the_vocabulary():
+    c = load_campaign(SAFETY)
+    isr, quorum = c.setting("isr_safe"), c.setting("quorum_fsync")
+    v = isr.faults
+    drawn = [v.schedule(c.seed, i) for i in range(400)]
+    assert drawn[7] == v.schedule(c.seed, 7) and drawn[7] != drawn[8]
+    assert c.setting("isr_acks1").faults.schedule(c.seed, 7) == drawn[7]  # same vocabulary, same schedules
+    assert c.point(isr, 7).seed == c.point(quorum, 7).seed == vocabulary.run_seed(c.seed, 7)
+    for faults in drawn:
+        ordinary = [f for f in faults if f["kind"] != "power_loss"]
+        assert len(ordinary) <= v.count[1] and faults == sorted(faults, key=lambda f: f["at.ms"])
+        for f in faults:
+            assert v.duration_ms[0] <= f["duration.ms"] and f["at.ms"] + f["duration.ms"] <= v.end_ms + 1e-9
+            if f["kind"] == "power_loss":
+                assert f["broker"] in v.power_loss_targets  # one broker at once (power_loss.brokers [1, 1])
+            else:
+                assert f["broker"] in v.targets and f["kind"] in v.kinds
+    # power_loss.chance 0.5: the share of schedules with one is within a binomial 99.9% band of 400 draws
+    share = np.mean([any(f["kind"] == "power_loss" for f in faults) for faults in drawn])
+    assert abs(share - 0.5) < 3.3 * np.sqrt(0.25 / 400)
+    # the quorum setting draws several brokers at once (power_loss.brokers [1, 4])
+    sizes = {len(f["broker"]) if isinstance(f["broker"], list) else 1
+             for i in range(200) for f in quorum.faults.schedule(c.seed, i) if f["kind"] == "power_loss"}
+    assert sizes == {1, 2, 3, 4}
+
+
+# ---- bad specs ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(schedule=3), "schedule: unknown key; did you mean 'schedules'?"),
+    (lambda d: d["faults"].update(kinds=["crash", "explode"]),
+     "faults.kinds.explode: not a fault kind; kinds are crash, isolate, pause, slow"),
+    (lambda d: d["faults"].update(targets=[0, 7]), "faults.targets[1]: no broker 7; ids are 0..3"),
+    (lambda d: d["faults"].update(targets=["leader:t-5"]), "faults.targets[0]: topic 't' has partitions 0..1, not 5"),
+    (lambda d: d["faults"].update({"duration.ms": [100, 50]}),
+     "faults.duration.ms: must be [low, high] (or one value), numbers > 0, low <= high, got [100, 50]"),
+    (lambda d: d["faults"].pop("end.ms"), "faults.end.ms: required (every fault is over by then; leave the cluster "
+                                          "time to heal before duration.ms)"),
+    (lambda d: d["settings"]["isr_safe"].update(promise="mostly"),
+     "settings.isr_safe.promise: must be one of safe, unsafe (safe: no property may break; unsafe: count how often "
+     "and how much), got 'mostly'"),
+    (lambda d: d["settings"]["isr_safe"].update(overrides={"broker.min.insync.replica": 2}),
+     "settings.isr_safe.overrides: broker.min.insync.replica: unknown key; did you mean 'min.insync.replicas'?"),
+    (lambda d: d["settings"]["quorum_fsync"]["faults"].update({"power_loss.brokers": [1, 5]}),
+     "settings.quorum_fsync.faults.power_loss.brokers: at most 4 (the brokers in power_loss.targets), got 5"),
+    (lambda d: d.update(base="steady_state"),
+     "base: no scenario 'steady_state' in data/scenarios/ or beside the spec; did you mean 'steady-state'?"),
+    (lambda d: d.update(shrink={"budgets": 3}), "shrink.budgets: unknown key; did you mean 'budget'?"),
+])
+def test_a_bad_spec_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, change, message):
+    spec = spec_file(tmp_path, change)
+    runs = tmp_path / "runs"
+    assert main(["campaign", str(spec), "--engine", "spark", "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {spec}: {message}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [spec.name]  # no runs folder, nothing else
+
+
+def test_a_bad_flag_is_one_line_exit_2(capsys):
+    assert main(["campaign", "safety", "--schedules", "0"]) == 2
+    assert capsys.readouterr().err == "error: --schedules: must be an integer >= 1, got '0'\n"
+    assert main(["campaign", "safty"]) == 2
+    assert capsys.readouterr().err.startswith("error: safty: no such campaign or spec file; did you mean 'safety'?")
+
+
+# ---- a tiny campaign end to end (papermill) --------------------------------------------------------------------------
+
+
+def _tiny(d: dict) -> None:
+    """Two settings, three schedules; acks=1 declared safe, each schedule cutting a leader off from its
+    followers and the controller but not from the producer (Jepsen 2013): it acknowledges what it will lose."""
+    d["settings"] = {"isr_safe": d["settings"]["isr_safe"],
+                     "acks1_claimed_safe": {"promise": "safe", "about": "acks=1, wrongly declared safe",
+                                            "overrides": {"producers[0].acks": 1}}}
+    d["faults"].update({"count": 1, "kinds": ["isolate"], "targets": ["leader:t-0"], "isolate.partial": 1,
+                        "isolate.from": [1, 2, 3, "controller"], "isolate.peers": 4, "duration.ms": [3000, 6000],
+                        "power_loss.chance": 0})
+    d["schedules"] = 3
+    d["shrink"] = {"budget": 25, "per_property": 1, "examples": 1}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign")
+    spec = spec_file(root, _tiny, name="tiny")
+    out = run_campaign(spec, engine="papermill", workers=2, runs=root / "runs", processed=root / "processed",
+                       progress=False, say=lambda line: None)
+    return root, spec, out
+
+
+def test_a_tiny_campaign_runs_judges_and_resumes(tiny, tmp_path):
+    root, spec, out = tiny
+    assert out.sweep.total == 6 and len(out.sweep.ran) == 6 and not out.sweep.failed
+    assert set(out.runs.setting) == {"isr_safe", "acks1_claimed_safe"} and len(out.runs) == 6
+    assert "isr_safe" not in out.broken and out.broken["acks1_claimed_safe"] > 0 and not out.ok
+    # every verdict is the run folder's own summary, read again
+    for row in out.runs.itertuples():
+        summary = json.loads((root / "runs" / "campaigns" / "tiny" / row.run_id / "summary.json").read_text())
+        assert row.no_acked_record_lost == summary["acked_records_lost"]
+        assert (root / "runs" / "campaigns" / "tiny" / row.run_id / "notebook.ipynb").is_file()  # papermill ran it
+    again = run_campaign(spec, engine="papermill", runs=root / "runs", processed=tmp_path / "p",
+                         progress=False, say=lambda line: None)
+    assert again.sweep.skipped == 6 and not again.sweep.ran
+    assert again.runs.equals(out.runs)
+
+
