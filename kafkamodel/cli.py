@@ -137,7 +137,8 @@ def _cmd_campaign(args) -> int:
         return 1
     if outcome.broken:
         print("error: a safe setting broke a property it promises: "
-              + ", ".join(f"{s} in {n} runs" for s, n in outcome.broken.items()), file=sys.stderr)
+              + ", ".join(f"{s} in {n} runs" for s, n in outcome.broken.items())
+              + "; see the counterexamples above", file=sys.stderr)
         return 1
     return 0
 
@@ -266,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(func=_cmd_sweep)
 
     campaign = verbs.add_parser("campaign", help="random fault schedules against settings, checked for what each "
-                                                 "promises")
+                                                 "promises; counterexamples shrunk to scenario files")
     campaign.add_argument("spec", help="a campaign name (data/campaigns/NAME.yaml) or a campaign spec file")
     sweep_options(campaign, scale=False)
     campaign.add_argument("--schedules", type=_positive_int("--schedules"),

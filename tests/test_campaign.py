@@ -1,25 +1,31 @@
-"""Fault-schedule campaigns: schedules drawn from a seed, specs checked, the sweep and its verdicts.
+"""Fault-schedule campaigns: schedules drawn from a seed, specs checked, the sweep and its verdicts, shrinking.
 
 The tests use the shipped spec (``data/campaigns/safety.yaml``), changed and
-written to a temporary folder, and a tiny campaign on the papermill engine.
+written to a temporary folder (so counterexamples land there, not in the
+repository), and a tiny campaign on the papermill engine.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from kafkamodel.campaign import vocabulary
+from kafkamodel.campaign import counterexample, vocabulary
+from kafkamodel.campaign.properties import broken
 from kafkamodel.campaign.run import run_campaign
+from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
 from kafkamodel.cli import main
 from kafkamodel.paths import CAMPAIGNS
+from kafkamodel.study.point import run_point
 
 SAFETY = CAMPAIGNS / "safety.yaml"
+HEADER = re.compile(r"^# Breaks (?P<prop>\w+) \(.*\): (?P<amount>[\d,]+) \w+ here\.$", re.M)
 
 
 def spec_file(folder: Path, change=None, name: str = "safety") -> Path:
@@ -102,6 +108,29 @@ def test_a_bad_flag_is_one_line_exit_2(capsys):
     assert capsys.readouterr().err.startswith("error: safty: no such campaign or spec file; did you mean 'safety'?")
 
 
+# ---- shrinking ----------------------------------------------------------------------------------------------------
+
+
+def test_an_unsafe_setting_declared_safe_shrinks_to_a_few_faults_that_still_lose_when_run_from_the_file(tmp_path, capsys):
+    # acks=1 declared safe: the first schedule (found by search, not picked) that loses acknowledged records
+    c = load_campaign(spec_file(tmp_path, lambda d: d["settings"]["isr_acks1"].update(promise="safe")))
+    acks1 = c.setting("isr_acks1")
+    index = next(i for i in range(40) if broken(run_point(c.point(acks1, i)).summary).get("no_acked_record_lost"))
+    shrunk = shrink(c, acks1, index, "no_acked_record_lost", budget=60)
+    assert shrunk.original_amount > 0 and shrunk.amount > 0
+    assert len(shrunk.faults) <= 3 and len(shrunk.faults) < len(shrunk.original)
+    path = counterexample.write(c, shrunk, Path(c.folder))
+    assert path == tmp_path / "safety" / f"isr_acks1-no_acked_record_lost-{index}.yaml"
+    text = path.read_text()
+    header = HEADER.search(text)
+    assert header["prop"] == "no_acked_record_lost" and int(header["amount"].replace(",", "")) == shrunk.amount
+    assert f"setting isr_acks1 (promise: safe" in text and f"schedule {index}, campaign seed {c.seed}" in text
+    assert main(["run", str(path)]) == 0  # the shipped format: `run` reproduces it
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["acked_records_lost"] == shrunk.amount
+    assert yaml.safe_load(text)["faults"] == shrunk.faults
+
+
 # ---- a tiny campaign end to end (papermill) --------------------------------------------------------------------------
 
 
@@ -127,7 +156,7 @@ def tiny(tmp_path_factory):
     return root, spec, out
 
 
-def test_a_tiny_campaign_runs_judges_and_resumes(tiny, tmp_path):
+def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
     root, spec, out = tiny
     assert out.sweep.total == 6 and len(out.sweep.ran) == 6 and not out.sweep.failed
     assert set(out.runs.setting) == {"isr_safe", "acks1_claimed_safe"} and len(out.runs) == 6
@@ -137,6 +166,10 @@ def test_a_tiny_campaign_runs_judges_and_resumes(tiny, tmp_path):
         summary = json.loads((root / "runs" / "campaigns" / "tiny" / row.run_id / "summary.json").read_text())
         assert row.no_acked_record_lost == summary["acked_records_lost"]
         assert (root / "runs" / "campaigns" / "tiny" / row.run_id / "notebook.ipynb").is_file()  # papermill ran it
+    shrunk, path = out.examples[0]
+    assert path.parent == root / "tiny" and shrunk.setting == "acks1_claimed_safe"
+    published = json.loads((out.processed / "counterexamples.json").read_text())
+    assert [e["file"] for e in published] == [str(path)]
     again = run_campaign(spec, engine="papermill", runs=root / "runs", processed=tmp_path / "p",
                          progress=False, say=lambda line: None)
     assert again.sweep.skipped == 6 and not again.sweep.ran

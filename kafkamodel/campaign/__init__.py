@@ -5,6 +5,7 @@ base scenario, a fault vocabulary (``vocabulary``: kinds, targets, gaps,
 durations, power loss) and settings, each with what it promises
 (``properties``). ``spec`` turns it into a sweep the study kit's engines
 run (papermill or Spark, resumable); ``verdicts`` reads the runs back and
-checks every property per setting. ``run.run_campaign`` does all of it, for
-``python -m kafkamodel campaign SPEC``.
+checks every property per setting; ``shrink`` reduces a schedule that breaks
+a property to a small scenario file (``counterexample``). ``run.run_campaign``
+does all of it, for ``python -m kafkamodel campaign SPEC``.
 """

@@ -1,4 +1,4 @@
-"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, publish the verdicts.
+"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, shrink what broke.
 
 1. The spec is loaded and checked whole (``spec``); nothing runs on bad input.
 2. Its sweep (a part per setting, a point per schedule) runs on the study
@@ -6,8 +6,12 @@
    under ``<runs>/campaigns/<campaign>/``, finished runs skipped, failed points
    recorded and retried next time).
 3. Every finished run is judged (``verdicts``).
-4. The runs, the tally and the campaign's description go to
-   ``data/processed/campaigns/<campaign>/`` (one rename).
+4. For each property a safe setting broke, its first ``per_property``
+   schedules are shrunk; for each unsafe setting, its first ``examples`` loss
+   (``shrink``); each is written as a scenario file (``counterexample``).
+5. The runs, the tally, the counterexamples (with their events) and the
+   campaign's description go to ``data/processed/campaigns/<campaign>/`` (one
+   rename).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,8 +27,11 @@ import pandas as pd
 
 from ..folders import staged
 from ..paths import PROCESSED
+from ..study.progress import progress_bar
 from ..study.sweep import SweepOutcome, check_engine, check_runs, check_timeout, check_workers, run_sweeps
-from . import verdicts
+from . import counterexample, verdicts
+from .properties import BY_NAME, PROPERTIES
+from .shrink import shrink
 from .spec import Campaign, SpecError, load_campaign
 
 
@@ -34,6 +41,7 @@ class CampaignOutcome:
     sweep: SweepOutcome  # what the engine ran
     runs: pd.DataFrame  # one row per finished run, judged
     tally: pd.DataFrame  # per setting and property
+    examples: list = field(default_factory=list)  # (Shrunk, path of its scenario file)
     processed: Path | None = None  # data/processed/campaigns/<campaign>/
     seconds: float = 0.0  # the whole command
 
@@ -65,6 +73,10 @@ class CampaignOutcome:
                 out.append(f"  {setting.name} ({setting.promise}): {word}{row.property} in {row.broken} of {runs} "
                            f"runs ({100 * row.broken / runs:.1f}%): {row.amount:,} {row.unit} in all, at most "
                            f"{row.worst:,} in one run")
+        for shrunk, path in self.examples:
+            unit = BY_NAME[shrunk.prop].unit
+            out.append(f"  counterexample: {counterexample.shown(path)} ({shrunk.prop}: {shrunk.amount:,} {unit}; "
+                       f"{len(shrunk.original)} faults -> {len(shrunk.faults)} in {shrunk.simulations} simulations)")
         for run_id, error in s.failed:
             out.append(f"  FAILED {run_id}: {error}")
         return out
@@ -91,19 +103,66 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
                             engine=engine, master=master, spark=spark)
     judged = verdicts.collect(points, root / campaign.name)
     result = CampaignOutcome(campaign, outcome, judged, verdicts.tally(judged, campaign.settings))
+    result.examples = _shrink_all(campaign, judged, progress)
     result.processed = _publish(result, Path(processed or PROCESSED) / "campaigns" / campaign.name)
     result.seconds = time.perf_counter() - t0
     return result
 
 
+def targets(campaign: Campaign, runs: pd.DataFrame) -> list[tuple]:
+    """(setting, schedule, property) to shrink: per property a safe setting broke, its first `per_property`
+    schedules; per unsafe setting, its first `examples` breaking the first property broken (acked loss first)."""
+    out = []
+    for s in campaign.settings:
+        mine = runs[runs.setting == s.name]
+        for p in PROPERTIES:
+            hit = mine.loc[mine[p.name] > 0, "schedule"].tolist()
+            if s.promise == "safe":
+                out += [(s, int(i), p.name) for i in hit[:campaign.per_property]]
+            elif hit and campaign.examples:
+                out += [(s, int(i), p.name) for i in hit[:campaign.examples]]
+                break
+    return out
+
+
+def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool) -> list:
+    todo = targets(campaign, runs)
+    if not todo:
+        return []
+    budget = campaign.shrink_budget
+    bar = progress_bar(len(todo) * budget, "shrink", unit="simulation", disable=not progress)
+    done = []
+    try:
+        for setting, index, prop in todo:
+            shrunk = shrink(campaign, setting, index, prop, budget, bar)
+            bar.update(budget - shrunk.simulations)  # what this one did not need
+            done.append((shrunk, counterexample.write(campaign, shrunk, Path(campaign.folder))))
+    finally:
+        bar.close()
+    return done
+
+
 def _publish(result: CampaignOutcome, final: Path) -> Path:
-    """data/processed/campaigns/<campaign>/: runs, tally, meta; one rename."""
+    """data/processed/campaigns/<campaign>/: runs, tally, counterexamples (+ their events), meta; one rename."""
     c, s = result.campaign, result.sweep
     with staged(final) as tmp:
         result.runs.to_parquet(tmp / "runs.parquet", index=False)
         result.tally.to_parquet(tmp / "tally.parquet", index=False)
+        (tmp / "events").mkdir()
+        examples = []
+        for shrunk, path in result.examples:
+            setting = c.setting(shrunk.setting)
+            shrunk.result.events.to_parquet(tmp / "events" / f"{path.stem}.parquet", index=False)
+            examples.append({"file": counterexample.shown(path), "name": path.stem, "setting": shrunk.setting,
+                             "promise": setting.promise, "property": shrunk.prop, "unit": BY_NAME[shrunk.prop].unit,
+                             "schedule": shrunk.index, "amount": shrunk.amount,
+                             "original_amount": shrunk.original_amount, "original": shrunk.original,
+                             "faults": shrunk.faults, "simulations": shrunk.simulations,
+                             "records_acked": shrunk.result.summary["records_acked"],
+                             "brokers": shrunk.result.scenario["brokers"]})
+        (tmp / "counterexamples.json").write_text(json.dumps(examples, indent=1) + "\n")
         meta = {
-            "campaign": c.name, "title": c.title, "question": c.question, "source": str(c.source),
+            "campaign": c.name, "title": c.title, "question": c.question, "source": counterexample.shown(Path(c.source)),
             "base": c.base, "seed": c.seed, "schedules": s.total // max(len(c.settings), 1), "runs": int(len(result.runs)),
             "settings": [{"name": x.name, "promise": x.promise, "about": x.about,
                           "overrides": {k: v for k, v in x.overrides.items() if k != "faults"},
