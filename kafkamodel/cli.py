@@ -128,7 +128,8 @@ def _cmd_campaign(args) -> int:
     if args.master is not None and args.engine != "spark":
         raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
     outcome = run_campaign(args.spec, schedules=args.schedules, engine=args.engine, master=args.master,
-                           workers=args.workers, timeout=args.timeout, runs=args.runs, resume=not args.no_resume)
+                           workers=args.workers, timeout=args.timeout, runs=args.runs, resume=not args.no_resume,
+                           report=not args.no_report)
     for line in outcome.lines():
         print(line)
     if outcome.sweep.failed:
@@ -267,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(func=_cmd_sweep)
 
     campaign = verbs.add_parser("campaign", help="random fault schedules against settings, checked for what each "
-                                                 "promises; counterexamples shrunk to scenario files")
+                                                 "promises; counterexamples shrunk to scenario files; a report")
     campaign.add_argument("spec", help="a campaign name (data/campaigns/NAME.yaml) or a campaign spec file")
     sweep_options(campaign, scale=False)
     campaign.add_argument("--schedules", type=_positive_int("--schedules"),
@@ -275,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     campaign.add_argument("--runs", help="where run folders go (default: data/runs; they go in campaigns/NAME/); "
                                          "with a cluster, a path every executor sees")
     campaign.add_argument("--no-resume", action="store_true", help="run every schedule again, replacing finished runs")
+    campaign.add_argument("--no-report", action="store_true", help="skip the HTML report")
     campaign.set_defaults(func=_cmd_campaign)
 
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")

@@ -1,4 +1,5 @@
-"""Fault-schedule campaigns: schedules drawn from a seed, specs checked, the sweep and its verdicts, shrinking.
+"""Fault-schedule campaigns: schedules drawn from a seed, specs checked, the sweep and its verdicts, shrinking,
+the report.
 
 The tests use the shipped spec (``data/campaigns/safety.yaml``), changed and
 written to a temporary folder (so counterexamples land there, not in the
@@ -14,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from bs4 import BeautifulSoup
 
-from kafkamodel.campaign import counterexample, vocabulary
+from kafkamodel.campaign import analysis, counterexample, vocabulary
 from kafkamodel.campaign.properties import broken
 from kafkamodel.campaign.run import run_campaign
 from kafkamodel.campaign.shrink import shrink
@@ -66,6 +68,14 @@ def test_schedules_come_from_the_seed_and_index_alone_and_stay_in_the_vocabulary
     sizes = {len(f["broker"]) if isinstance(f["broker"], list) else 1
              for i in range(200) for f in quorum.faults.schedule(c.seed, i) if f["kind"] == "power_loss"}
     assert sizes == {1, 2, 3, 4}
+
+
+def test_the_wilson_interval_matches_newcombes_worked_examples():
+    # Newcombe (1998), Statistics in Medicine 17:857, table I, method 3 (score interval without correction)
+    for (k, n), (lo, hi) in {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605), (0, 20): (0.0, 0.1611),
+                             (1, 29): (0.0061, 0.1718)}.items():
+        got = analysis.wilson(k, n)
+        assert got == pytest.approx((lo, hi), abs=1e-4), (k, n)
 
 
 # ---- bad specs ---------------------------------------------------------------------------------------------------
@@ -152,7 +162,7 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("campaign")
     spec = spec_file(root, _tiny, name="tiny")
     out = run_campaign(spec, engine="papermill", workers=2, runs=root / "runs", processed=root / "processed",
-                       progress=False, say=lambda line: None)
+                       reports=root / "reports", progress=False, say=lambda line: None)
     return root, spec, out
 
 
@@ -170,9 +180,52 @@ def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
     assert path.parent == root / "tiny" and shrunk.setting == "acks1_claimed_safe"
     published = json.loads((out.processed / "counterexamples.json").read_text())
     assert [e["file"] for e in published] == [str(path)]
-    again = run_campaign(spec, engine="papermill", runs=root / "runs", processed=tmp_path / "p",
+    again = run_campaign(spec, engine="papermill", runs=root / "runs", processed=tmp_path / "p", report=False,
                          progress=False, say=lambda line: None)
     assert again.sweep.skipped == 6 and not again.sweep.ran
     assert again.runs.equals(out.runs)
 
 
+def test_the_campaign_report_opens_with_its_finding_and_reads_well(tiny):
+    root, _, out = tiny
+    html = out.report.read_text()
+    finding, figure, table = html.find("Finding."), html.find("<img "), html.find("<table")
+    assert 0 < finding < figure < table
+    assert "a safe setting broke its promise: acks1_claimed_safe broke no_acked_record_lost" in html
+    soup = BeautifulSoup(html, "html.parser")
+    assert all(img.get("alt") not in (None, "", "figure") for img in soup.find_all("img"))
+    assert "<script src=" not in html.replace('<script src=""', "")  # offline
+    for table in soup.find_all("table"):
+        header = [th.get_text(" ", strip=True) for th in table.find("thead").find_all("th")]
+        assert header and all(header)
+        for tr in table.find("tbody").find_all("tr"):
+            assert not tr.find_all("th")  # no index column
+            text = " ".join(td.get_text(" ", strip=True) for td in tr.find_all("td"))
+            assert not {"nan", "NaN", "None", "<NA>"} & set(text.split())
+            assert not re.search(r"\b\d+\.0\b", text)  # integers as integers
+    record = json.loads((root / "reports" / "campaign_tiny.json").read_text())
+    assert record["numbers"]["safe_violations"] == out.broken["acks1_claimed_safe"]
+    index = (root / "reports" / "index.html").read_text()
+    assert "Fault campaigns" in index and "campaign_tiny.html" in index
+
+
+@pytest.mark.browser
+def test_the_campaign_report_in_the_browser(tiny, tmp_path):
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _need_browser
+
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    _, _, out = tiny
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("request", lambda r: errors.append(r.url) if not r.url.startswith(("file://", "data:")) else None)
+        page.goto(out.report.as_uri())
+        state = page.evaluate("""() => ({scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+            images: [...document.images].map(i => i.complete && i.naturalWidth > 0)})""")
+        page.screenshot(path=str(tmp_path / "campaign.png"), full_page=True)
+        browser.close()
+    assert state["scroll"] <= state["width"] and state["images"] and all(state["images"]) and not errors

@@ -1,4 +1,4 @@
-"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, shrink what broke.
+"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, shrink what broke, report.
 
 1. The spec is loaded and checked whole (``spec``); nothing runs on bad input.
 2. Its sweep (a part per setting, a point per schedule) runs on the study
@@ -11,7 +11,7 @@
    (``shrink``); each is written as a scenario file (``counterexample``).
 5. The runs, the tally, the counterexamples (with their events) and the
    campaign's description go to ``data/processed/campaigns/<campaign>/`` (one
-   rename).
+   rename), and the report to ``reports/campaign_<campaign>.html``.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class CampaignOutcome:
     tally: pd.DataFrame  # per setting and property
     examples: list = field(default_factory=list)  # (Shrunk, path of its scenario file)
     processed: Path | None = None  # data/processed/campaigns/<campaign>/
+    report: Path | None = None  # reports/campaign_<campaign>.html
     seconds: float = 0.0  # the whole command
 
     @property
@@ -79,12 +80,15 @@ class CampaignOutcome:
                        f"{len(shrunk.original)} faults -> {len(shrunk.faults)} in {shrunk.simulations} simulations)")
         for run_id, error in s.failed:
             out.append(f"  FAILED {run_id}: {error}")
+        if self.report:
+            out.append(f"report: {self.report}")
         return out
 
 
 def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill", master: str | None = None,
                  workers: int | None = None, timeout: float = 600.0, runs: Path | None = None, resume: bool = True,
-                 spark=None, progress: bool = True, processed: Path | None = None, say=None) -> CampaignOutcome:
+                 spark=None, progress: bool = True, processed: Path | None = None, reports: Path | None = None,
+                 report: bool = True, say=None) -> CampaignOutcome:
     """Run a campaign end to end (see the module's docstring); `spark`: a session to use (left running)."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -105,6 +109,10 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
     result = CampaignOutcome(campaign, outcome, judged, verdicts.tally(judged, campaign.settings))
     result.examples = _shrink_all(campaign, judged, progress)
     result.processed = _publish(result, Path(processed or PROCESSED) / "campaigns" / campaign.name)
+    if report:
+        from .report import report as write_report
+
+        result.report = write_report(campaign, result.processed, reports=reports, timeout=timeout)
     result.seconds = time.perf_counter() - t0
     return result
 
