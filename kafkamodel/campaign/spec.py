@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ..paths import CAMPAIGNS, scenario_path, shipped_scenarios
-from ..scenario import Scenario, ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
+from ..scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
 from ..study.spec import NAME, DEFAULT_POINT_NOTEBOOK, Part, Point, Spec, SpecError, _hash
+from ..study.specfile import load_spec_file
 from . import vocabulary
 from .properties import PROMISES
 
@@ -119,29 +118,10 @@ def campaign_path(spec: "str | Path") -> Path:
 
 def load_campaign(spec: "str | Path") -> Campaign:
     """A validated Campaign from a name or a YAML path; SpecError lists every problem."""
-    path = campaign_path(spec)
-    if not path.is_file():
-        known = sorted(f.stem for f in CAMPAIGNS.glob("*.yaml"))
-        hint = did_you_mean(spec, known, f"; campaigns are {', '.join(known)}" if known else "")
-        raise SpecError([f"{spec}: no such campaign or spec file{hint}"])
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise SpecError([f"{path}:{where} not valid YAML ({' '.join(str(getattr(exc, 'problem', None) or exc).split())})"]) from None
-    problems: list[str] = []
-    campaign = _build(data, path, problems)
-    if problems:  # a problem of the campaign's own vocabulary is found once per setting: said once
-        raise SpecError([f"{path}: {p}" for p in dict.fromkeys(problems)])
-    return campaign
+    return load_spec_file(spec, campaign_path(spec), CAMPAIGNS, "campaign", TOP_KEYS, _build)
 
 
-def _build(data: Any, path: Path, problems: list[str]) -> Campaign | None:
-    if not isinstance(data, Mapping):
-        problems.append(f"campaign spec: must be a mapping, got {type(data).__name__}")
-        return None
-    problems.extend(unknown_key(k, TOP_KEYS, str(k)) for k in data if k not in TOP_KEYS)
+def _build(data: Mapping, path: Path, problems: list[str]) -> Campaign | None:
     name = data.get("campaign")
     if not isinstance(name, str) or not NAME.match(name):
         problems.append(f"campaign: must be a name like safety ([a-z][a-z0-9_]*), got {name!r}")
