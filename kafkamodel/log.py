@@ -50,17 +50,21 @@ class Log:
             return 0
         return i if self.entries[i][1] > offset else i + 1
 
-    def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
+    def end_offset_for_epoch(self, epoch: int, end: int, later: bool = False) -> tuple[int, int]:
         """(largest epoch <= `epoch` in the log, where it ends), the last epoch ending at `end`.
 
-        An epoch ends where the next higher one starts. (-1, -1) if the log has
-        no such epoch: KIP-279's UNDEFINED.
+        An epoch ends where the next higher one starts. When every epoch known
+        here is later than `epoch` (its entries', or with `later` a leader's own
+        epoch that has no entry yet): (`epoch`, where the first of them starts),
+        so the follower keeps nothing past it, as Kafka's
+        ``LeaderEpochFileCache.endOffsetFor`` answers. (-1, -1) only when no
+        epoch is known at all: KIP-279's UNDEFINED.
         """
         for base, _, e, _ in reversed(self.entries):
             if e <= epoch:
                 return e, end
             end = base
-        return -1, -1
+        return (epoch, end) if self.entries or later else (-1, -1)
 
     def first_offset_after_epoch(self, epoch: int) -> int:
         """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""

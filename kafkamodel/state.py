@@ -108,7 +108,7 @@ class Replica:
         if self.is_leader:
             if epoch >= self.leader_epoch:
                 return self.leader_epoch, log.log_end_offset
-            return log.end_offset_for_epoch(epoch, self.lead.epoch_start_offset)
+            return log.end_offset_for_epoch(epoch, self.lead.epoch_start_offset, later=True)
         return log.end_offset_for_epoch(epoch, log.log_end_offset)
 
     def truncate_to(self, offset: int) -> int:
