@@ -19,7 +19,7 @@ from ..paths import PROCESSED
 from ..study import plots
 from ..study.present import Table, interval, number
 from ..study.spec import StudyError
-from .properties import PROPERTIES
+from .properties import PROPERTIES, quantity
 
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 WILSON_NOTE = "Rates: share of schedules, with a 95% Wilson score interval."
@@ -139,7 +139,7 @@ def figure(data: CampaignData):
         lost = np.sort(mine.loc[mine.acked_records_lost > 0, "acked_records_lost"].to_numpy())
         if len(lost):
             share = 100 * (len(lost) - np.arange(len(lost))) / len(mine)  # % of schedules losing at least x
-            right.plot(lost, share, drawstyle="steps-post", marker="o", markersize=3,
+            right.plot(lost, share, drawstyle="steps-post", marker="o" if len(lost) <= 30 else None, markersize=3,
                        color=plots.color(s["name"], i), label=s["name"])
     if right.get_lines():
         worst = max(max(line.get_xdata()) for line in right.get_lines())
@@ -191,14 +191,9 @@ def breaks_table(data: CampaignData) -> Table:
     shown = pd.DataFrame({
         "property": t.property, "setting": t.setting, "promise": t.promise, "broken in": t.broken, "runs": t.runs,
         "share of schedules": [_percent(b, n) for b, n in zip(t.broken, t.runs)],
-        "in all": [_amount(a, u) for a, u in zip(t.amount, t.unit)],
-        "worst run": [_amount(w, u) for w, u in zip(t.worst, t.unit)]})
+        "in all": [quantity(a, u) for a, u in zip(t.amount, t.unit)],
+        "worst run": [quantity(w, u) for w, u in zip(t.worst, t.unit)]})
     return Table(shown, [WILSON_NOTE] if len(shown) else ["No property broke in any run."])
-
-
-def _amount(n: int, unit: str) -> str:
-    """'1 record', '946 records', '3 offsets'."""
-    return f"{n:,} {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
 
 
 def loss_table(data: CampaignData) -> Table:
@@ -214,11 +209,17 @@ def loss_table(data: CampaignData) -> Table:
 
 def examples_table(data: CampaignData) -> Table:
     rows = [{"counterexample": e["file"], "setting": e["setting"], "promise": e["promise"], "breaks": e["property"],
-             "amount": _amount(e["amount"], e["unit"]), "faults as drawn": len(e["original"]),
+             "amount": quantity(e["amount"], e["unit"]), "faults as drawn": len(e["original"]),
              "faults shrunk": len(e["faults"]), "simulations": e["simulations"]} for e in data.examples]
     columns = ["counterexample", "setting", "promise", "breaks", "amount", "faults as drawn", "faults shrunk", "simulations"]
     return Table(pd.DataFrame(rows, columns=columns),
                  ["Each file is a scenario: `python -m kafkamodel run FILE` reproduces it."])
+
+
+def example_title(example: dict) -> str:
+    """Markdown: a counterexample's file, where it came from and what it breaks."""
+    return (f"### `{example['file']}`\n\n{example['setting']} ({example['promise']}), schedule {example['schedule']}: "
+            f"breaks **{example['property']}** ({quantity(example['amount'], example['unit'])}). The shrunk schedule:")
 
 
 def faults_table(faults: list) -> Table:
@@ -261,7 +262,7 @@ def timeline(data: CampaignData, example: dict):
     ax.scatter(elections.time_ms / 1000, elections.broker, marker="v", color="black", zorder=3, label="elected leader")
     brokers = example["brokers"]
     ax.set_yticks(range(brokers), [f"broker {b}" for b in range(brokers)])
-    ax.set_xlim(0, max(ev.time_ms.max(), 1) / 1000 * 1.02)
+    ax.set_xlim(0, (example.get("duration_ms") or max(ev.time_ms.max(), 1)) / 1000)
     plots.finish(ax, f"{example['name']}: faults and elections", "simulated time (s)", "")
     return fig
 

@@ -18,7 +18,7 @@ import yaml
 
 from ..paths import ROOT
 from ..study.point import scenario_for
-from .properties import BY_NAME
+from .properties import BY_NAME, quantity
 from .shrink import Shrunk
 from .spec import Campaign
 
@@ -46,8 +46,8 @@ def render(campaign: Campaign, shrunk: Shrunk, path: Path) -> str:
     kinds = ", ".join(f["kind"] for f in shrunk.original)
     header = [
         f"Counterexample from the fault campaign {campaign.name!r} ({shown(Path(campaign.source))}), shrunk.",
-        f"Breaks {prop.name} ({prop.meaning}): {shrunk.amount} {prop.unit} here.",
-        f"As drawn: {len(shrunk.original)} faults ({kinds}), {shrunk.original_amount} {prop.unit}; shrunk to "
+        f"Breaks {prop.name} ({prop.meaning}): {quantity(shrunk.amount, prop.unit)} here.",
+        f"As drawn: {len(shrunk.original)} faults ({kinds}), {quantity(shrunk.original_amount, prop.unit)}; shrunk to "
         f"{len(shrunk.faults)} in {shrunk.simulations} simulations.",
         f"Origin: setting {setting.name} (promise: {setting.promise}"
         + (f"; {setting.about}" if setting.about else "") + f"), schedule {shrunk.index}, campaign seed "

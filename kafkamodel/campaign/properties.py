@@ -52,6 +52,11 @@ BY_NAME = {p.name: p for p in PROPERTIES}
 PROMISES = {"safe": "every property holds in every run", "unsafe": "expected to break them sometimes: counted"}
 
 
+def quantity(n: int, unit: str) -> str:
+    """'1 record', '946 records', '3 offsets'."""
+    return f"{n:,} {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
+
+
 def broken(summary: Mapping) -> dict[str, int]:
     """property -> amount, for each property this run broke."""
     out = {}

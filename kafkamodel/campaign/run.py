@@ -30,7 +30,7 @@ from ..paths import PROCESSED
 from ..study.progress import progress_bar
 from ..study.sweep import SweepOutcome, check_engine, check_runs, check_timeout, check_workers, run_sweeps
 from . import counterexample, verdicts
-from .properties import BY_NAME, PROPERTIES
+from .properties import BY_NAME, PROPERTIES, quantity
 from .shrink import shrink
 from .spec import Campaign, SpecError, load_campaign
 
@@ -72,11 +72,11 @@ class CampaignOutcome:
             for _, row in hit.iterrows():
                 word = "BROKEN: " if setting.promise == "safe" else ""
                 out.append(f"  {setting.name} ({setting.promise}): {word}{row.property} in {row.broken} of {runs} "
-                           f"runs ({100 * row.broken / runs:.1f}%): {row.amount:,} {row.unit} in all, at most "
+                           f"runs ({100 * row.broken / runs:.1f}%): {quantity(row.amount, row.unit)} in all, at most "
                            f"{row.worst:,} in one run")
         for shrunk, path in self.examples:
-            unit = BY_NAME[shrunk.prop].unit
-            out.append(f"  counterexample: {counterexample.shown(path)} ({shrunk.prop}: {shrunk.amount:,} {unit}; "
+            amount = quantity(shrunk.amount, BY_NAME[shrunk.prop].unit)
+            out.append(f"  counterexample: {counterexample.shown(path)} ({shrunk.prop}: {amount}; "
                        f"{len(shrunk.original)} faults -> {len(shrunk.faults)} in {shrunk.simulations} simulations)")
         for run_id, error in s.failed:
             out.append(f"  FAILED {run_id}: {error}")
@@ -167,7 +167,8 @@ def _publish(result: CampaignOutcome, final: Path) -> Path:
                              "original_amount": shrunk.original_amount, "original": shrunk.original,
                              "faults": shrunk.faults, "simulations": shrunk.simulations,
                              "records_acked": shrunk.result.summary["records_acked"],
-                             "brokers": shrunk.result.scenario["brokers"]})
+                             "brokers": shrunk.result.scenario["brokers"],
+                             "duration_ms": shrunk.result.summary["duration_ms"]})
         (tmp / "counterexamples.json").write_text(json.dumps(examples, indent=1) + "\n")
         meta = {
             "campaign": c.name, "title": c.title, "question": c.question, "source": counterexample.shown(Path(c.source)),
