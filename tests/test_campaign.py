@@ -3,7 +3,8 @@ the report.
 
 The tests use the shipped spec (``data/campaigns/safety.yaml``), changed and
 written to a temporary folder (so counterexamples land there, not in the
-repository), and a tiny campaign on the papermill engine.
+repository), and a tiny campaign on the papermill engine; the slow one runs a
+bounded campaign (hundreds of schedules) on the test run's Spark session.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 from kafkamodel.campaign import analysis, counterexample, vocabulary
-from kafkamodel.campaign.properties import broken
+from kafkamodel.campaign.properties import BY_NAME, broken
 from kafkamodel.campaign.run import run_campaign
 from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
@@ -229,3 +230,24 @@ def test_the_campaign_report_in_the_browser(tiny, tmp_path):
         page.screenshot(path=str(tmp_path / "campaign.png"), full_page=True)
         browser.close()
     assert state["scroll"] <= state["width"] and state["images"] and all(state["images"]) and not errors
+
+
+# ---- a bounded campaign (CI) ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_bounded_campaign_finds_nothing_on_the_safe_settings_and_measures_loss_on_the_unsafe_ones(spark, tmp_path):
+    spec = spec_file(tmp_path)
+    out = run_campaign(spec, schedules=75, engine="spark", spark=spark, runs=tmp_path / "runs",
+                       processed=tmp_path / "processed", reports=tmp_path / "reports", progress=False)
+    assert len(out.runs) == 300 and not out.sweep.failed
+    assert out.broken == {} and out.ok  # isr_safe and quorum_fsync: no property broke in 75 schedules each
+    losses = analysis.losses(analysis.load("safety", out.processed)).set_index("setting")
+    assert losses.loc["isr_acks1", "losing"] > 0 and losses.loc["isr_unclean", "losing"] > 0
+    assert losses.loc["isr_safe", "lost"] == losses.loc["quorum_fsync", "lost"] == 0
+    record = json.loads((tmp_path / "reports" / "campaign_safety.json").read_text())
+    assert record["numbers"]["isr_acks1.loss_rate"] == pytest.approx(losses.loc["isr_acks1", "rate"], abs=1e-4)
+    for shrunk, path in out.examples:  # one shrunk example per unsafe setting, reproduced from its file
+        assert shrunk.setting in ("isr_acks1", "isr_unclean") and path.is_file()
+        assert BY_NAME[shrunk.prop].amount(run_point(out.campaign.point(out.campaign.setting(shrunk.setting),
+                                                                        shrunk.index, shrunk.faults)).summary) > 0
