@@ -18,6 +18,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
+from kafkamodel import load_scenario, simulate
 from kafkamodel.campaign import analysis, counterexample, vocabulary
 from kafkamodel.campaign.properties import BY_NAME, broken
 from kafkamodel.campaign.run import run_campaign
@@ -140,6 +141,15 @@ def test_an_unsafe_setting_declared_safe_shrinks_to_a_few_faults_that_still_lose
     summary = json.loads(capsys.readouterr().out)
     assert summary["acked_records_lost"] == shrunk.amount
     assert yaml.safe_load(text)["faults"] == shrunk.faults
+
+
+def test_the_shipped_counterexamples_still_break_what_their_header_says():
+    files = sorted(CAMPAIGNS.glob("*/*.yaml"))
+    assert files, "no counterexample is shipped"
+    for path in files:
+        header = HEADER.search(path.read_text())
+        summary = simulate(load_scenario(path)).summary
+        assert BY_NAME[header["prop"]].amount(summary) == int(header["amount"].replace(",", "")), path.name
 
 
 # ---- a tiny campaign end to end (papermill) --------------------------------------------------------------------------
