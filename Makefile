@@ -7,8 +7,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SCALE  ?= 1
 ENGINE ?= papermill
+CAMPAIGN ?= safety
+SCHEDULES ?= 2500
 
-.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot
+.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +35,12 @@ test-browser: $(STAMP)
 ## test-slow: the long tests (more hypothesis examples), bounded
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
+
+## campaign: the fault campaign data/campaigns/$(CAMPAIGN).yaml, $(SCHEDULES) schedules per setting (the safety
+## campaign's 4 settings: 10,000 runs) on Spark local[*]; resumable. Counterexamples go to data/campaigns/$(CAMPAIGN)/,
+## the report to reports/campaign_$(CAMPAIGN).html
+campaign: $(STAMP)
+	$(PY) -m kafkamodel campaign $(CAMPAIGN) --engine spark --master 'local[*]' --schedules $(SCHEDULES)
 
 ## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
 ## on purpose; prints which numbers moved. Commit it on its own, saying why.

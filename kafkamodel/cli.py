@@ -1,4 +1,5 @@
-"""``python -m kafkamodel VERB``: run, validate, keys, bench, and the study kit's study, sweep, aggregate, report.
+"""``python -m kafkamodel VERB``: run, validate, keys, bench, and the study kit's study, sweep, aggregate, report,
+campaign.
 
 The study kit (``kafkamodel.study``) is imported only by its own verbs, so
 ``run``, ``validate`` and ``keys`` stay light. Bad input exits with status 2 and one line on stderr naming the field and
@@ -117,6 +118,28 @@ def _cmd_sweep(args) -> int:
         print(line)
     if outcome.failed:
         print(f"error: {len(outcome.failed)} of {outcome.total} points failed; re-run to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_campaign(args) -> int:
+    from .campaign.run import run_campaign
+
+    if args.master is not None and args.engine != "spark":
+        raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
+    outcome = run_campaign(args.spec, schedules=args.schedules, engine=args.engine, master=args.master,
+                           workers=args.workers, timeout=args.timeout, runs=args.runs, resume=not args.no_resume,
+                           report=not args.no_report)
+    for line in outcome.lines():
+        print(line)
+    if outcome.sweep.failed:
+        print(f"error: {len(outcome.sweep.failed)} of {outcome.sweep.total} runs failed; re-run to retry them",
+              file=sys.stderr)
+        return 1
+    if outcome.broken:
+        print("error: a safe setting broke a property it promises: "
+              + ", ".join(f"{s} in {n} runs" for s, n in outcome.broken.items())
+              + "; see the counterexamples above", file=sys.stderr)
         return 1
     return 0
 
@@ -244,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("scenario")
     validate.set_defaults(func=_cmd_validate)
 
-    def sweep_options(p: argparse.ArgumentParser) -> None:
+    def sweep_options(p: argparse.ArgumentParser, scale: bool = True) -> None:
         p.add_argument("--engine", default="papermill",
                        help=f"{ENGINES}: papermill runs a notebook per point in worker processes, spark a Spark "
                             "task per point")
@@ -252,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
         p.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
                        help="execution timeout per notebook cell, or per point on Spark (s)")
-        p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
+        if scale:
+            p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
 
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
     sweep_options(study)
@@ -265,6 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
                                       "executor sees (shared filesystem)")
     sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
     sweep.set_defaults(func=_cmd_sweep)
+
+    campaign = verbs.add_parser("campaign", help="random fault schedules against settings, checked for what each "
+                                                 "promises; counterexamples shrunk to scenario files; a report")
+    campaign.add_argument("spec", help="a campaign name (data/campaigns/NAME.yaml) or a campaign spec file")
+    sweep_options(campaign, scale=False)
+    campaign.add_argument("--schedules", type=_positive_int("--schedules"),
+                          help="schedules per setting (default: the spec's `schedules`)")
+    campaign.add_argument("--runs", help="where run folders go (default: data/runs; they go in campaigns/NAME/); "
+                                         "with a cluster, a path every executor sees")
+    campaign.add_argument("--no-resume", action="store_true", help="run every schedule again, replacing finished runs")
+    campaign.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    campaign.set_defaults(func=_cmd_campaign)
 
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
     agg.add_argument("study", help="a study name or spec file")

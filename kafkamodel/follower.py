@@ -367,8 +367,8 @@ class FollowerRole:
             self.truncation.begin(self, rep)
 
     def truncate(self, rep: Replica, offset: int, why: str) -> int:
-        """Cut a replica's log at `offset`; an event says how much went, and how much of it was committed
-        (also a power loss's cut)."""
+        """Cut a replica's log at `offset`; an event says how much went, and how much of it belongs to batches
+        some leader committed (at these offsets, or resent at others) (also a power loss's cut)."""
         log = rep.log
         if offset >= log.log_end_offset:
             return 0
@@ -379,7 +379,7 @@ class FollowerRole:
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"
         if gone:
-            detail += f"; {gone} of them committed"
+            detail += f"; {gone} of them committed (here, or resent at other offsets)"
             self.counters.committed_records_truncated += gone
         self.event(TRUNCATION, rep.partition, rep.broker, detail)
         return removed

@@ -27,11 +27,11 @@ def _common_prefix(a: list, b: list) -> int:
     return i
 
 
-def diverging_offsets(a: list, b: list, upto: int) -> int:
-    """Offsets below `upto` where two logs hold different batches."""
+def diverging_ranges(a: list, b: list, upto: int) -> list[tuple[int, int]]:
+    """The offset ranges [lo, hi) below `upto` where two logs hold different batches, in order, merged."""
     start = _common_prefix(a, b)
     i, j = start, start
-    diff = 0
+    ranges: list[tuple[int, int]] = []
     while i < len(a) and j < len(b):
         a0, a1, _, ab = a[i]
         b0, b1, _, bb = b[j]
@@ -39,12 +39,20 @@ def diverging_offsets(a: list, b: list, upto: int) -> int:
         if lo >= upto:
             break
         if hi > lo and (ab != bb or a0 != b0):
-            diff += hi - lo
+            if ranges and ranges[-1][1] == lo:
+                ranges[-1] = (ranges[-1][0], hi)
+            else:
+                ranges.append((lo, hi))
         if a1 <= b1:
             i += 1
         else:
             j += 1
-    return diff
+    return ranges
+
+
+def diverging_offsets(a: list, b: list, upto: int) -> int:
+    """Offsets below `upto` where two logs hold different batches."""
+    return sum(hi - lo for lo, hi in diverging_ranges(a, b, upto))
 
 
 def leader_in_isr(sim) -> list[str]:

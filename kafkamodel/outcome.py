@@ -19,7 +19,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
-from .invariants import diverging_offsets
+from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
 from .protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .result import Result
@@ -89,15 +89,44 @@ class _FinalLogs:
             self.last_base[ids] = bases
 
 
-def _divergence(end: RunEnd, part) -> int:
-    """Offsets, up to the smaller LEO, where a replica's log differs from the last leader's."""
-    final = end.replicas[part.index][part.last_leader].log
-    diverged = 0
-    for b in part.replicas:
-        if b != part.last_leader:
-            log = end.replicas[part.index][b].log
-            diverged += diverging_offsets(log.entries, final.entries, min(log.log_end_offset, final.log_end_offset))
-    return diverged
+def _clipped(ranges: list, lo: int, hi: int) -> list:
+    """The parts of offset ranges [a, b) that lie within [lo, hi)."""
+    return [(max(a, lo), min(b, hi)) for a, b in ranges if min(b, hi) > max(a, lo)]
+
+
+def _covered(ranges: list) -> int:
+    """Distinct offsets the ranges cover (they may overlap)."""
+    total, reach = 0, None
+    for a, b in sorted(ranges):
+        if reach is not None and a < reach:
+            a = reach
+        if b > a:
+            total += b - a
+        reach = b if reach is None else max(reach, b)
+    return total
+
+
+def _divergence(end: RunEnd, part) -> tuple[int, int]:
+    """(committed, uncommitted) divergence of a partition's replicas at the end of the run.
+
+    committed: distinct offsets below both their HWs on which some two replicas disagree (the committed
+    prefixes, as ``committed_prefixes_agree``); uncommitted: per replica, the offsets from that committed
+    prefix up to the smaller LEO where its log still differs from the last leader's (a tail it has not
+    truncated yet), summed over replicas.
+    """
+    reps = [end.replicas[part.index][b] for b in part.replicas]
+    committed, uncommitted = [], 0
+    for x in range(len(reps)):
+        for y in range(x + 1, len(reps)):
+            a, b = reps[x], reps[y]
+            prefix = min(a.high_watermark, b.high_watermark)
+            with_leader = part.last_leader in (a.broker, b.broker)
+            upto = min(a.log.log_end_offset, b.log.log_end_offset) if with_leader else prefix
+            ranges = diverging_ranges(a.log.entries, b.log.entries, upto)
+            committed += _clipped(ranges, 0, prefix)
+            if with_leader:
+                uncommitted += sum(hi - lo for lo, hi in _clipped(ranges, prefix, upto))
+    return _covered(committed), uncommitted
 
 
 def build_result(end: RunEnd) -> Result:
@@ -121,8 +150,8 @@ def build_result(end: RunEnd) -> Result:
             "replicas": ",".join(map(str, part.replicas)), "isr": ",".join(map(str, part.isr)),
             "log_end_offset": leader.log.log_end_offset,
             "high_watermark": leader.high_watermark, "unavailable_ms": part.unavailable_ms,
-            "replica_divergence": _divergence(end, part),
         })
+        part_rows[-1]["replica_divergence"], part_rows[-1]["replica_uncommitted_divergence"] = _divergence(end, part)
 
     rb = batches.of_records(w.records)
     rb[rb < 0] = nb
@@ -200,6 +229,7 @@ def build_result(end: RunEnd) -> Result:
         "unavailable_ms": float(sum(part.unavailable_ms for part in end.partitions)),
         "unavailable_wall_ms": float(end.unavailable_wall_ms),
         "replica_divergence": int(sum(row["replica_divergence"] for row in part_rows)),
+        "replica_uncommitted_divergence": int(sum(row["replica_uncommitted_divergence"] for row in part_rows)),
         "truncated_offsets": c.truncated_offsets,
         "produce_requests": c.produce_requests,
         "fetch_requests": c.fetch_requests,

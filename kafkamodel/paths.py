@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parents[1]  # the repository
 DATA = ROOT / "data"
 SCENARIOS = DATA / "scenarios"  # shipped named scenarios (YAML)
 STUDIES = DATA / "studies"  # sweep specs, one per study (YAML)
+CAMPAIGNS = DATA / "campaigns"  # fault-campaign specs (YAML), each with a folder of its counterexamples
 RUNS = DATA / "runs"  # raw run folders, one per run (ignored by git)
 PROCESSED = DATA / "processed"  # aggregates (ignored by git)
 REPORTS = ROOT / "reports"  # exported HTML

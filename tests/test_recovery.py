@@ -198,3 +198,53 @@ def test_a_quorum_leader_cut_off_from_the_controller_alone_commits_nothing_after
         assert all("committed" not in d for d in cut.detail)
         cut_seeds += any(int(d.split("removed ")[1].split(" ")[0]) > 0 for d in cut.detail)
     assert cut_seeds >= 3  # the window the vote closes is open on most seeds
+
+
+def test_a_paused_quorum_leader_resuming_at_the_end_diverges_only_above_the_committed_prefix():
+    # issue 15: the old leader resumes 1 ms before the end with an uncommitted epoch-0 tail
+    at_end = run("quorum-paused-leader-resumes")
+    s = at_end.summary
+    assert s["replica_divergence"] == 0 and s["committed_prefixes_agree_violations"] == 0
+    assert s["acked_records_lost"] == s["committed_records_lost"] == 0
+    tail = s["replica_uncommitted_divergence"]
+    assert tail > 0
+    # a second later the old leader has heard of epoch 1 and truncated: exactly that tail, and no more
+    later = run("quorum-paused-leader-resumes", **{"duration.ms": 25000})
+    assert later.summary["replica_divergence"] == later.summary["replica_uncommitted_divergence"] == 0
+    cut = later.events[(later.events.kind == "truncation") & (later.events.time_ms > 23999)]
+    assert len(cut) == 1 and cut.broker.iloc[0] == 0
+    assert f"removed {tail} offsets" in cut.detail.iloc[0]
+    # those offsets were never acknowledged where they were: every acknowledged record is in the final log
+    records = later.records
+    assert not (records.acked & (records.copies == 0)).any()
+
+
+def test_an_unclean_leader_with_an_empty_log_makes_its_followers_truncate_everything():
+    # found by the fault campaign (issue 15): the followers used to keep what they had below their HW
+    # (an UNDEFINED answer), diverging from the new leader on 498 committed offsets for good
+    result = run("unclean-election-empty-leader")
+    s = result.summary
+    assert s["unclean_leader_elections"] == 1
+    assert s["replica_divergence"] == 0 and s["committed_prefixes_agree_violations"] == 0
+    events = result.events
+    election = events[(events.kind == "leader_election") & events.detail.str.startswith("unclean")].iloc[0]
+    at_risk = int(election.detail.split("; ")[1].split()[0])  # "N offsets other replicas hold beyond its log end"
+    assert s["acked_records_lost"] == s["committed_records_lost"] == at_risk > 0  # the election's loss, no more
+    cut = events[(events.kind == "truncation") & (events.time_ms > election.time_ms) & (events.partition == 1)]
+    assert sorted(cut.broker) == [1, 2] and cut.detail.str.contains("LEO now 0").all()
+    part = result.partitions[result.partitions.partition == 1].iloc[0]
+    assert part.isr == "1,2,3"  # both followers caught up again
+
+
+def test_offsets_for_leader_epoch_answers_as_kafkas_epoch_cache():
+    from kafkamodel.log import Log
+
+    log = Log(None, [0] * 10)
+    assert log.end_offset_for_epoch(0, 0) == (-1, -1)  # no epoch known: UNDEFINED
+    assert log.end_offset_for_epoch(0, 0, later=True) == (0, 0)  # a leader of a later epoch, no entry yet
+    for entry in [(0, 3, 1, 0), (3, 5, 1, 1), (5, 9, 3, 2)]:  # epochs 1 (offsets 0-4) and 3 (5-8)
+        log.append(entry, 0.0)
+    assert log.end_offset_for_epoch(1, 9) == (1, 5)  # a known epoch ends where the next starts
+    assert log.end_offset_for_epoch(2, 9) == (1, 5)  # the largest epoch at or below the one asked
+    assert log.end_offset_for_epoch(3, 9) == (3, 9)
+    assert log.end_offset_for_epoch(0, 9) == (0, 0)  # older than any: where the first later epoch starts

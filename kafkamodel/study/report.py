@@ -92,9 +92,6 @@ def _how() -> dict:
 def report(study: "str | Spec", *, processed: Path | None = None, reports: Path | None = None,
            timeout: float = 600.0, index: bool = True) -> ReportOutcome:
     """Execute the study's analysis notebook against its aggregates and export reports/<study>.html."""
-    import nbformat
-    import papermill as pm
-
     t0 = time.perf_counter()
     spec = study if isinstance(study, Spec) else load_spec(study)
     timeout = check_timeout(timeout)
@@ -105,18 +102,8 @@ def report(study: "str | Spec", *, processed: Path | None = None, reports: Path 
     if not (folder / "meta.json").is_file():
         raise StudyError([f"{spec.study}: no aggregates in {folder}; run `python -m kafkamodel aggregate {spec.study}` first"])
     source = notebook_path(spec.notebook, Path(spec.source).parent)
-    executed = folder / f".report-{uuid.uuid4().hex[:8]}.ipynb"
-    try:
-        pm.execute_notebook(str(source), str(executed),
-                            parameters={"study": spec.study, "processed": str(folder), "interactive": False},
-                            execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
-                            cwd=str(ROOT), extra_arguments=KERNEL_ARGS)
-    except Exception as exc:
-        ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
-        raise StudyError([f"{spec.notebook}: failed against {folder}: {ename}: {' '.join(str(evalue).split())[:300]} "
-                          f"(executed notebook: {executed})"]) from None
-    os.replace(executed, folder / "report.ipynb")
-    nb = nbformat.read(str(folder / "report.ipynb"), as_version=4)
+    nb = execute_report_notebook(source, folder, {"study": spec.study, "processed": str(folder), "interactive": False},
+                                 timeout, label=spec.notebook)
     headline = read_headline(nb) or {}
     meta = json.loads((folder / "meta.json").read_text())
     out = reports / f"{spec.study}.html"
@@ -129,6 +116,25 @@ def report(study: "str | Spec", *, processed: Path | None = None, reports: Path 
     if index:
         write_index(reports)
     return ReportOutcome(spec.study, out, record["finding"], time.perf_counter() - t0)
+
+
+def execute_report_notebook(source: Path, folder: Path, parameters: dict, timeout: float, label: str | None = None):
+    """Execute a report notebook on the results in `folder` into ``folder/report.ipynb`` (hidden until it has
+    finished) and return it; a failure is one line naming the notebook (`label`, else its file name)."""
+    import nbformat
+    import papermill as pm
+
+    executed = folder / f".report-{uuid.uuid4().hex[:8]}.ipynb"
+    try:
+        pm.execute_notebook(str(source), str(executed), parameters=parameters, execution_timeout=timeout,
+                            progress_bar=False, log_output=False, kernel_name="python3", cwd=str(ROOT),
+                            extra_arguments=KERNEL_ARGS)
+    except Exception as exc:
+        ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
+        raise StudyError([f"{label or source.name}: failed against {folder}: {ename}: "
+                          f"{' '.join(str(evalue).split())[:300]} (executed notebook: {executed})"]) from None
+    os.replace(executed, folder / "report.ipynb")
+    return nbformat.read(str(folder / "report.ipynb"), as_version=4)
 
 
 def _placeholder(spec: Spec, reports: Path, index: bool, t0: float) -> ReportOutcome:
@@ -170,13 +176,17 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
         link = f"<a href='{html.escape(record['html'])}'>{title}</a>" if (reports / record["html"]).is_file() else title
         rows.append(f"<tr><td>{link}</td>"
                     f"<td{cls}>{html.escape(record.get('finding') or '')}</td><td class='meta'>{made}</td></tr>")
+    campaigns = _campaign_rows(reports)
     how = _how()
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kafkamodel studies</title><style>{STYLE}</style>"
             f"</head><body><h1>kafkamodel studies</h1><p>Kafka replication studied on a deterministic discrete-event model: "
             f"each study is a sweep (grid × seeds) run with papermill or as Spark tasks, aggregated on Spark, and reported from its "
             f"analysis notebook. Every report is a single offline HTML file.</p>"
             f"<table><tr><th>study</th><th>finding</th><th>generated</th></tr>{''.join(rows)}</table>"
-            f"<p class='meta'>Index written {how['generated_at']} by <code>{html.escape(how['command'])}</code>; "
+            + (f"<h2>Fault campaigns</h2><p>Random fault schedules against settings, each checked for what it "
+               f"promises (<code>python -m kafkamodel campaign NAME</code>).</p><table><tr><th>campaign</th>"
+               f"<th>finding</th><th>generated</th></tr>{''.join(campaigns)}</table>" if campaigns else "")
+            + f"<p class='meta'>Index written {how['generated_at']} by <code>{html.escape(how['command'])}</code>; "
             f"kafkamodel {how['kafkamodel']}"
             + (f", commit {how['git_commit']}" if how["git_commit"] else "")
             + f"; {html.escape(how['host'])}. Regenerate everything with <code>make study</code> "
@@ -184,3 +194,18 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
     out = reports / "index.html"
     _write_atomic(out, page)
     return out
+
+
+def _campaign_rows(reports: Path) -> list[str]:
+    """A row per campaign report (reports/campaign_<name>.json, written by kafkamodel.campaign.report)."""
+    rows = []
+    for path in sorted(reports.glob("campaign_*.json")):
+        record = json.loads(path.read_text())
+        title = html.escape(record.get("title") or record.get("campaign", path.stem))
+        link = f"<a href='{html.escape(record['html'])}'>{title}</a>" if (reports / record["html"]).is_file() else title
+        made = (f"{record.get('generated_at', '')}<br><code>{html.escape(record.get('command', ''))}</code>"
+                f"<br>{record.get('schedules', 0):,} schedules x {record.get('settings', 0)} settings, "
+                f"{record.get('runs', 0):,} runs")
+        rows.append(f"<tr><td>{link}</td><td>{html.escape(record.get('finding') or '')}</td>"
+                    f"<td class='meta'>{made}</td></tr>")
+    return rows

@@ -37,31 +37,39 @@ def all_specs(studies: Path | None = None) -> list[Spec]:
 
 def load_spec(study: "str | Path") -> Spec:
     """A validated spec from a study name or a YAML path; SpecError lists every problem."""
-    path = spec_path(study)
+    return load_spec_file(study, spec_path(study), STUDIES, "study", TOP_KEYS, _build)
+
+
+def load_spec_file(name: "str | Path", path: Path, folder: Path, what: str, keys: tuple, build) -> Any:
+    """Read a spec file (`name`, found at `path`; the shipped ones are in `folder`): a mapping of `keys`,
+    built by ``build(data, path, problems)``; SpecError lists every problem (each once) as ``<file>: <rule>``."""
     if not path.is_file():
-        known = sorted(f.stem for f in STUDIES.glob("*.yaml"))
-        hint = did_you_mean(study, known, f"; studies are {', '.join(known)}" if known else "")
-        raise SpecError([f"{study}: no such study or spec file{hint}"])
-    text = path.read_text(encoding="utf-8")
+        known = sorted(f.stem for f in folder.glob("*.yaml"))
+        plural = "studies" if what == "study" else f"{what}s"
+        hint = did_you_mean(name, known, f"; {plural} are {', '.join(known)}" if known else "")
+        raise SpecError([f"{name}: no such {what} or spec file{hint}"])
+    data = _read_yaml(path)
+    if not isinstance(data, Mapping):
+        raise SpecError([f"{path}: spec: must be a mapping, got {type(data).__name__}"])
+    problems = [unknown_key(key, keys, str(key)) for key in data if key not in keys]
+    built = build(data, path, problems)
+    if problems:
+        raise SpecError([f"{path}: {p}" for p in dict.fromkeys(problems)])
+    return built
+
+
+def _read_yaml(path: Path) -> Any:
+    """A spec file's YAML (a key given twice is refused); a syntax error is one line with where it is."""
     try:
-        data = yaml.load(text, Loader=StrictLoader)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         reason = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise SpecError([f"{path}:{where} not valid YAML ({reason})"]) from None
-    problems: list[str] = []
-    spec = _build(data, path, problems)
-    if problems:
-        raise SpecError([f"{path}: {p}" for p in problems])
-    return spec
 
 
-def _build(data: Any, path: Path, problems: list[str]) -> Spec | None:
-    if not isinstance(data, Mapping):
-        problems.append(f"spec: must be a mapping, got {type(data).__name__}")
-        return None
-    problems.extend(unknown_key(key, TOP_KEYS, str(key)) for key in data if key not in TOP_KEYS)
+def _build(data: Mapping, path: Path, problems: list[str]) -> Spec | None:
     study = data.get("study")
     if not isinstance(study, str) or not NAME.match(study):
         problems.append(f"study: must be a name like quorum_vs_isr ([a-z][a-z0-9_]*), got {study!r}")
