@@ -68,6 +68,7 @@ class Controller:
         self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
         self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
         self.live_brokers: set[int] = set(range(len(self.brokers)))  # brokers with a live session, as it saw
+        self.broker_epoch = [0] * len(self.brokers)  # broker -> the incarnation it last registered (KIP-380's epoch)
         self.controller_broker = CONTROLLER if self.kraft else 0  # who holds the role: a broker (-1: none can), the quorum
         self.handle_leader_and_isr = None  # wired: the brokers' LeaderAndIsr handler
 
@@ -152,6 +153,8 @@ class Controller:
     def resync(self) -> None:
         """controller_resync: read the broker registrations and partition states, and act on what changed."""
         alive = {b.id for b in self.brokers if self.session_alive(b.id)}  # registered now: a bounce is not seen
+        for b in alive:
+            self.broker_epoch[b] = self.brokers[b].incarnation  # the registration it reads is the current process's
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
@@ -196,6 +199,7 @@ class Controller:
                     self._apply(part, self._change(part, tuple(r for r in part.isr if r != b), exclude=b,
                                                    unclean_shutdown=(b,)),
                                 f"broker {b} registered after an unclean shutdown", b)
+        self.broker_epoch[b] = broker.incarnation  # the process that registers now
         if b not in live:
             live.add(b)
             self.event(BROKER_REGISTERED, -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
@@ -212,7 +216,7 @@ class Controller:
         for p in self.partitions_of[b]:
             part = self.partitions[p]
             self.send(self.controller_broker, b, self.handle_leader_and_isr,
-                      (b, p, part.leader, part.leader_epoch, part.isr))
+                      (b, p, part.leader, part.leader_epoch, part.isr, self.broker_epoch[b]))
 
     def link_healed(self, a: int, b: int) -> None:
         """A cut between brokers a and b healed: if one holds the controller role, it resends the other its state."""
@@ -305,7 +309,8 @@ class Controller:
         src = self.controller_broker
         for r in part.replicas:
             if r in self.live_brokers:
-                self.send(src, r, self.handle_leader_and_isr, (r, part.index, part.leader, part.leader_epoch, part.isr))
+                self.send(src, r, self.handle_leader_and_isr,
+                          (r, part.index, part.leader, part.leader_epoch, part.isr, self.broker_epoch[r]))
 
     def alter_isr(self, rep: Replica, new_isr: set) -> bool:
         """A leader writes a new ISR to ZooKeeper; refused if it is not the current leader or cannot reach ZooKeeper."""

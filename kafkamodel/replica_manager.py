@@ -34,6 +34,7 @@ class ReplicaManager:
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.checkpoint_ms = cfg.replica_high_watermark_checkpoint_interval_ms
         self.socket_timeout_ms = cfg.replica_socket_timeout_ms
+        self.broker_epochs = sim.settings.kafka.broker_epochs  # KIP-380: requests for an older incarnation are refused
         self.leader = self.follower = None  # wired
 
     def wire(self, leader, follower) -> None:
@@ -73,8 +74,13 @@ class ReplicaManager:
 
     # ---- the controller's requests ------------------------------------------------------------------------------
 
-    def handle_leader_and_isr(self, b: int, p: int, leader: int, epoch: int, isr: tuple) -> None:
-        """The controller's LeaderAndIsr request reaches broker b."""
+    def handle_leader_and_isr(self, b: int, p: int, leader: int, epoch: int, isr: tuple, broker_epoch: int) -> None:
+        """The controller's LeaderAndIsr request reaches broker b, addressed to the incarnation the controller last
+        registered (`broker_epoch`). Since KIP-380 (and in KRaft, where a restarted broker replays the metadata
+        log from the top) a new process refuses one meant for its predecessor (STALE_BROKER_EPOCH); before it,
+        a broker that restarted quickly could act on a request sent to the process that died."""
+        if self.broker_epochs and broker_epoch != self.brokers[b].incarnation:
+            return
         rep = self.replicas[p][b]
         if epoch < rep.leader_epoch:
             return  # stale

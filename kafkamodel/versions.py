@@ -215,6 +215,7 @@ class Mechanisms:
     idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11 (KIP-98), 5 from 1.0 (KAFKA-5494)
     kip360: bool  # 2.5: an idempotent producer bumps its epoch past a sequence gap and retries (before: the batch fails)
     unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
+    broker_epochs: bool  # 2.2 (KIP-380) and KRaft: a broker refuses controller requests meant for an older incarnation
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -232,4 +233,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         idempotence_max_in_flight=5 if at_least(version, "1.0") else 1,
         kip360=at_least(version, "2.5"),
         unclean_shutdown_fencing=kraft and at_least(version, "4.0"),
+        broker_epochs=kraft or at_least(version, "2.2"),
     )

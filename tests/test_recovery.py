@@ -248,3 +248,45 @@ def test_offsets_for_leader_epoch_answers_as_kafkas_epoch_cache():
     assert log.end_offset_for_epoch(2, 9) == (1, 5)  # the largest epoch at or below the one asked
     assert log.end_offset_for_epoch(3, 9) == (3, 9)
     assert log.end_offset_for_epoch(0, 9) == (0, 0)  # older than any: where the first later epoch starts
+
+
+def _two_brokers_die_together(version: str, seed: int) -> dict:
+    # t-1 lives on brokers 1, 2, 3 (leader 1). Broker 1 crashes and broker 2 loses power (its log is gone) at
+    # the same instant, so both sessions expire together: the controller first elects broker 2 (epoch 1, its
+    # session not yet seen to expire), then broker 3 (epoch 2). Both restart when their old sessions expire,
+    # and the LeaderAndIsr of epoch 1 reaches broker 2's new process.
+    return {"name": "kip380", "kafka.version": version, "seed": seed, "duration.ms": 16000, "brokers": 4,
+            "broker": {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": 2000, "replica.lag.time.max.ms": 1500,
+                       "replica.socket.timeout.ms": 3000, "unclean.leader.election.enable": False},
+            "topics": [{"name": "t", "partitions": 2, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": 400, "acks": "all", "request.timeout.ms": 2000,
+                           "delivery.timeout.ms": 6000}],
+            "faults": [{"at.ms": 6000, "kind": "crash", "broker": 1, "duration.ms": 50},
+                       {"at.ms": 6000, "kind": "power_loss", "broker": 2, "duration.ms": 50}]}
+
+
+def test_kip380_a_restarted_broker_refuses_the_leader_and_isr_meant_for_its_predecessor():
+    # Before 2.2 the new process acts on the stale request: it leads epoch 1 with an empty log, broker 3 truncates
+    # to it before epoch 2 arrives, and acknowledged records are lost. With broker epochs (KIP-380, 2.2; KRaft)
+    # it refuses the request, and nothing is lost on the same schedule.
+    old = [simulate(load_scenario(_two_brokers_die_together("2.1", seed))) for seed in (1, 2, 3)]
+    lost = [r for r in old if r.summary["acked_records_lost"] > 0]
+    assert lost, "the stale request never won the race: the test shows nothing"
+    for r in lost:
+        e = r.events
+        assert ((e.kind == "become_leader") & (e.broker == 2) & e.detail.str.startswith("epoch 1, LEO 0")).any()
+    for seed in (1, 2, 3):
+        new = simulate(load_scenario(_two_brokers_die_together("2.2", seed)))
+        assert new.summary["acked_records_lost"] == new.summary["committed_records_lost"] == 0
+        e = new.events
+        assert not ((e.kind == "become_leader") & (e.broker == 2) & e.detail.str.startswith("epoch 1")).any()
+
+
+def test_the_campaigns_first_counterexample_on_safe_settings_loses_nothing_now():
+    # Found by the safety campaign on Kafka 4.1 (isr_safe, schedule 175), shrunk to a crash and a power loss
+    # 200 ms apart: the restarted broker 2 took the stale LeaderAndIsr of epoch 1 and led with an empty log.
+    r = run("stale-leader-and-isr")
+    assert r.summary["acked_records_lost"] == r.summary["committed_records_lost"] == 0
+    assert r.summary["no_committed_record_lost_violations"] == 0
+    e = r.events
+    assert not ((e.kind == "become_leader") & (e.broker == 2) & (e.partition == 1)).any()
