@@ -238,16 +238,22 @@ def test_an_unclean_leader_with_an_empty_log_makes_its_followers_truncate_everyt
 
 def test_offsets_for_leader_epoch_answers_as_kafkas_epoch_cache():
     from kafkamodel.log import Log
+    from kafkamodel.state import Replica
 
     log = Log(None, [0] * 10)
     assert log.end_offset_for_epoch(0, 0) == (-1, -1)  # no epoch known: UNDEFINED
-    assert log.end_offset_for_epoch(0, 0, later=True) == (0, 0)  # a leader of a later epoch, no entry yet
+    leader = Replica(0, 1, log)  # a leader of epoch 2 whose log is empty: its own epoch is known before any entry
+    leader.is_leader, leader.leader_epoch = True, 2
+    leader.start_leading(0.0)
+    assert leader.end_offset_for_epoch(0) == (0, 0)  # older than its epoch: ends where that epoch starts
+    assert leader.end_offset_for_epoch(2) == (2, 0)
     for entry in [(0, 3, 1, 0), (3, 5, 1, 1), (5, 9, 3, 2)]:  # epochs 1 (offsets 0-4) and 3 (5-8)
         log.append(entry, 0.0)
     assert log.end_offset_for_epoch(1, 9) == (1, 5)  # a known epoch ends where the next starts
     assert log.end_offset_for_epoch(2, 9) == (1, 5)  # the largest epoch at or below the one asked
     assert log.end_offset_for_epoch(3, 9) == (3, 9)
     assert log.end_offset_for_epoch(0, 9) == (0, 0)  # older than any: where the first later epoch starts
+    assert log.end_offset_for_epoch(4, 9) == (-1, -1)  # newer than the last epoch of a follower's log: UNDEFINED
 
 
 def _two_brokers_die_together(version: str, seed: int) -> dict:
