@@ -35,7 +35,7 @@ preferred for takes them back where it is in the ISR.
 
 from __future__ import annotations
 
-from .elections import UNCLEAN, UNCLEAN_KINDS, Change, partition_change
+from .elections import UNCLEAN_KINDS, Change, partition_change
 from .measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, CONTROLLER_FAILOVER, CONTROLLER_LOST, ISR_SHRINK,
                        LEADER_ELECTION, PARTITION_OFFLINE)
 from .protocol import CONTROLLER
@@ -269,7 +269,7 @@ class Controller:
         else:
             part.last_leader = leader
             self.counters.leader_elections += 1
-            if kind == UNCLEAN:
+            if kind in UNCLEAN_KINDS:
                 self.counters.unclean_leader_elections += 1
             detail = f"{kind}: epoch {part.leader_epoch}, isr {list(part.isr)}, was {old}"
             if at_risk:

@@ -23,9 +23,10 @@ from typing import Callable, NamedTuple
 
 CLEAN, PREFERRED, ELR, LAST_KNOWN, UNCLEAN, OFFLINE = (
     "clean", "preferred", "eligible leader replica", "last known leader", "unclean", "offline")
-UNCLEAN_KINDS = (UNCLEAN, LAST_KNOWN)  # elections Kafka marks unclean: the new leader's ISR is itself alone
-# (the model counts only UNCLEAN in unclean_leader_elections: the last known leader was the last ISR member,
-# whom a version without ELR re-elects as a clean election)
+UNCLEAN_KINDS = (UNCLEAN, LAST_KNOWN)  # elections Kafka marks unclean: the new leader's ISR is itself alone.
+# Both count in unclean_leader_elections, as in the KRaft controller's UncleanLeaderElectionsPerSec (a leader
+# outside the previous ISR, which is empty when the last known leader comes back). A version without ELR keeps
+# the last member in the ISR and re-elects it cleanly; LAST_KNOWN happens only with ELR.
 
 
 class Change(NamedTuple):

@@ -77,7 +77,7 @@ COUNTERS = (
     Measure("isr_shrinks", "count", "ISR shrinks, by the leaders' lag rule or the controller"),
     Measure("isr_expands", "count", "ISR expansions"),
     Measure("leader_elections", "count", "leaders elected (clean, unclean, ELR, quorum, preferred)"),
-    Measure("unclean_leader_elections", "count", "elections of an out-of-sync replica"),
+    Measure("unclean_leader_elections", "count", "elections of a replica outside the ISR (unclean, or KIP-966's last known leader)"),
     Measure("not_enough_replicas_errors", "count", "produce requests refused with NOT_ENOUGH_REPLICAS"),
     Measure("truncated_offsets", "offsets", "offsets removed from logs by truncation (power loss included)"),
     Measure("committed_records_truncated", "records", "committed records among them"),

@@ -66,8 +66,16 @@ def test_unclean_election_after_the_isr_shrank_to_the_leader_loses_acknowledged_
     acked_while_alone = records[records.acked & (records.ack_ms > 1100) & (records.ack_ms < 8000)]
     assert len(lost) >= 0.99 * len(acked_while_alone)
 
-    clean = run("clean-election").summary
-    assert clean["unclean_leader_elections"] == 0
+    clean_run = run("clean-election")
+    clean = clean_run.summary
+    # Kafka 4.1 empties the ISR when its last member (broker 0) is fenced and elects it back as the last known
+    # leader (KIP-966). The KRaft controller counts that in UncleanLeaderElectionsPerSec (the new leader is not in
+    # the previous, empty ISR: PartitionRegistration.electionWasClean), and so does the model; it loses nothing.
+    elections = clean_run.events[clean_run.events.kind == "leader_election"]
+    back = elections[elections.detail.str.startswith("last known leader")]
+    assert list(back.broker) == [0] and "was -1" in back.detail.iloc[0]
+    assert clean["unclean_leader_elections"] == 1
+    assert not elections.detail.str.startswith("unclean").any()
     assert clean["acked_records_lost"] == 0 and clean["committed_records_lost"] == 0
     # the price of a clean election: offline from the leader's detected death until it returns
     assert clean["unavailable_ms"] > s["unavailable_ms"]
