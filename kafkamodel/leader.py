@@ -120,7 +120,7 @@ class LeaderRole:
             self.server.unmute(broker, conn, ready)
             return
         self.server.respond(broker, ready, self.producer_nodes[producer], self.producer_handle_response,
-                            (producer, broker, epoch, req, results), conn=conn)
+                            (producer, broker, epoch, req, results), 0, False, conn)
 
     def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set, flushes: list) -> tuple:
         """One batch of a produce request: appended, refused, or recognised as a resend."""
@@ -173,8 +173,8 @@ class LeaderRole:
         dp.remaining -= 1
         if dp.sealed and not dp.remaining:
             self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer], self.producer_handle_response,
-                                (dp.producer, dp.broker, dp.epoch, dp.req, dp.results),
-                                conn=(dp.producer, dp.epoch, dp.broker))
+                                (dp.producer, dp.broker, dp.epoch, dp.req, dp.results), 0, False,
+                                (dp.producer, dp.epoch, dp.broker))
 
     # ---- idempotent producer state ---------------------------------------------------------------------------
 

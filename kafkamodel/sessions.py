@@ -269,7 +269,12 @@ class SessionManager:
     def wake(self, woken: set) -> None:
         """After a produce request (tryCompleteActions): parked fetches that now find enough are answered."""
         now = self.kernel.now
-        for s in (sorted(woken, key=_by_key) if len(woken) > 1 else woken):
+        if len(woken) == 2:  # in session order (the usual two followers: one comparison, no sort)
+            a, b = woken
+            woken = (a, b) if a.key < b.key else (b, a)
+        elif len(woken) > 2:
+            woken = sorted(woken, key=_by_key)
+        for s in woken:
             if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
                 self._answer(s, s.parked, now)
 
