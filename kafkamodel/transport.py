@@ -142,11 +142,24 @@ class Transport:
         through each broker's NIC; `delay`: it leaves that much later, when the sender is done with it)."""
         link = self.links[conn][src][dst]
         if self.direct:  # no broker fault in the run: nothing cuts, isolates or slows it (the hot path)
+            latency = next(link.draws)
             at = self.kernel.now + delay
-            if nbytes and self.ms_per_byte:
-                at = self._through_nics(src, dst, at, nbytes, next(link.draws))
+            if nbytes and self.ms_per_byte:  # as _through_nics, written out: most runs have a bandwidth
+                tx = nbytes * self.ms_per_byte
+                if src >= 0:
+                    free = self.egress_free[src]
+                    at = (free if free > at else at) + tx
+                    self.egress_free[src] = at
+                else:
+                    at += tx
+                at += latency
+                if dst >= 0:
+                    done = self.ingress_free[dst] + tx
+                    if done > at:
+                        at = done
+                    self.ingress_free[dst] = at
             else:
-                at += next(link.draws)
+                at += latency
             if at < link.last:  # in order, as sent
                 at = link.last
             link.last = at
