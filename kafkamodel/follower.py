@@ -190,7 +190,7 @@ class FollowerRole:
                       (f.leader, None, self.sessions.handle_epoch_query, (f.key, req, entries), len(entries), 0),
                       refused=self.refused, delay=delay)
             return
-        if len(f.parts) <= len(f.delayed):  # nothing to fetch until a delay ends
+        if not f.parts or (f.delayed and len(f.parts) <= len(f.delayed)):  # nothing to fetch until a delay ends
             if f.delayed:
                 waiting = min(f.delayed.values())
                 if not f.wake_at or waiting < f.wake_at:

@@ -56,6 +56,9 @@ class LeaderRole:
         self.producer_settings = sim.settings.producers
         self.producer_nodes = [sim.layout.client_node(p.client_rack) for p in sim.settings.producers]
         self.mode = sim.mode
+        # the mode's rules asked at every append and fetch, bound once
+        self.refuses_acks_all, self.append_commits = sim.mode.refuses_acks_all, sim.mode.append_commits
+        self.new_high_watermark = sim.mode.new_high_watermark
         self.lag_rule = sim.lag_rule
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
@@ -128,7 +131,7 @@ class LeaderRole:
         rep = self.replicas[batches.partition[b]][broker]
         if not rep.is_leader:
             return (b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
-        if acks == ACKS_ALL and self.mode.refuses_acks_all(rep):
+        if acks == ACKS_ALL and self.refuses_acks_all(rep):
             self.counters.not_enough_replicas_errors += 1
             return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
         if self.producer_settings[batches.producer[b]].enable_idempotence:
@@ -156,7 +159,7 @@ class LeaderRole:
         if dp is not None:
             self._wait(rep, dp, i, end, result)
         self.sessions.appended(rep, woken)
-        if self.mode.append_commits(rep):
+        if self.append_commits(rep):
             self.advance_high_watermark(rep)
         return result
 
@@ -223,7 +226,7 @@ class LeaderRole:
     def advance_high_watermark(self, rep: Replica) -> None:
         """leader_advance_high_watermark: as the mode's rule allows; what it newly covers is committed,
         parked consumer fetches are answered, and acks=all requests it satisfies are answered."""
-        hw = self.mode.new_high_watermark(rep)
+        hw = self.new_high_watermark(rep)
         old = rep.high_watermark
         if hw <= old:
             return

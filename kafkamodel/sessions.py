@@ -227,8 +227,9 @@ class SessionManager:
             for p in again:
                 del dirty[p]
                 dirty[p] = True
-        self.counters.fetch_partitions += len(parts)
-        extra = self.read_partition_ms * len(parts) + self.read_byte_ms * total
+        given = len(parts)
+        self.counters.fetch_partitions += given
+        extra = self.read_partition_ms * given + self.read_byte_ms * total
         self.respond(leader, (ready if ready > now else now) + extra, follower, self.follower_handle_response,
                      (s.key, req, parts), total, True)
 
