@@ -204,7 +204,10 @@ class FollowerRole:
             rep = parts.get(p)
             if rep is not None and p not in delayed:
                 entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
-        forgotten, f.forgotten = f.forgotten, []
+        if f.forgotten:
+            forgotten, f.forgotten = f.forgotten, []
+        else:
+            forgotten = ()  # the usual fetch drops nothing: no new list for it
         f.full = False
         f.changed = {}
         f.outstanding, f.sent_ms = req, depart
