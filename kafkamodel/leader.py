@@ -236,7 +236,9 @@ class LeaderRole:
         now = self.kernel.now
         log = rep.log
         entries = log.entries
-        i, n = log.entry_index(old), len(entries)
+        n = len(entries)
+        # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
+        i = n - 1 if n and entries[-1][0] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n and entries[i][0] < hw:
             b = entries[i][3]
@@ -253,7 +255,10 @@ class LeaderRole:
             k = 0
             while k < len(pending) and pending[k][0] <= hw:
                 k += 1
-            done, lead.pending = pending[:k], pending[k:]
+            if k == len(pending):  # all of them (the usual case): no copies
+                done, lead.pending = pending, []
+            else:
+                done, lead.pending = pending[:k], pending[k:]
             error = NOT_ENOUGH_REPLICAS if self.mode.committed_too_few(rep) else NONE  # before 3.7: ..._AFTER_APPEND
             for _, _, dp, i in done:
                 self._settle(dp, i, error)

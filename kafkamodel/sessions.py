@@ -197,9 +197,10 @@ class SessionManager:
             chunk = ()
             if leo > offset and (budget > 0 or not total):
                 entries = log.entries
-                i = j = log.entry_index(offset)
-                size, cap = 0, (budget if budget < partition_max else partition_max)
                 n = len(entries)
+                # the follower usually lacks just the last entry: found without a search (Log.entry_index)
+                i = j = n - 1 if entries and entries[-1][0] == offset else log.entry_index(offset)
+                size, cap = 0, (budget if budget < partition_max else partition_max)
                 while j < n:
                     b = entries[j][3]
                     size += bytes_of[b] if b >= 0 else 0
