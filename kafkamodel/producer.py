@@ -92,6 +92,7 @@ class ProducerClient:
             node = sim.layout.client_node(config.client_rack)
             self.states.append(ProducerState(i, node, config, acc, len(sim.partitions), n_brokers))
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
+        self.on_refused = self.handle_refused  # bound once: every request carries it
         self.server_produce = self.server_forget = None  # wired: the brokers' request intake, their disconnects
         self.leader_handle_produce = None  # wired: the leaders' produce handler
 
@@ -231,7 +232,7 @@ class ProducerClient:
         conn.sent_ms[req] = now
         self.send(ps.node, node, self.server_produce,
                   (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
-                  False, self.handle_refused, nbytes)
+                  False, self.on_refused, nbytes)
         if not conn.timer_armed:  # one check per connection, at its oldest request's deadline
             conn.timer_armed = True
             self.kernel.schedule(now + cfg.request_timeout_ms, self._request_timeout, ps, node)
