@@ -140,68 +140,41 @@ class Transport:
         """Deliver action(*args) at `dst` after a latency draw of the connection's kind (`fetch`: a
         replication message, slowed by a slow broker at either end; `nbytes`: record bytes it carries,
         through each broker's NIC; `delay`: it leaves that much later, when the sender is done with it)."""
-        link = self.links[conn][src][dst]
-        if self.direct:  # no broker fault in the run: nothing cuts, isolates or slows it (the hot path)
-            latency = next(link.draws)
-            at = self.kernel.now + delay
-            if nbytes and self.ms_per_byte:  # as _through_nics, written out: most runs have a bandwidth
-                tx = nbytes * self.ms_per_byte
-                if src >= 0:
-                    free = self.egress_free[src]
-                    at = (free if free > at else at) + tx
-                    self.egress_free[src] = at
-                else:
-                    at += tx
-                at += latency
-                if dst >= 0:
-                    done = self.ingress_free[dst] + tx
-                    if done > at:
-                        at = done
-                    self.ingress_free[dst] = at
-            else:
-                at += latency
-            if at < link.last:  # in order, as sent
-                at = link.last
-            link.last = at
-            heappush(self.heap, (at, next(self.seq), action, args))
-            return
         if not self.calm:
             if src >= 0 and self.brokers[src].isolated:
                 return
             if self.cuts and (src, dst) in self.cuts:
                 return
+        link = self.links[conn][src][dst]
         latency = next(link.draws)
         if fetch and self.slow:
             brokers = self.brokers
             factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
             latency *= factor
         at = self.kernel.now + delay
-        if nbytes and self.ms_per_byte:
-            at = self._through_nics(src, dst, at, nbytes, latency)
+        if nbytes and self.ms_per_byte:  # a broker's NIC sends (and receives) one message at a time
+            tx = nbytes * self.ms_per_byte
+            if src >= 0:
+                free = self.egress_free[src]
+                at = (free if free > at else at) + tx
+                self.egress_free[src] = at
+            else:
+                at += tx
+            at += latency
+            if dst >= 0:
+                done = self.ingress_free[dst] + tx
+                if done > at:
+                    at = done
+                self.ingress_free[dst] = at
         else:
             at += latency
         if at < link.last:  # in order, as sent
             at = link.last
         link.last = at
-        heappush(self.heap, (at, next(self.seq), self.deliver, (src, dst, action, args, refused, conn)))
-
-    def _through_nics(self, src: int, dst: int, at: float, nbytes: int, latency: float) -> float:
-        """When a message of `nbytes` ready to leave at `at` has arrived: a broker's NIC sends (and receives)
-        one message at a time."""
-        tx = nbytes * self.ms_per_byte
-        if src >= 0:
-            free = self.egress_free[src]
-            at = (free if free > at else at) + tx
-            self.egress_free[src] = at
+        if self.direct:
+            heappush(self.heap, (at, next(self.seq), action, args))
         else:
-            at += tx
-        at += latency
-        if dst >= 0:
-            done = self.ingress_free[dst] + tx
-            if done > at:
-                at = done
-            self.ingress_free[dst] = at
-        return at
+            heappush(self.heap, (at, next(self.seq), self.deliver, (src, dst, action, args, refused, conn)))
 
     def _deliver(self, src: int, dst: int, action, args: tuple, refused, conn: int) -> None:
         if not self.calm:
