@@ -199,7 +199,7 @@ class SessionManager:
                 entries = log.entries
                 n = len(entries)
                 # the follower usually lacks just the last entry: found without a search (Log.entry_index)
-                i = j = n - 1 if entries and entries[-1][0] == offset else log.entry_index(offset)
+                i = j = n - 1 if n and entries[-1][0] == offset else log.entry_index(offset)
                 size, cap = 0, (budget if budget < partition_max else partition_max)
                 while j < n:
                     b = entries[j][3]
