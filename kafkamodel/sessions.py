@@ -134,8 +134,9 @@ class SessionManager:
                 dirty[p] = True
             else:
                 dirty.pop(p, None)
-        if s.errors or (self.min_bytes == 1 and data) or self._has_bytes(s):
-            self._answer(s, req, ready)
+        min_bytes = self.min_bytes
+        if s.errors or min_bytes <= 0 or (min_bytes == 1 and data) or (s.dirty and self._has_bytes(s)):
+            self._answer(s, req, ready)  # (nothing dirty: no records to count)
         else:
             s.parked, s.parked_at = req, now
             if not s.timer_armed:
