@@ -92,6 +92,7 @@ class FollowerRole:
         self.retired_busy_ms = 0.0  # the busiest fetcher thread that is gone (its broker died)
         self.server = self.sessions = self.leader = None  # wired
         self.server_request = self.sessions_handle_fetch = None
+        self.on_refused = self.refused  # bound once: every fetch request carries it
 
     def wire(self, server, sessions, leader) -> None:
         self.server, self.sessions, self.leader = server, sessions, leader
@@ -188,9 +189,9 @@ class FollowerRole:
             f.outstanding, f.sent_ms = req, depart
             self.send(f.follower, f.leader, self.server.request,
                       (f.leader, None, self.sessions.handle_epoch_query, (f.key, req, entries), len(entries), 0),
-                      refused=self.refused, delay=delay)
+                      refused=self.on_refused, delay=delay)
             return
-        if len(f.parts) <= len(f.delayed):  # nothing to fetch until a delay ends
+        if not f.parts or (f.delayed and len(f.parts) <= len(f.delayed)):  # nothing to fetch until a delay ends
             if f.delayed:
                 waiting = min(f.delayed.values())
                 if not f.wake_at or waiting < f.wake_at:
@@ -204,14 +205,17 @@ class FollowerRole:
             rep = parts.get(p)
             if rep is not None and p not in delayed:
                 entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
-        forgotten, f.forgotten = f.forgotten, []
+        if f.forgotten:
+            forgotten, f.forgotten = f.forgotten, []
+        else:
+            forgotten = ()  # the usual fetch drops nothing: no new list for it
         f.full = False
         f.changed = {}
         f.outstanding, f.sent_ms = req, depart
         self.counters.fetch_requests += 1
         self.send(f.follower, f.leader, self.server_request,
                   (f.leader, None, self.sessions_handle_fetch, (f.key, req, entries, forgotten, full), len(entries), 0),
-                  True, self.refused, 0, 0, delay)
+                  True, self.on_refused, 0, 0, delay)
 
     def _release_delayed(self, f: Fetcher, at: float) -> None:
         """Partitions whose delay has ended by `at` are fetched (or truncated) again."""

@@ -10,6 +10,8 @@ from heapq import heappop, heappush
 from itertools import count
 from typing import Any, Callable
 
+_LAST = float("inf")  # the stop entry's sequence number: after any event's
+
 
 class Kernel:
     __slots__ = ("now", "_heap", "_seq", "after_event")
@@ -25,14 +27,28 @@ class Kernel:
         heappush(self._heap, (at if at > self.now else self.now, next(self._seq), action, args))
 
     def run(self, until: float) -> None:
-        """Process events up to and including time `until`."""
+        """Process events up to and including time `until`.
+
+        A stop entry ``(until, inf, None, ())`` goes on the heap first: it sorts after every event due by
+        `until`, whenever scheduled (their sequence numbers are finite), and before every later one, so the
+        loop pops until it meets it and needs no look at the heap's head per event."""
         heap = self._heap
         hook = self.after_event
-        while heap and heap[0][0] <= until:
-            at, _, action, args = heappop(heap)
-            self.now = at
-            action(*args)
-            if hook is not None:
+        heappush(heap, (until, _LAST, None, ()))
+        if hook is None:
+            while True:
+                at, _, action, args = heappop(heap)
+                if action is None:
+                    break
+                self.now = at
+                action(*args)
+        else:
+            while True:
+                at, _, action, args = heappop(heap)
+                if action is None:
+                    break
+                self.now = at
+                action(*args)
                 hook()
         self.now = until
 

@@ -56,6 +56,9 @@ class LeaderRole:
         self.producer_settings = sim.settings.producers
         self.producer_nodes = [sim.layout.client_node(p.client_rack) for p in sim.settings.producers]
         self.mode = sim.mode
+        # the mode's rules asked at every append and fetch, bound once
+        self.refuses_acks_all, self.append_commits = sim.mode.refuses_acks_all, sim.mode.append_commits
+        self.new_high_watermark = sim.mode.new_high_watermark
         self.lag_rule = sim.lag_rule
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
@@ -120,7 +123,7 @@ class LeaderRole:
             self.server.unmute(broker, conn, ready)
             return
         self.server.respond(broker, ready, self.producer_nodes[producer], self.producer_handle_response,
-                            (producer, broker, epoch, req, results), conn=conn)
+                            (producer, broker, epoch, req, results), 0, False, conn)
 
     def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set, flushes: list) -> tuple:
         """One batch of a produce request: appended, refused, or recognised as a resend."""
@@ -128,7 +131,7 @@ class LeaderRole:
         rep = self.replicas[batches.partition[b]][broker]
         if not rep.is_leader:
             return (b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
-        if acks == ACKS_ALL and self.mode.refuses_acks_all(rep):
+        if acks == ACKS_ALL and self.refuses_acks_all(rep):
             self.counters.not_enough_replicas_errors += 1
             return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
         if self.producer_settings[batches.producer[b]].enable_idempotence:
@@ -153,10 +156,12 @@ class LeaderRole:
         if self.flush_messages and log.needs_flush(self.flush_messages):
             flushes.append((rep, log.begin_flush()))
         result = (b, attempt, NONE, base)
-        if dp is not None:
-            self._wait(rep, dp, i, end, result)
+        if dp is not None:  # _wait, written out (every acks=all batch goes this way)
+            dp.results[i] = result
+            dp.remaining += 1
+            insort(rep.lead.pending, (end, next(self.seq), dp, i))
         self.sessions.appended(rep, woken)
-        if self.mode.append_commits(rep):
+        if self.append_commits(rep):
             self.advance_high_watermark(rep)
         return result
 
@@ -173,8 +178,8 @@ class LeaderRole:
         dp.remaining -= 1
         if dp.sealed and not dp.remaining:
             self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer], self.producer_handle_response,
-                                (dp.producer, dp.broker, dp.epoch, dp.req, dp.results),
-                                conn=(dp.producer, dp.epoch, dp.broker))
+                                (dp.producer, dp.broker, dp.epoch, dp.req, dp.results), 0, False,
+                                (dp.producer, dp.epoch, dp.broker))
 
     # ---- idempotent producer state ---------------------------------------------------------------------------
 
@@ -223,7 +228,7 @@ class LeaderRole:
     def advance_high_watermark(self, rep: Replica) -> None:
         """leader_advance_high_watermark: as the mode's rule allows; what it newly covers is committed,
         parked consumer fetches are answered, and acks=all requests it satisfies are answered."""
-        hw = self.mode.new_high_watermark(rep)
+        hw = self.new_high_watermark(rep)
         old = rep.high_watermark
         if hw <= old:
             return
@@ -231,7 +236,9 @@ class LeaderRole:
         now = self.kernel.now
         log = rep.log
         entries = log.entries
-        i, n = log.entry_index(old), len(entries)
+        n = len(entries)
+        # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
+        i = n - 1 if n and entries[-1][0] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n and entries[i][0] < hw:
             b = entries[i][3]
@@ -248,7 +255,10 @@ class LeaderRole:
             k = 0
             while k < len(pending) and pending[k][0] <= hw:
                 k += 1
-            done, lead.pending = pending[:k], pending[k:]
+            if k == len(pending):  # all of them (the usual case): no copies
+                done, lead.pending = pending, []
+            else:
+                done, lead.pending = pending[:k], pending[k:]
             error = NOT_ENOUGH_REPLICAS if self.mode.committed_too_few(rep) else NONE  # before 3.7: ..._AFTER_APPEND
             for _, _, dp, i in done:
                 self._settle(dp, i, error)

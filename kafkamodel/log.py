@@ -95,6 +95,13 @@ class Log:
         self.log_end_offset = entry[1]
 
     def extend(self, entries: list, now: float) -> None:
+        if len(entries) == 1:  # a follower's usual fetch: one batch
+            entry = entries[0]
+            self.entries.append(entry)
+            self.bases.append(entry[0])
+            self.append_ms.append(now)
+            self.log_end_offset = entry[1]
+            return
         self.entries.extend(entries)
         self.bases.extend(map(_base, entries))
         self.append_ms.extend(repeat(now, len(entries)))

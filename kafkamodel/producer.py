@@ -77,6 +77,7 @@ class ProducerClient:
 
     def __init__(self, sim):
         self.kernel = sim.kernel
+        self.heap, self.seq = sim.kernel.events()  # ready times go straight onto the kernel's heap (the hot path)
         self.send = sim.transport.send
         self.partitions = sim.partitions  # the controller's view, for metadata requests
         self.batches = sim.batches
@@ -90,6 +91,8 @@ class ProducerClient:
             acc = Accumulator(i, config, times, w.lo[i].tolist(), w.hi[i].tolist(), sim.batches)
             node = sim.layout.client_node(config.client_rack)
             self.states.append(ProducerState(i, node, config, acc, len(sim.partitions), n_brokers))
+        self.on_ready = self._ready  # bound once: it goes on the heap for every batch
+        self.on_refused = self.handle_refused  # bound once: every request carries it
         self.server_produce = self.server_forget = None  # wired: the brokers' request intake, their disconnects
         self.leader_handle_produce = None  # wired: the leaders' produce handler
 
@@ -125,8 +128,9 @@ class ProducerClient:
         q.node = node
         heappush(ps.heaps[node], (key, q.p, q.stamp))
         at = acc.ready_at(q)
-        if at != INF:
-            self.kernel.schedule(at, self._ready, ps, q, q.stamp)
+        if at != INF:  # as Kernel.schedule: never in the past
+            now = self.kernel.now
+            heappush(self.heap, (at if at > now else now, next(self.seq), self.on_ready, (ps, q, q.stamp)))
 
     def _ready(self, ps: ProducerState, q: PartitionQueue, stamp: int) -> None:
         """The queue's head became ready (full, linger.ms passed, or a resend's backoff ended)."""
@@ -209,8 +213,9 @@ class ProducerClient:
             if answered:
                 batches.state[b] = INFLIGHT
                 queues[p].inflight += 1
-        self.counters.produce_requests += 1
-        self.counters.produce_batches += len(taken)
+        counters = self.counters
+        counters.produce_requests += 1
+        counters.produce_batches += len(taken)
         node = conn.node
         req = ps.next_request = ps.next_request + 1
         handler_args = (node, ps.index, conn.epoch, req, entries)
@@ -227,7 +232,7 @@ class ProducerClient:
         conn.sent_ms[req] = now
         self.send(ps.node, node, self.server_produce,
                   (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
-                  refused=self.handle_refused, nbytes=nbytes)
+                  False, self.on_refused, nbytes)
         if not conn.timer_armed:  # one check per connection, at its oldest request's deadline
             conn.timer_armed = True
             self.kernel.schedule(now + cfg.request_timeout_ms, self._request_timeout, ps, node)

@@ -134,8 +134,9 @@ class SessionManager:
                 dirty[p] = True
             else:
                 dirty.pop(p, None)
-        if s.errors or (self.min_bytes == 1 and data) or self._has_bytes(s):
-            self._answer(s, req, ready)
+        min_bytes = self.min_bytes
+        if s.errors or min_bytes <= 0 or (min_bytes == 1 and data) or (s.dirty and self._has_bytes(s)):
+            self._answer(s, req, ready)  # (nothing dirty: no records to count)
         else:
             s.parked, s.parked_at = req, now
             if not s.timer_armed:
@@ -197,9 +198,10 @@ class SessionManager:
             chunk = ()
             if leo > offset and (budget > 0 or not total):
                 entries = log.entries
-                i = j = log.entry_index(offset)
-                size, cap = 0, (budget if budget < partition_max else partition_max)
                 n = len(entries)
+                # the follower usually lacks just the last entry: found without a search (Log.entry_index)
+                i = j = n - 1 if n and entries[-1][0] == offset else log.entry_index(offset)
+                size, cap = 0, (budget if budget < partition_max else partition_max)
                 while j < n:
                     b = entries[j][3]
                     size += bytes_of[b] if b >= 0 else 0
@@ -227,8 +229,9 @@ class SessionManager:
             for p in again:
                 del dirty[p]
                 dirty[p] = True
-        self.counters.fetch_partitions += len(parts)
-        extra = self.read_partition_ms * len(parts) + self.read_byte_ms * total
+        given = len(parts)
+        self.counters.fetch_partitions += given
+        extra = self.read_partition_ms * given + self.read_byte_ms * total
         self.respond(leader, (ready if ready > now else now) + extra, follower, self.follower_handle_response,
                      (s.key, req, parts), total, True)
 
@@ -269,7 +272,12 @@ class SessionManager:
     def wake(self, woken: set) -> None:
         """After a produce request (tryCompleteActions): parked fetches that now find enough are answered."""
         now = self.kernel.now
-        for s in (sorted(woken, key=_by_key) if len(woken) > 1 else woken):
+        if len(woken) == 2:  # in session order (the usual two followers: one comparison, no sort)
+            a, b = woken
+            woken = (a, b) if a.key < b.key else (b, a)
+        elif len(woken) > 2:
+            woken = sorted(woken, key=_by_key)
+        for s in woken:
             if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
                 self._answer(s, s.parked, now)
 
