@@ -35,7 +35,7 @@ class Kernel:
         heap = self._heap
         hook = self.after_event
         heappush(heap, (until, _LAST, None, ()))
-        if hook is None:
+        if hook is None:  # the hot loop; the one below is the same with the debug hook (kept apart: no test per event)
             while True:
                 at, _, action, args = heappop(heap)
                 if action is None:
