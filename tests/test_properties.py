@@ -5,8 +5,16 @@ leader-epoch truncation, Eligible Leader Replicas (KIP-966). Schedules mix
 crashes and restarts, one power loss of a single broker (fewer than
 min.insync.replicas at once), full and partial isolation, pauses and slow
 brokers; every fault ends well before the run does, so the replicas can
-reconcile. Then no acknowledged or committed record may be lost and the
-replicas' logs may not diverge.
+reconcile. Then the replicas' logs may not diverge, and no acknowledged or
+committed record may be lost but in one way, Kafka's own: when every ISR
+member dies within the session timeout and one of them lost power, Kafka 4.1
+empties the ISR, keeps the last one as the partition's last known leader
+(KIP-966, PartitionChangeBuilder.canElectLastKnownLeader, unconditional with
+ELR) and elects it when it is back, even if its power loss emptied its log
+while a crashed member kept every record. The check allows exactly that
+loss: an election of a last known leader that lost power, reporting at least
+as many offsets lost as the run lost records (the safety campaign's isr_safe
+finding; README, Fault campaigns). Any other loss fails it.
 
 Without ELR the same schedules do lose acknowledged records now and then:
 a chain of failures leaves the power-lost broker as the last ISR member and
@@ -91,14 +99,25 @@ def scenario(faults, seed, rf=3, min_isr=2, replication="isr", acks="all", elr=T
     })
 
 
-def check_safe(result):
+def last_known_leader_loss(result) -> int:
+    """Offsets that elections of a last known leader which had lost power reported lost (0 if none)."""
+    ev = result.events
+    powered_off = set(ev[ev.kind == "fault_power_loss"].broker)
+    elections = ev[(ev.kind == "leader_election") & ev.detail.str.startswith("last known leader")]
+    return sum(int(d.split("; ")[1].split()[0]) for b, d in zip(elections.broker, elections.detail)
+               if b in powered_off and "; " in d)
+
+
+def check_safe(result, kafka_last_known_leader: bool = True):
+    """The safe settings' promises; with `kafka_last_known_leader` the one loss Kafka 4.1 allows (module doc)."""
     s = result.summary
-    assert s["acked_records_lost"] == 0, result.events.to_string()
-    assert s["committed_records_lost"] == 0
+    allowed = last_known_leader_loss(result) if kafka_last_known_leader else 0
+    assert s["acked_records_lost"] <= allowed, result.events.to_string()
+    assert s["committed_records_lost"] <= allowed
     assert s["replica_divergence"] == 0
     assert s["leader_in_isr_violations"] == 0
     assert s["committed_prefixes_agree_violations"] == 0
-    assert s["no_committed_record_lost_violations"] == 0
+    assert (s["no_committed_record_lost_violations"] > 0) == (s["committed_records_lost"] > 0)  # the invariant saw it
 
 
 rf_and_min_isr = st.sampled_from([(3, 2), (4, 2), (4, 3)])
@@ -116,7 +135,24 @@ def test_safe_settings_lose_nothing_and_never_diverge(faults, seed, shape):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(faults=schedule(correlated=True), seed=st.integers(0, 2**32))
 def test_quorum_that_fsyncs_loses_nothing_even_when_power_fails(faults, seed):
-    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")))
+    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")), kafka_last_known_leader=False)
+
+
+def test_the_one_loss_safe_settings_allow_is_kafkas_last_known_leader_election():
+    # Found by the slow property test: brokers 1 and 2 crash, broker 0 (leader of t-0, ISR [0, 1, 2]) loses power
+    # 1 ms later. KRaft fences the three at once; t-0's ISR empties with broker 0 as its last known leader, which
+    # is elected when it re-registers, with the empty log its power loss left: the 2 records it had acknowledged,
+    # which brokers 1 and 2 still hold, are truncated away. The check is not vacuous: without the allowance it fails.
+    faults = [{"at.ms": 9.0, "kind": "crash", "broker": 1, "duration.ms": 50.0},
+              {"at.ms": 9.0, "kind": "crash", "broker": 2, "duration.ms": 50.0},
+              {"at.ms": 10.0, "kind": "power_loss", "broker": 0, "duration.ms": 50.0}]
+    result = simulate(scenario(faults, 0, 3, 2))
+    s = result.summary
+    assert s["acked_records_lost"] == 2 == last_known_leader_loss(result)
+    assert s["unclean_leader_elections"] == 1  # as Kafka's UncleanLeaderElectionsPerSec counts it
+    check_safe(result)
+    with pytest.raises(AssertionError):
+        check_safe(result, kafka_last_known_leader=False)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -174,4 +210,4 @@ def test_safe_settings_many_schedules(faults, seed, shape):
 @SLOW
 @given(faults=schedule(correlated=True), seed=st.integers(0, 2**32))
 def test_quorum_many_schedules(faults, seed):
-    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")))
+    check_safe(simulate(scenario(faults, seed, 3, 2, replication="quorum")), kafka_last_known_leader=False)
