@@ -13,6 +13,7 @@ import re
 from .measures import (FAULT_CRASH, FAULT_ISOLATE, FAULT_ISOLATE_END, FAULT_PAUSE, FAULT_POWER_LOSS, FAULT_RESTART,
                        FAULT_RESUME, FAULT_SKIPPED, FAULT_SLOW, FAULT_SLOW_END)
 from .protocol import CLIENT, CONTROLLER
+from .schema import CONSUMER_FAULTS
 from .settings import FaultSettings
 
 _LEADER = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
@@ -52,7 +53,7 @@ class FaultInjector:
     def _fire(self, i: int) -> None:
         f = self.faults[i]
         kind = f.kind
-        if kind.startswith("consumer_"):
+        if kind in CONSUMER_FAULTS:
             self._consumer_fault(f)
             return
         resolved = [self._resolve(t) for t in f.targets]  # all resolved first: the faults are simultaneous

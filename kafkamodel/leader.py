@@ -156,10 +156,8 @@ class LeaderRole:
         if self.flush_messages and log.needs_flush(self.flush_messages):
             flushes.append((rep, log.begin_flush()))
         result = (b, attempt, NONE, base)
-        if dp is not None:  # _wait, written out (every acks=all batch goes this way)
-            dp.results[i] = result
-            dp.remaining += 1
-            insort(rep.lead.pending, (end, next(self.seq), dp, i))
+        if dp is not None:
+            self._wait(rep, dp, i, end, result)
         self.sessions.appended(rep, woken)
         if self.append_commits(rep):
             self.advance_high_watermark(rep)

@@ -108,8 +108,9 @@ class Log:
         self.log_end_offset = entries[-1][1]
 
     def needs_flush(self, flush_messages: int) -> bool:
-        """log.flush.interval.messages: are that many records unflushed (and no fsync already covers them)?"""
-        return bool(flush_messages) and self.log_end_offset - max(self.flushed_offset, self.flush_target) >= flush_messages
+        """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
+        fsync already covers them)?"""
+        return self.log_end_offset - max(self.flushed_offset, self.flush_target) >= flush_messages
 
     def begin_flush(self) -> int:
         """An fsync of everything written so far starts; returns the offset it makes durable when it ends."""

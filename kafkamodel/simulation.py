@@ -32,6 +32,7 @@ from .placement import assign
 from .producer import ProducerClient
 from .replica_manager import ReplicaManager
 from .result import Result
+from .schema import BROKER_FAULTS
 from .server import Server
 from .sessions import SessionManager
 from .scenario import Scenario, load_scenario
@@ -156,7 +157,7 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.transport.check = declared_handlers(self.actors)
-        self.transport.start(broker_faults=any(not f.kind.startswith("consumer_") for f in settings.faults))
+        self.transport.start(broker_faults=any(f.kind in BROKER_FAULTS for f in settings.faults))
         self.replica_manager.start()
         self.controller.start()
         self.producer.start()
