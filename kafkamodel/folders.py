@@ -1,4 +1,4 @@
-"""Publishing a folder atomically: written whole in a hidden sibling, then swapped in with one rename.
+"""Publishing a folder (or a file) atomically: written whole in a hidden sibling, then swapped in with one rename.
 
 A reader (a sweep resuming, Spark listing runs, a notebook reading
 aggregates) sees the old folder or the new one, never a half-written one;
@@ -7,6 +7,7 @@ hidden names (a leading dot) are skipped by all of them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -15,6 +16,14 @@ from pathlib import Path
 
 def hidden_sibling(final: Path, tag: str) -> Path:
     return final.parent / f".{final.name}.{tag}-{uuid.uuid4().hex[:8]}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a text file whole: a hidden sibling first, renamed over `path` (its folder is made if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = hidden_sibling(path, "tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def swap_in(tmp: Path, final: Path, replace: bool = True) -> bool:

@@ -215,7 +215,9 @@ def test_the_campaign_report_opens_with_its_finding_and_reads_well(tiny):
             assert not {"nan", "NaN", "None", "<NA>"} & set(text.split())
             assert not re.search(r"\b\d+\.0\b", text)  # integers as integers
     record = json.loads((root / "reports" / "campaign_tiny.json").read_text())
-    assert record["numbers"]["safe_violations"] == out.broken["acks1_claimed_safe"]
+    # (run, property) pairs broken on the safe settings, counted from the judged runs' per-property amounts
+    safe = out.runs[out.runs.promise == "safe"]
+    assert record["numbers"]["safe_violations"] == int((safe[list(BY_NAME)] > 0).to_numpy().sum()) > 0
     index = (root / "reports" / "index.html").read_text()
     assert "Fault campaigns" in index and "campaign_tiny.html" in index
 
@@ -251,13 +253,16 @@ def test_a_bounded_campaign_finds_nothing_on_the_safe_settings_and_measures_loss
     out = run_campaign(spec, schedules=75, engine="spark", spark=spark, runs=tmp_path / "runs",
                        processed=tmp_path / "processed", reports=tmp_path / "reports", progress=False)
     assert len(out.runs) == 300 and not out.sweep.failed
-    assert out.broken == {} and out.ok  # isr_safe and quorum_fsync: no property broke in 75 schedules each
+    # isr_safe and quorum_fsync: no property broke in these 75 schedules. (isr_safe does break in about 0.7% of
+    # schedules, Kafka's own way: KIP-966's last-known-leader election of a replica that lost power; this seed's
+    # first is schedule 175, shipped as data/campaigns/safety/isr_safe-*-175.yaml and tested above.)
+    assert out.broken == {} and out.ok
     losses = analysis.losses(analysis.load("safety", out.processed)).set_index("setting")
     assert losses.loc["isr_acks1", "losing"] > 0 and losses.loc["isr_unclean", "losing"] > 0
     assert losses.loc["isr_safe", "lost"] == losses.loc["quorum_fsync", "lost"] == 0
     record = json.loads((tmp_path / "reports" / "campaign_safety.json").read_text())
-    assert record["numbers"]["isr_acks1.loss_rate"] == pytest.approx(losses.loc["isr_acks1", "rate"], abs=1e-4)
+    acks1 = out.runs[out.runs.setting == "isr_acks1"]
+    assert record["numbers"]["isr_acks1.loss_rate"] == pytest.approx((acks1.acked_records_lost > 0).mean(), abs=1e-4)
     for shrunk, path in out.examples:  # one shrunk example per unsafe setting, reproduced from its file
-        assert shrunk.setting in ("isr_acks1", "isr_unclean") and path.is_file()
-        assert BY_NAME[shrunk.prop].amount(run_point(out.campaign.point(out.campaign.setting(shrunk.setting),
-                                                                        shrunk.index, shrunk.faults)).summary) > 0
+        assert shrunk.setting in ("isr_acks1", "isr_unclean")
+        assert BY_NAME[shrunk.prop].amount(simulate(load_scenario(path)).summary) == shrunk.amount > 0

@@ -39,9 +39,6 @@ class CampaignData:
     def settings(self) -> list[dict]:
         return self.meta["settings"]
 
-    def promise(self, setting: str) -> str:
-        return next(s["promise"] for s in self.settings if s["name"] == setting)
-
 
 def load(campaign: str, processed: "str | Path | None" = None) -> CampaignData:
     folder = Path(processed) if processed else PROCESSED / "campaigns" / campaign

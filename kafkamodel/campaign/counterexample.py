@@ -10,12 +10,11 @@ seed, the schedule as drawn) and the command that reproduces it.
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import yaml
 
+from ..folders import write_atomic
 from ..paths import ROOT
 from ..study.point import scenario_for
 from .properties import BY_NAME, quantity
@@ -77,10 +76,6 @@ def as_yaml(given: dict) -> str:
 
 def write(campaign: Campaign, shrunk: Shrunk, folder: Path) -> Path:
     """Write the counterexample under `folder` (atomically); returns its path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / file_name(shrunk)
-    tmp = folder / f".{path.name}.{uuid.uuid4().hex[:8]}"
-    tmp.write_text(render(campaign, shrunk, path), encoding="utf-8")
-    os.replace(tmp, path)
+    path = Path(folder) / file_name(shrunk)
+    write_atomic(path, render(campaign, shrunk, path))
     return path

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..paths import NOTEBOOKS, REPORTS
 from ..study.headline import read_headline
-from ..study.report import _how, _write_atomic, execute_report_notebook, export_html, write_index
+from ..folders import write_atomic
+from ..study.report import _how, execute_report_notebook, export_html, write_index
 from .spec import Campaign
 
 NOTEBOOK = NOTEBOOKS / "70_campaign.ipynb"
@@ -28,10 +29,10 @@ def report(campaign: Campaign, processed: Path, *, reports: Path | None = None, 
     headline = read_headline(nb) or {}
     meta = json.loads((Path(processed) / "meta.json").read_text())
     out = reports / f"{PREFIX}{campaign.name}.html"
-    _write_atomic(out, export_html(nb, f"{campaign.title}: kafkamodel"))
+    write_atomic(out, export_html(nb, f"{campaign.title}: kafkamodel"))
     record = {"campaign": campaign.name, "title": campaign.title, "question": campaign.question, "status": "done",
               "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}), "runs": meta["runs"],
               "schedules": meta["schedules"], "settings": len(meta["settings"]), "html": out.name, **_how()}
-    _write_atomic(reports / f"{PREFIX}{campaign.name}.json", json.dumps(record, indent=2) + "\n")
+    write_atomic(reports / f"{PREFIX}{campaign.name}.json", json.dumps(record, indent=2) + "\n")
     write_index(reports)
     return out

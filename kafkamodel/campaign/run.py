@@ -52,13 +52,18 @@ class CampaignOutcome:
         return verdicts.broken_safe(self.runs, self.campaign.settings)
 
     @property
+    def schedules(self) -> int:
+        """Schedules per setting (every setting runs the same ones)."""
+        return self.sweep.total // max(len(self.campaign.settings), 1)
+
+    @property
     def ok(self) -> bool:
         return not self.sweep.failed and not self.broken
 
     def lines(self) -> list[str]:
         c, s = self.campaign, self.sweep
         per_s = f"; {len(s.ran) / s.wall_s:.2f} runs/s" if s.ran and s.wall_s > 0 else ""
-        out = [f"{c.name}: {s.total // max(len(c.settings), 1)} schedules x {len(c.settings)} settings = {s.total} "
+        out = [f"{c.name}: {self.schedules} schedules x {len(c.settings)} settings = {s.total} "
                f"runs: {len(s.ran)} ran, {s.skipped} already done, {len(s.failed)} failed "
                f"({s.wall_s:.0f} s on {s.engine}{per_s})"]
         for setting in c.settings:
@@ -81,7 +86,7 @@ class CampaignOutcome:
         for run_id, error in s.failed:
             out.append(f"  FAILED {run_id}: {error}")
         if self.report:
-            out.append(f"report: {self.report}")
+            out.append(f"report: {self.report} (the whole command: {self.seconds:.0f} s)")
         return out
 
 
@@ -172,7 +177,7 @@ def _publish(result: CampaignOutcome, final: Path) -> Path:
         (tmp / "counterexamples.json").write_text(json.dumps(examples, indent=1) + "\n")
         meta = {
             "campaign": c.name, "title": c.title, "question": c.question, "source": counterexample.shown(Path(c.source)),
-            "base": c.base, "seed": c.seed, "schedules": s.total // max(len(c.settings), 1), "runs": int(len(result.runs)),
+            "base": c.base, "seed": c.seed, "schedules": result.schedules, "runs": int(len(result.runs)),
             "settings": [{"name": x.name, "promise": x.promise, "about": x.about,
                           "overrides": {k: v for k, v in x.overrides.items() if k != "faults"},
                           "faults": {k: v for k, v in vars(x.faults).items()}} for x in c.settings],

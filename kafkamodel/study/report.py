@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..folders import write_atomic
 from ..paths import PROCESSED, REPORTS, ROOT
 from .headline import read_headline
 from .spec import Spec, StudyError
@@ -67,13 +68,6 @@ def export_html(notebook, title: str = "kafkamodel report") -> str:
     return body
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _how() -> dict:
     commit = None
     try:
@@ -107,12 +101,12 @@ def report(study: "str | Spec", *, processed: Path | None = None, reports: Path 
     headline = read_headline(nb) or {}
     meta = json.loads((folder / "meta.json").read_text())
     out = reports / f"{spec.study}.html"
-    _write_atomic(out, export_html(nb, f"{spec.title}: kafkamodel"))
+    write_atomic(out, export_html(nb, f"{spec.title}: kafkamodel"))
     record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "done",
               "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}),
               "runs": meta.get("runs"), "configs": meta.get("configs"), "aggregated_at": meta.get("generated_at"),
               "html": out.name, **_how()}
-    _write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
+    write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
     if index:
         write_index(reports)
     return ReportOutcome(spec.study, out, record["finding"], time.perf_counter() - t0)
@@ -147,10 +141,10 @@ def _placeholder(spec: Spec, reports: Path, index: bool, t0: float) -> ReportOut
             f"the sweep, Spark aggregation and this report then come from the same pipeline as the other studies.</p>"
             f"</body></html>\n")
     out = reports / f"{spec.study}.html"
-    _write_atomic(out, body)
+    write_atomic(out, body)
     record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "pending",
               "finding": finding, "numbers": {}, "html": out.name, **_how()}
-    _write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
+    write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
     if index:
         write_index(reports)
     return ReportOutcome(spec.study, out, finding, time.perf_counter() - t0)
@@ -192,7 +186,7 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
             + f"; {html.escape(how['host'])}. Regenerate everything with <code>make study</code> "
             f"(bigger: <code>make study SCALE=4</code>).</p></body></html>\n")
     out = reports / "index.html"
-    _write_atomic(out, page)
+    write_atomic(out, page)
     return out
 
 
