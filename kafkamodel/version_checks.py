@@ -37,7 +37,7 @@ def idempotence_defaults(s: dict, given: Mapping, version: str, metadata: str) -
         if not isinstance(mine, Mapping) or mine.get("enable.idempotence") is not True:
             continue
         for key, value in (("acks", "all"), ("retries", versions.MAX_INT),
-                           ("max.in.flight.requests.per.connection", min(in_flight, 5))):
+                           ("max.in.flight.requests.per.connection", in_flight)):
             if mine.get(key) is None:
                 p[key] = value
 

@@ -109,7 +109,13 @@ def test_zones_notebook(study_reports):
     # a zone's power loss leaves a replica with every acknowledged record; the whole cluster's leaves only the disks:
     # whoever acknowledged from memory loses, whoever fsynced first loses nothing
     assert n["zone_loss_acked_lost_max"] == 0
-    assert n["cluster_loss_rf3_isr_fsync_off_acked_lost"] > 0 and n["cluster_loss_rf3_quorum_fsync_off_acked_lost"] > 0
+    # from memory: nothing was fsynced and the OS keeps dirty pages 30 s, so everything acknowledged before the loss
+    # (8 s at 2,000 records/s, as the spec says) is gone
+    spec = yaml.safe_load((STUDIES / "zones.yaml").read_text())
+    at_s = spec["params"]["power_loss"]["cluster"]["faults"][0]["at.ms"] / 1000.0
+    rate = spec["parts"]["power_loss"]["overrides"]["producers"][0]["rate.per.s"]
+    for mode in ("isr", "quorum"):
+        assert n[f"cluster_loss_rf3_{mode}_fsync_off_acked_lost"] == pytest.approx(rate * at_s, rel=0.03)
     assert n["cluster_loss_rf3_isr_fsync_on_acked_lost"] == n["cluster_loss_rf3_quorum_fsync_on_acked_lost"] == 0
 
 
@@ -270,7 +276,7 @@ def test_versions_notebook(study_reports):
     assert numbers["jepsen_partition_0_10_acked_lost"] > 0 == numbers["jepsen_partition_2_8_acked_lost"]
     assert numbers["last_replica_standing_3_9_committed_lost"] > 0 == numbers["last_replica_standing_4_1_committed_lost"]
     # the bounce with the producer's defaults: 3.0's acks=all (KIP-679) loses nothing acknowledged
-    assert numbers["leader_bounce_2_8_acked_lost"] >= numbers["leader_bounce_4_1_acked_lost"] == 0
+    assert numbers["leader_bounce_2_8_acked_lost"] > 0 == numbers["leader_bounce_4_1_acked_lost"]  # 2.8: acks=1
     # unwritable for the era's session timeout: ZooKeeper's 18 s (2.5+), counted from the crash; KRaft's 9 s after
     # the last heartbeat (every 2 s; the crash at 5 s follows the one at 4 s)
     assert numbers["leader_bounce_2_8_unavailable_s"] == pytest.approx(18.0, abs=0.2)

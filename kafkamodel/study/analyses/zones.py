@@ -45,9 +45,8 @@ def latency_figure(agg: Aggregates):
             plots.grouped_bars(ax, df[df["layout"] == lay], "setting", "rf", col, group_order=ORDER,
                                label="RF {}")
             ax.set_xticks(range(len(ORDER)), TICKS, fontsize=8)
-            ax.set_yscale("log")
-            plots.plain_log_labels(ax.yaxis)
-            plots.finish(ax, f"acks=all {q}, {LAYOUTS[lay]} (leader, clients in zone a)", "", f"{q} latency (ms)")
+            plots.finish(ax, f"acks=all {q}, {LAYOUTS[lay]} (leader, clients in zone a)", "", f"{q} latency (ms)",
+                         logy=True)
     return fig
 
 
