@@ -4,7 +4,7 @@
 pandas with it) is imported on first use, so scenario checks stay fast.
 """
 
-from .scenario import Scenario, ScenarioError, load_scenario
+from .config.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["Result", "Scenario", "ScenarioError", "load_scenario", "simulate"]
 __version__ = "0.1.0"
@@ -12,11 +12,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     if name == "simulate":
-        from .simulation import simulate
+        from .sim.simulation import simulate
 
         return simulate
     if name == "Result":
-        from .result import Result
+        from .sim.results.result import Result
 
         return Result
     raise AttributeError(f"module 'kafkamodel' has no attribute {name!r}")

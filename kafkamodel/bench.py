@@ -22,8 +22,8 @@ import statistics
 import time
 import tracemalloc
 
-from .scenario import load_scenario
-from .simulation import simulate
+from .config.scenario import load_scenario
+from .sim.simulation import simulate
 
 TARGET_BYTES_PER_RECORD = 300
 

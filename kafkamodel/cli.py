@@ -13,8 +13,8 @@ import json
 import os
 import sys
 
+from .config.scenario import ScenarioError, load_scenario
 from .paths import scenario_path, unknown_scenario
-from .scenario import ScenarioError, load_scenario
 
 ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.study.engines checks the name)
 
@@ -55,7 +55,7 @@ def _writable_out(out: str) -> None:
 
 
 def _cmd_run(args) -> int:
-    from .simulation import simulate
+    from .sim.simulation import simulate
 
     scenario = _load(args.scenario)
     if args.out:
@@ -167,8 +167,8 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_keys(args) -> int:
-    from . import versions
-    from .schema import LISTS, SECTIONS, TOP, REQUIRED
+    from .config import versions
+    from .config.schema import LISTS, REQUIRED, SECTIONS, TOP
 
     version = versions.canonical(args.version or versions.NEWEST)
     if version is None:
@@ -206,7 +206,7 @@ def _cmd_keys(args) -> int:
 
 
 def _cmd_measures(args) -> int:
-    from .measures import EVENT_KINDS, GROUP_SUMMARY, SUMMARY
+    from .sim.results.measures import EVENT_KINDS, GROUP_SUMMARY, SUMMARY
 
     print("summary keys (result.summary, summary.json):")
     for m in SUMMARY:

@@ -30,7 +30,7 @@ def shipped_scenarios() -> list[str]:
 
 def unknown_scenario(name: str) -> str | None:
     """For a bare name that names no shipped scenario: one line with the nearest name and the list; else None."""
-    from .scenario import did_you_mean
+    from .config.scenario import did_you_mean
 
     p = scenario_path(name)
     if p.parent != SCENARIOS or p.is_file():

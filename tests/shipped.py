@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkamodel import load_scenario, simulate
-from kafkamodel.schema import COSTS
+from kafkamodel.config.schema import COSTS
 
 ZERO_COSTS = {key: 0 for key in COSTS}  # brokers that spend no time on requests
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-
 from shipped import run
-
 
 
 def test_acks1_loses_acknowledged_records_when_the_leader_dies_before_followers_fetch():

@@ -34,10 +34,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import STUDY_NAMES
 
 from kafkamodel.paths import NOTEBOOKS, ROOT
-
-from conftest import STUDY_NAMES
 
 CHROMIUM = os.environ.get("KAFKAMODEL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -11,12 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkamodel import load_scenario, simulate
-from kafkamodel.assignors import range_assign, range_ceil_assign, roundrobin_assign, sticky_assign
-from kafkamodel.partitioner import murmur2
-from kafkamodel.simulation import Simulation
+from kafkamodel.sim.clients.assignors import range_assign, range_ceil_assign, roundrobin_assign, sticky_assign
+from kafkamodel.sim.clients.partitioner import murmur2
+from kafkamodel.sim.simulation import Simulation
 
 from shipped import SCENARIOS, run
-
 
 
 def producer_only(**producer):
@@ -135,8 +134,8 @@ def test_exactly_once_neither_loses_nor_duplicates(seed):
 def test_every_consumer_message_travels_on_the_consumers_connections(monkeypatch):
     """Group, fetch and commit messages (also a stepping-down or crashed leader's answers to parked
     fetches) use the consumers' connections and stream; nothing else does."""
-    from kafkamodel.protocol import CONSUMER_CONN
-    from kafkamodel.transport import Transport
+    from kafkamodel.sim.engine.transport import Transport
+    from kafkamodel.sim.protocol import CONSUMER_CONN
 
     seen = Counter()
     send = Transport.send

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kafkamodel.invariants import diverging_ranges
-from kafkamodel.outcome import _divergence
+from kafkamodel.sim.results.invariants import diverging_ranges
+from kafkamodel.sim.results.outcome import _divergence
 
 
 def _replica(broker, hw, entries):

@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkamodel.elections import CLEAN, ELR, LAST_KNOWN, OFFLINE, PREFERRED, UNCLEAN, partition_change
-from kafkamodel.log import Log
-from kafkamodel.state import LeaderState, Replica
-from kafkamodel.truncation import LeaderEpochTruncation
+from kafkamodel.sim.controller.elections import CLEAN, ELR, LAST_KNOWN, OFFLINE, PREFERRED, UNCLEAN, partition_change
+from kafkamodel.sim.rules.truncation import LeaderEpochTruncation
+from kafkamodel.sim.state import LeaderState, Replica
+from kafkamodel.sim.storage.log import Log
 
 NO_LEADER = -1
 

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from kafkamodel import simulate
-from kafkamodel.placement import rack_alternated, rack_aware
+from kafkamodel.sim.controller.placement import rack_alternated, rack_aware
 
 from shipped import ZERO_COSTS
 

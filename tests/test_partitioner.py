@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from kafkamodel.partitioner import key_strings, murmur2, murmur2_keys, partition_for_keys
+from kafkamodel.sim.clients.partitioner import key_strings, murmur2, murmur2_keys, partition_for_keys
 
 with warnings.catch_warnings():  # kafka-python's import uses deprecated importlib.resources calls
     warnings.simplefilter("ignore", DeprecationWarning)

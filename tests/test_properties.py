@@ -27,9 +27,9 @@ once, up to all of them, and still nothing acknowledged may be lost.
 
 from __future__ import annotations
 
-import pytest
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

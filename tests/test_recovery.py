@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from kafkamodel import load_scenario, simulate
@@ -239,8 +238,8 @@ def test_an_unclean_leader_with_an_empty_log_makes_its_followers_truncate_everyt
 
 
 def test_offsets_for_leader_epoch_answers_as_kafkas_epoch_cache():
-    from kafkamodel.log import Log
-    from kafkamodel.state import Replica
+    from kafkamodel.sim.state import Replica
+    from kafkamodel.sim.storage.log import Log
 
     log = Log(None, [0] * 10)
     assert log.end_offset_for_epoch(0, 0) == (-1, -1)  # no epoch known: UNDEFINED

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafkamodel.scenario import Scenario, ScenarioError, load_scenario
+from kafkamodel.config.scenario import Scenario, ScenarioError, load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -481,7 +481,7 @@ def test_unknown_override_path(path, start, hint):
 
 def test_broker_min_isr_above_a_topics_rf_is_applied_as_the_rf():
     # docs/kafka-facts.md: min.insync.replicas is applied as min(min.insync.replicas, RF)
-    from kafkamodel.simulation import Simulation
+    from kafkamodel.sim.simulation import Simulation
 
     s = load_scenario(BASE).with_overrides({"broker.min.insync.replicas": 4})
     assert {p.min_isr for p in Simulation(s).partitions} == {3}

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from kafkamodel import load_scenario, simulate
-from kafkamodel.measures import EVENT_KINDS, SUMMARY_KEYS, TABLES
-from kafkamodel.simulation import Simulation, declared_handlers
-from kafkamodel.transport import Streams
+from kafkamodel.sim.engine.transport import Streams
+from kafkamodel.sim.results.measures import EVENT_KINDS, SUMMARY_KEYS, TABLES
+from kafkamodel.sim.simulation import Simulation, declared_handlers
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 # between them these reach every handler: consumers, epoch queries, isolation, power loss, timeouts, flushes

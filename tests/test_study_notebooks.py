@@ -19,8 +19,8 @@ import yaml
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import NOTEBOOKS, ROOT, SCENARIOS, STUDIES
-from kafkamodel.study.headline import read_headline
 from kafkamodel.study.engines.papermill import KERNEL_ARGS
+from kafkamodel.study.headline import read_headline
 
 
 def execute(notebook: str, executed, **parameters) -> dict:
@@ -121,8 +121,9 @@ def test_zones_notebook(study_reports):
 
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
-    from kafkamodel.schema import COSTS
     from test_requests import fetcher_of
+
+    from kafkamodel.config.schema import COSTS
 
     numbers = numbers_of(study_reports, "requests")
     parts = {name: part["overrides"] for name, part in yaml.safe_load((STUDIES / "requests.yaml").read_text())["parts"].items()}

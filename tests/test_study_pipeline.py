@@ -20,8 +20,8 @@ import pytest
 from kafkamodel import cli
 from kafkamodel.paths import ROOT
 from kafkamodel.study import sweep as sweep_module
-from kafkamodel.study.engines.papermill import papermill_point
 from kafkamodel.study.aggregate import aggregate
+from kafkamodel.study.engines.papermill import papermill_point
 from kafkamodel.study.report import report
 from kafkamodel.study.specfile import all_specs, load_spec
 from kafkamodel.study.sweep import run_sweeps

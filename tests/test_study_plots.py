@@ -9,8 +9,16 @@ from matplotlib.collections import LineCollection, PathCollection
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import SCENARIOS
 from kafkamodel.study import plots
-from kafkamodel.study.analyses import (acks_durability, delivery_semantics, lag_policies, quorum_vs_isr, recovery_protocols,
-                                       requests, versions, zones)
+from kafkamodel.study.analyses import (
+    acks_durability,
+    delivery_semantics,
+    lag_policies,
+    quorum_vs_isr,
+    recovery_protocols,
+    requests,
+    versions,
+    zones,
+)
 from kafkamodel.study.runfigure import isr_counts, run_figure
 from kafkamodel.study.tables import load_aggregates
 

@@ -13,10 +13,9 @@ import re
 import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
+from conftest import STUDY_NAMES
 
 from kafkamodel.study.present import Table, interval, number
-
-from conftest import STUDY_NAMES
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
 MISSING = {"nan", "NaN", "None", "<NA>", "NaT", "inf", "-inf"}

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from test_requests import fetcher_of, java_hash
 
 from kafkamodel.study.analyses import requests_theory as rt
-
-from test_requests import fetcher_of, java_hash
 
 
 @pytest.mark.parametrize("topic", ["t", "orders", "a-much-longer-topic-name-with-unicode-é"])

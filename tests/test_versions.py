@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkamodel import ScenarioError, load_scenario
+
 from shipped import run
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "versions.md"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..folders import write_atomic
 from ..paths import NOTEBOOKS, REPORTS
 from ..study.headline import read_headline
-from ..folders import write_atomic
-from ..study.report import _how, execute_report_notebook, export_html, write_index
+from ..study.report import execute_report_notebook, export_html, provenance, write_index
 from .spec import Campaign
 
 NOTEBOOK = NOTEBOOKS / "70_campaign.ipynb"
@@ -32,7 +32,7 @@ def report(campaign: Campaign, processed: Path, *, reports: Path | None = None, 
     write_atomic(out, export_html(nb, f"{campaign.title}: kafkamodel"))
     record = {"campaign": campaign.name, "title": campaign.title, "question": campaign.question, "status": "done",
               "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}), "runs": meta["runs"],
-              "schedules": meta["schedules"], "settings": len(meta["settings"]), "html": out.name, **_how()}
+              "schedules": meta["schedules"], "settings": len(meta["settings"]), "html": out.name, **provenance()}
     write_atomic(reports / f"{PREFIX}{campaign.name}.json", json.dumps(record, indent=2) + "\n")
     write_index(reports)
     return out

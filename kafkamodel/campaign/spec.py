@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
 from ..paths import CAMPAIGNS, scenario_path, shipped_scenarios
-from ..scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
-from ..study.spec import NAME, DEFAULT_POINT_NOTEBOOK, Part, Point, Spec, SpecError, _hash
+from ..study.spec import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, stable_hash
 from ..study.specfile import load_spec_file
 from . import vocabulary
 from .properties import PROMISES
@@ -80,7 +80,7 @@ class Campaign:
         faults = setting.faults.schedule(self.seed, index) if faults is None else faults
         seed = vocabulary.run_seed(self.seed, index)
         overrides = {"name": f"{self.name}-{setting.name}", **setting.overrides, "faults": faults}
-        config_id = _hash({"study": self.name, "part": setting.name, "base": self.base,
+        config_id = stable_hash({"study": self.name, "part": setting.name, "base": self.base,
                            "overrides": list(overrides.items())})
         return Point(self.name, setting.name, self.base, self.base_path, overrides,
                      {"schedule": index, "promise": setting.promise}, seed, config_id,

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..scenario import unknown_key
+from ..config.scenario import unknown_key
 
 KINDS = ("crash", "isolate", "pause", "slow")  # power_loss has its own keys: at most one per schedule
 PEER_NAMES = ("controller", "clients")  # isolate.from may name these besides broker ids

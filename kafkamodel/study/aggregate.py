@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..folders import staged
-from ..measures import FAULT_STARTS
 from ..paths import PROCESSED, RUNS
+from ..sim.results.measures import FAULT_STARTS
 from .point import SUMMARY_TABLE
 from .spec import Spec, StudyError
 from .specfile import load_spec

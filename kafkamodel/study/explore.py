@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ..config.scenario import ScenarioError, load_scenario
 from ..paths import SCENARIOS, scenario_path, shipped_scenarios, unknown_scenario
-from ..scenario import ScenarioError, load_scenario
 from .present import Table
 from .spec import StudyError
 from .summary import summary_view  # noqa: F401  (the notebook's import)
@@ -98,7 +98,7 @@ def explore_run(scenario: "str | Path" = "steady-state", overrides: Mapping | No
         from .point import execute_point
 
         return execute_point(point, out)
-    from ..simulation import simulate
+    from ..sim.simulation import simulate
 
     result = simulate(explore_scenario(scenario, overrides, seed))
     if out is not None:

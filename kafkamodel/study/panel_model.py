@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .. import versions
-from ..scenario import Scenario
-from ..schema import LISTS, SECTIONS
+from ..config import versions
+from ..config.scenario import Scenario
+from ..config.schema import LISTS, SECTIONS
 
 FAULTS = {  # named fault schedules: (kind, target, extra)
     "as in the scenario": None,

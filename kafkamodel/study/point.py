@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from ..scenario import Scenario, load_scenario
+from ..config.scenario import Scenario, load_scenario
 from .runs import TIMING
 from .spec import Point, StudyError
 
@@ -44,7 +44,7 @@ def scenario_for(point: "Point | Mapping", base_text: str | None = None) -> Scen
 
 def run_point(point: "Point | Mapping", base_text: str | None = None):
     """Simulate one point; no I/O besides reading its base scenario (unless given as text)."""
-    from ..simulation import simulate
+    from ..sim.simulation import simulate
 
     return simulate(scenario_for(point, base_text))
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from ..folders import write_atomic
 from ..paths import PROCESSED, REPORTS, ROOT
+from .engines.papermill import KERNEL_ARGS
 from .headline import read_headline
 from .spec import Spec, StudyError
 from .specfile import all_specs, load_spec, notebook_path
-from .engines.papermill import KERNEL_ARGS
 from .sweep import check_timeout
 
 EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")
@@ -68,7 +68,7 @@ def export_html(notebook, title: str = "kafkamodel report") -> str:
     return body
 
 
-def _how() -> dict:
+def provenance() -> dict:
     commit = None
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -105,7 +105,7 @@ def report(study: "str | Spec", *, processed: Path | None = None, reports: Path 
     record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "done",
               "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}),
               "runs": meta.get("runs"), "configs": meta.get("configs"), "aggregated_at": meta.get("generated_at"),
-              "html": out.name, **_how()}
+              "html": out.name, **provenance()}
     write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
     if index:
         write_index(reports)
@@ -143,7 +143,7 @@ def _placeholder(spec: Spec, reports: Path, index: bool, t0: float) -> ReportOut
     out = reports / f"{spec.study}.html"
     write_atomic(out, body)
     record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "pending",
-              "finding": finding, "numbers": {}, "html": out.name, **_how()}
+              "finding": finding, "numbers": {}, "html": out.name, **provenance()}
     write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
     if index:
         write_index(reports)
@@ -171,7 +171,7 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
         rows.append(f"<tr><td>{link}</td>"
                     f"<td{cls}>{html.escape(record.get('finding') or '')}</td><td class='meta'>{made}</td></tr>")
     campaigns = _campaign_rows(reports)
-    how = _how()
+    how = provenance()
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kafkamodel studies</title><style>{STYLE}</style>"
             f"</head><body><h1>kafkamodel studies</h1><p>Kafka replication studied on a deterministic discrete-event model: "
             f"each study is a sweep (grid × seeds) run with papermill or as Spark tasks, aggregated on Spark, and reported from its "

@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..measures import TABLE_COLUMNS
+from ..config.scenario import ScenarioError
 from ..paths import scenario_path
-from ..scenario import ScenarioError
+from ..sim.results.measures import TABLE_COLUMNS
 
 
 class StudyError(ScenarioError):
@@ -68,7 +68,7 @@ TOP_KEYS = ("study", "title", "question", "notebook", "point_notebook", "base", 
             "params", "grid", "points", "parts", "status", "pending", "order")
 PART_KEYS = ("base", "seeds", "overrides", "grid", "points", "record_latency")
 # a param may not take the name of a column every run row carries (the run's identity) or of a result
-# table's column (kafkamodel.measures declares them)
+# table's column (kafkamodel.sim.results.measures declares them)
 RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario"} | TABLE_COLUMNS
 DEFAULT_POINT_NOTEBOOK = "00_explore.ipynb"
 
@@ -165,7 +165,7 @@ class Spec:
                 for name, value in combo.items():
                     overrides.update(self.params[name].overrides(value))
                 columns = {name: _column_value(value, self.kinds[name]) for name, value in combo.items()}
-                config_id = _hash({"study": self.study, "part": part.name, "base": part.base,
+                config_id = stable_hash({"study": self.study, "part": part.name, "base": part.base,
                                    "overrides": list(overrides.items())})
                 for seed in seeds:
                     out.append(Point(self.study, part.name, part.base, base_path, overrides, columns, seed,
@@ -179,7 +179,7 @@ def check_scale(scale: Any) -> float:
     return float(scale)
 
 
-def _hash(obj: Any) -> str:
+def stable_hash(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 

@@ -14,10 +14,21 @@ from typing import Any, Mapping
 
 import yaml
 
+from ..config.scenario import ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
 from ..paths import NOTEBOOKS, STUDIES, scenario_path
-from ..scenario import ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
-from .spec import (DEFAULT_POINT_NOTEBOOK, NAME, PART_KEYS, RESERVED, TOP_KEYS, Param, Part, Spec, SpecError,
-                   _kind, column_for_path)
+from .spec import (
+    DEFAULT_POINT_NOTEBOOK,
+    NAME,
+    PART_KEYS,
+    RESERVED,
+    TOP_KEYS,
+    Param,
+    Part,
+    Spec,
+    SpecError,
+    _kind,
+    column_for_path,
+)
 
 
 def spec_path(study: "str | Path") -> Path:

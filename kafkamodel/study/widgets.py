@@ -18,8 +18,8 @@ import html
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..config.scenario import Scenario, ScenarioError, load_scenario
 from ..paths import scenario_path, shipped_scenarios
-from ..scenario import Scenario, ScenarioError, load_scenario
 from . import panel_model as pm
 from .explore import explore_scenario, scenario_description
 
@@ -163,7 +163,7 @@ class ExplorerPanel:
     # -- running -------------------------------------------------------------------------------------------
     def rerun(self) -> None:
         """Simulate with the current settings and redraw (a bad combination is shown in one line, not raised)."""
-        from ..simulation import simulate
+        from ..sim.simulation import simulate
 
         values = self.values()
         self._grey_out(values)

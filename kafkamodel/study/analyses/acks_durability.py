@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from .. import plots
-from ..tables import Aggregates
 from ..present import Table
+from ..tables import Aggregates
 from .common import fmt, num, value
 
 ACKS = ["0", "1", "all"]

@@ -2,7 +2,7 @@
 
 A consumer group's records are *lost* when they sit below its committed
 offset and were never processed, *duplicated* when processed more than once
-(``kafkamodel.result``); *log duplicates* are records the producer's resends
+(``kafkamodel.sim.results.result``); *log duplicates* are records the producer's resends
 left twice in a partition's log. Latency here is a record's end to end:
 from the producer's send to the first time the group finished processing it.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import plots
-from ..tables import Aggregates
 from ..present import Table
+from ..tables import Aggregates
 from .common import fmt, num, value
 
 POLICIES = ["auto", "before_processing", "after_processing", "atomic"]

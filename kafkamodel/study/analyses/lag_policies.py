@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from .. import plots
-from ..tables import Aggregates
 from ..present import Table, interval
+from ..tables import Aggregates
 from .common import INTERVAL_NOTE, fmt, num, value
 
 RULES = ["time", "count"]

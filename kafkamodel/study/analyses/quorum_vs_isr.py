@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from ... import theory
-from ...schema import DISK, TOP
+from ...config.schema import DISK, TOP
 from .. import plots
-from ..tables import Aggregates
 from ..present import Table, interval
+from ..tables import Aggregates
 from .common import INTERVAL_NOTE, choice, fmt, num, part_overrides, value
 
 MODES = ["isr", "quorum"]

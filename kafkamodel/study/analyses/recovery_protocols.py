@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import plots
-from ..tables import Aggregates
 from ..present import Table, interval, number
+from ..tables import Aggregates
 from .common import INTERVAL_NOTE, fmt, num, value
 
 # part -> (column, anomaly value, fix value, what the pair is)

@@ -8,16 +8,29 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...config.scenario import load_scenario
+from ...config.settings import Settings
 from ...paths import scenario_path
-from ...scenario import load_scenario
-from ...settings import Settings
 from .. import plots
 from ..present import Table
 from ..tables import Aggregates
 from .common import fmt, num, part_overrides
-from .requests_theory import (BACKLOG_GROWS, EVICTED, KEEPS_UP, PACE, acks1_capacity_per_s, acks_all_capacity_per_s,
-                              backlog_after, busiest_fetcher, queued_latency_ms, records_per_batch,
-                              replication_extra_ms, slow_factor, slow_regime, slow_round_trip_ms)
+from .requests_theory import (
+    BACKLOG_GROWS,
+    EVICTED,
+    KEEPS_UP,
+    PACE,
+    acks1_capacity_per_s,
+    acks_all_capacity_per_s,
+    backlog_after,
+    busiest_fetcher,
+    queued_latency_ms,
+    records_per_batch,
+    replication_extra_ms,
+    slow_factor,
+    slow_regime,
+    slow_round_trip_ms,
+)
 
 P50, P99, BACKLOG = "produce_latency_ms_p50", "produce_latency_ms_p99", "backlog_records"
 ACKS = ["all", "1"]

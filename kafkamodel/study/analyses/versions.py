@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...config.versions import at_least, order
 from .. import plots
-from ...versions import at_least, order
 from ..present import Table, interval, number
 from ..tables import Aggregates
 from .common import INTERVAL_NOTE, fmt, num, value

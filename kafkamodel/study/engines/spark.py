@@ -113,6 +113,7 @@ def slots(sc) -> int | None:
 def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: bool, on_result) -> None:
     """Run `jobs` ((study, point dict, study_dir, _)) as Spark tasks; `on_result(study, row)` per point."""
     from pyspark.sql.types import StringType, StructField, StructType
+
     from ..progress import progress_bar
     from ..ship import ship
 

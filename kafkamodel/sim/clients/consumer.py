@@ -29,11 +29,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...config.settings import ConsumerSettings
+from ..protocol import CLIENT, CONSUMER_CONN, COORDINATOR, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..results.measures import (
+    CONSUMER_ASSIGN,
+    CONSUMER_CRASH,
+    CONSUMER_LEAVE,
+    CONSUMER_REVOKE,
+    CONSUMER_SESSION_EXPIRED,
+    OFFSET_RESET,
+    REBALANCE_START,
+)
 from .assignors import assign
-from .measures import (CONSUMER_ASSIGN, CONSUMER_CRASH, CONSUMER_LEAVE, CONSUMER_REVOKE, CONSUMER_SESSION_EXPIRED,
-                       OFFSET_RESET, REBALANCE_START)
-from .protocol import CLIENT, CONSUMER_CONN, COORDINATOR, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
-from .settings import ConsumerSettings
 
 RESET = -1  # position unknown: auto.offset.reset decides at the leader
 

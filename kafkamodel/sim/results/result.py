@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from .folders import staged
+from ...folders import staged
 from .measures import TABLES as COLUMNS
 
 TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups

@@ -18,9 +18,9 @@ from typing import Any, Iterable, Iterator, Mapping
 import yaml
 
 from . import versions
-from .version_checks import idempotence_defaults, resolve_version, version_checks
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
 from .settings import derive
+from .version_checks import idempotence_defaults, resolve_version, version_checks
 
 
 class ScenarioError(ValueError):

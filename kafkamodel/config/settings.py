@@ -18,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .protocol import ACKS_CODE
 from .versions import Mechanisms, mechanisms
 
+# acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
+ACKS_ALL = -1
+ACKS_CODE = {0: 0, 1: 1, "all": ACKS_ALL}  # a producer's acks setting -> its code
 
 TIMELINE_ROWS = 50_000  # by default the timeline samples at most this many (time, partition) rows
 
@@ -156,7 +158,7 @@ class ProducerSettings:
     burst: BurstSettings | None
     start_ms: float
     stop_ms: float | None
-    acks: int  # 0, 1 or ACKS_ALL
+    acks: int  # 0, 1 or ACKS_ALL (-1), as Kafka codes it
     linger_ms: float
     batch_size: int  # bytes
     record_size_bytes: int

@@ -35,11 +35,18 @@ preferred for takes them back where it is in the ISR.
 
 from __future__ import annotations
 
+from ..protocol import CONTROLLER
+from ..results.measures import (
+    BROKER_FAILURE_DETECTED,
+    BROKER_REGISTERED,
+    CONTROLLER_FAILOVER,
+    CONTROLLER_LOST,
+    ISR_SHRINK,
+    LEADER_ELECTION,
+    PARTITION_OFFLINE,
+)
+from ..state import Partition, Replica
 from .elections import UNCLEAN_KINDS, Change, partition_change
-from .measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, CONTROLLER_FAILOVER, CONTROLLER_LOST, ISR_SHRINK,
-                       LEADER_ELECTION, PARTITION_OFFLINE)
-from .protocol import CONTROLLER
-from .state import Partition, Replica
 
 
 class Controller:

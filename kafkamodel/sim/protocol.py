@@ -1,4 +1,4 @@
-"""Names every actor shares: node ids, connection kinds, acks, batch states, error codes.
+"""Names every actor shares: node ids, connection kinds, batch states, error codes (acks: ``config.settings``).
 
 Error codes are one family, named as Kafka's ``Errors``; the first seven are
 the ones a producer's batch can end with (``ERRORS`` is the records table's
@@ -15,10 +15,6 @@ COORDINATOR = CONTROLLER  # the consumer group coordinator shares that reliable 
 # ---- connections: each kind has its own TCP connections and its own latency stream ---------------------
 DATA_CONN = 0  # produce requests, replication and controller traffic
 CONSUMER_CONN = 1  # consumers and their group coordinator
-
-# ---- acks ----------------------------------------------------------------------------------------------
-ACKS_CODE = {0: 0, 1: 1, "all": 2}  # a producer's acks setting -> its code
-ACKS_ALL = 2  # acks=all (-1)
 
 # ---- a producer batch's state --------------------------------------------------------------------------
 PENDING, INFLIGHT, ACKED, FAILED = 0, 1, 2, 3

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...config.settings import ProducerSettings, Settings
 from .partitioner import partition_for_keys
-from .settings import ProducerSettings, Settings
 
 
 @dataclass

@@ -14,11 +14,19 @@ from __future__ import annotations
 from bisect import insort
 from itertools import count
 
-from .log import CONTROL
-from .measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
-from .protocol import (ACKS_ALL, CLIENT, NONE, NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE,
-                       OUT_OF_ORDER_SEQUENCE_NUMBER, CONSUMER_CONN)
-from .state import Replica
+from ...config.settings import ACKS_ALL
+from ..protocol import (
+    CLIENT,
+    CONSUMER_CONN,
+    NONE,
+    NOT_ENOUGH_REPLICAS,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+)
+from ..results.measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
+from ..state import Replica
+from ..storage.log import CONTROL
 
 RESET = -1  # a consumer position still to be set by auto.offset.reset
 

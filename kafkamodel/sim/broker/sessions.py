@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from .protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
-from .state import Replica
+from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..state import Replica
 
 LOG_START_MOVED = 8  # the follower's offset is below the leader's log start: it starts over there
 _by_key = attrgetter("key")

@@ -22,10 +22,21 @@ from array import array
 from bisect import insort
 from heapq import heappop, heappush
 
+from ...config.settings import ProducerSettings
+from ..protocol import (
+    ACKED,
+    CLIENT,
+    DELIVERY_TIMEOUT,
+    FAILED,
+    INFLIGHT,
+    NETWORK_EXCEPTION,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    PENDING,
+    REQUEST_TIMED_OUT,
+)
 from .accumulator import INF, Accumulator, PartitionQueue
-from .protocol import (ACKED, CLIENT, DELIVERY_TIMEOUT, FAILED, INFLIGHT, NETWORK_EXCEPTION, NONE,
-                       NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE_NUMBER, PENDING, REQUEST_TIMED_OUT)
-from .settings import ProducerSettings
 
 RECONNECT_BACKOFF_MS = 50.0  # reconnect.backoff.ms
 RECONNECT_BACKOFF_MAX_MS = 1000.0  # reconnect.backoff.max.ms

@@ -20,8 +20,8 @@ new variant (a quorum that fsyncs before it counts, say) is one new class:
 
 from __future__ import annotations
 
-from .elections import QuorumElection
-from .state import Partition, Replica
+from ..controller.elections import QuorumElection
+from ..state import Partition, Replica
 
 
 class IsrMode:

@@ -15,8 +15,8 @@ consumers' connections), so the links it does not cover keep their draws.
 
 from __future__ import annotations
 
-from .distributions import Sampler
-from .protocol import CLIENT, CONTROLLER, CONSUMER_CONN, DATA_CONN
+from ...config.distributions import Sampler
+from ..protocol import CLIENT, CONSUMER_CONN, CONTROLLER, DATA_CONN
 
 
 class Layout:

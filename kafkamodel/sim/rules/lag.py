@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from .state import Replica
+from ..state import Replica
 
 
 class TimeLagRule:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .measures import RETENTION
+from ..results.measures import RETENTION
 
 
 class ReplicaManager:

@@ -15,10 +15,10 @@ leader that cannot be reached, or does not answer for
 
 from __future__ import annotations
 
-from .measures import TRUNCATION
-from .protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..results.measures import TRUNCATION
+from ..state import Replica
 from .sessions import LOG_START_MOVED
-from .state import Replica
 
 
 def java_string_hash(text: str) -> int:

@@ -13,34 +13,34 @@ against them).
 
 from __future__ import annotations
 
+from ..config.distributions import Sampler
+from ..config.scenario import Scenario, load_scenario
+from ..config.schema import BROKER_FAULTS
+from ..config.settings import Settings
 from .batches import Batches
-from .consumer import ConsumerGroups
-from .controller import Controller
-from .distributions import Sampler
+from .broker.follower import FollowerRole
+from .broker.leader import LeaderRole
+from .broker.replica_manager import ReplicaManager
+from .broker.server import Server
+from .broker.sessions import SessionManager
+from .clients.consumer import ConsumerGroups
+from .clients.producer import ProducerClient
+from .clients.workload import build_workload
+from .controller.controller import Controller
+from .controller.placement import assign
+from .engine.kernel import Kernel
+from .engine.network import Layout, latency_streams
+from .engine.transport import Streams, Transport
 from .faults import FaultInjector
-from .follower import FollowerRole
-from .invariants import check_all
-from .kernel import Kernel
-from .lag import make_lag_rule
-from .leader import LeaderRole
-from .log import Log
-from .measures import INVARIANT_VIOLATION, Availability, Recorder
-from .modes import make_mode
-from .network import Layout, latency_streams
-from .outcome import RunEnd, build_result
-from .placement import assign
-from .producer import ProducerClient
-from .replica_manager import ReplicaManager
-from .result import Result
-from .schema import BROKER_FAULTS
-from .server import Server
-from .sessions import SessionManager
-from .scenario import Scenario, load_scenario
-from .settings import Settings
+from .results.invariants import check_all
+from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
+from .results.outcome import RunEnd, build_result
+from .results.result import Result
+from .rules.lag import make_lag_rule
+from .rules.modes import make_mode
+from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica
-from .transport import Streams, Transport
-from .truncation import make_truncation
-from .workload import build_workload
+from .storage.log import Log
 
 
 class Simulation:

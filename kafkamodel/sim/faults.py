@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import re
 
-from .measures import (FAULT_CRASH, FAULT_ISOLATE, FAULT_ISOLATE_END, FAULT_PAUSE, FAULT_POWER_LOSS, FAULT_RESTART,
-                       FAULT_RESUME, FAULT_SKIPPED, FAULT_SLOW, FAULT_SLOW_END)
+from ..config.schema import CONSUMER_FAULTS
+from ..config.settings import FaultSettings
 from .protocol import CLIENT, CONTROLLER
-from .schema import CONSUMER_FAULTS
-from .settings import FaultSettings
+from .results.measures import (
+    FAULT_CRASH,
+    FAULT_ISOLATE,
+    FAULT_ISOLATE_END,
+    FAULT_PAUSE,
+    FAULT_POWER_LOSS,
+    FAULT_RESTART,
+    FAULT_RESUME,
+    FAULT_SKIPPED,
+    FAULT_SLOW,
+    FAULT_SLOW_END,
+)
 
 _LEADER = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
 

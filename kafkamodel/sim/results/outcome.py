@@ -19,9 +19,9 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
+from ..protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
-from .protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .result import Result
 
 

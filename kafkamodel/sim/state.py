@@ -10,8 +10,8 @@ offset" values.
 
 from __future__ import annotations
 
-from .log import Log
-from .settings import TopicSettings
+from ..config.settings import TopicSettings
+from .storage.log import Log
 
 
 class Broker:

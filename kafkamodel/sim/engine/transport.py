@@ -23,8 +23,8 @@ from heapq import heappush
 
 import numpy as np
 
-from .distributions import Sampler
-from .protocol import CLIENT
+from ...config.distributions import Sampler
+from ..protocol import CLIENT
 
 
 class Streams:

@@ -1,0 +1,2 @@
+"""Clients: the producer (``producer``, ``accumulator``, ``partitioner``, ``workload``) and consumer groups
+(``consumer``, ``assignors``)."""

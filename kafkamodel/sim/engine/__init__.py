@@ -1,0 +1,1 @@
+"""The engine: the event heap (``kernel``), messages over connections (``transport``), the layout (``network``)."""

@@ -1,0 +1,1 @@
+"""Storage: a replica's log (entries, epochs, segments, flush, retention)."""
