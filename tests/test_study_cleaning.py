@@ -18,7 +18,7 @@ def test_every_committed_notebook_is_stored_clean():
     from kafkamodel.study.specfile import all_specs
 
     # each study's, the explorer, the campaigns' report
-    assert {p.name for p in KIT} == {s.notebook for s in all_specs()} | {"00_explore.ipynb", "70_campaign.ipynb"}
+    assert {p.name for p in KIT} == {s.notebook for s in all_specs()} | {"00_explore.ipynb", "01_sweep_batch.ipynb", "70_campaign.ipynb"}
     assert main(["--check", *map(str, KIT)]) == 0
     for path in KIT:
         nb = nbformat.read(str(path), as_version=4)

@@ -34,8 +34,12 @@ def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
     assert outcome.ok and len(outcome.ran) == outcome.total == 8
     assert all(o > 0 for o in outcome.overhead_s)  # papermill's cost per run is measured
     folder = runs / "recovery_protocols" / outcome.ran[0]
-    assert {"notebook.ipynb", "summary.json", "summary.parquet", "records.parquet", "events.parquet",
+    assert {"summary.json", "summary.parquet", "records.parquet", "events.parquet",
             "point.json", "timing.json"} <= {p.name for p in folder.iterdir()}
+    assert not (folder / "notebook.ipynb").exists()  # a batch ran it: the run folder is what Spark writes
+    batched = [json.loads((runs / "recovery_protocols" / r / "timing.json").read_text()) for r in outcome.ran]
+    assert {t["engine"] for t in batched} == {"papermill"}
+    assert sum(1 / t["batch"] for t in batched) < len(batched)  # fewer kernel starts than points
     records = pd.read_parquet(folder / "records.parquet", columns=["run_id", "seed", "part"])
     assert set(records["run_id"]) == {folder.name} and set(records["seed"]) == {1}
 
@@ -139,7 +143,6 @@ def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path, request, e
     assert not [d for d in study_dir.iterdir() if d.name.startswith(".") and d.name != ".lock"]  # no leftovers
     for d in folders:
         assert json.loads((d / "summary.json").read_text())["run_id"] == d.name
-        assert (d / "notebook.ipynb").is_file() == (engine == "papermill")
     # a third sweep has nothing to do
     (again,) = run_sweeps([load_spec(spec_path)], workers=2, runs=runs, progress=False, **resume)
     assert again.skipped == total and not again.ran
@@ -174,6 +177,59 @@ def test_a_kernel_that_does_not_start_is_started_again_but_a_point_error_is_not_
     monkeypatch.setattr(papermill, "execute_notebook", broken)
     r = papermill_point(spec.points()[1].to_dict(), str(study_dir), notebook, 300, False)
     assert not r["ok"] and len(calls) == 1 and "the point's own error" in r["error"]
+
+
+def test_a_batch_records_a_failing_and_a_slow_point_and_goes_on(tmp_path, monkeypatch):
+    """execute_batch (what a papermill kernel runs): a point that raises and one past --timeout are recorded
+    under _failed/, the rest are published; nothing is left in staging."""
+    from kafkamodel.study import point as point_module
+
+    points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
+    study_dir = tmp_path / "runs" / "killme"
+    study_dir.mkdir(parents=True)
+    real = point_module.execute_point
+
+    def sometimes(point, out, base_text=None):
+        if point["run_id"] == points[0]["run_id"]:
+            raise RuntimeError("deliberate failure")
+        if point["run_id"] == points[1]["run_id"]:
+            time.sleep(5)  # past the 1 s timeout below
+        return real(point, out, base_text)
+
+    monkeypatch.setattr(point_module, "execute_point", sometimes)
+    outcomes = tmp_path / "outcomes.jsonl"
+    rows = point_module.execute_batch(points, study_dir, timeout=1.0, outcomes=outcomes)
+    assert [r["ok"] for r in rows] == [False, False, True, True]
+    assert "deliberate failure" in rows[0]["error"] and "past --timeout (1 s)" in rows[1]["error"]
+    assert [json.loads(line) for line in outcomes.read_text().splitlines()] == rows
+    for r in rows:
+        assert (study_dir / r["run_id"] / "summary.json").is_file() == r["ok"]
+        assert (study_dir / "_failed" / f"{r['run_id']}.json").is_file() != r["ok"]
+    assert not [d for d in study_dir.iterdir() if d.name.startswith(".")]
+
+
+def test_a_batch_whose_kernel_dies_keeps_what_it_finished(tmp_path, monkeypatch):
+    """papermill_batch: the kernel finishes one point, then dies; that point stands, the others are failed with
+    the batch's error (the next sweep runs them), and the first of them keeps the executed notebook."""
+    from kafkamodel.study import point as point_module
+    from kafkamodel.study.engines import papermill as engine
+
+    points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
+    study_dir = tmp_path / "runs" / "killme"
+    study_dir.mkdir(parents=True)
+
+    def dies(notebook, executed, parameters, timeout, clean):
+        point_module.execute_batch(parameters["points"][:1], parameters["study_dir"], outcomes=parameters["outcomes"])
+        Path(executed).write_text("{}")
+        raise RuntimeError("Kernel died before replying to execute_request")
+
+    monkeypatch.setattr(engine, "_execute", dies)
+    rows = engine.papermill_batch(points, str(study_dir), 300, False)
+    assert [r["ok"] for r in rows] == [True, False, False, False]
+    assert all("Kernel died" in r["error"] for r in rows[1:])
+    assert (study_dir / points[0]["run_id"] / "summary.json").is_file()
+    assert (study_dir / "_failed" / f"{points[1]['run_id']}.ipynb").is_file()
+    assert not [d for d in study_dir.iterdir() if d.name.startswith(".")]
 
 
 FAILING_NOTEBOOK = """

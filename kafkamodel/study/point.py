@@ -11,13 +11,17 @@ one rename, so a run folder is either complete or absent.
 
 from __future__ import annotations
 
+import gc
 import json
+import shutil
+import signal
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
 from ..config.scenario import Scenario, load_scenario
-from .runs import TIMING
+from .runs import TIMING, amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 from .spec import Point, StudyError
 
 SUMMARY_TABLE = "summary.parquet"  # summary.json as a typed one-row table (what Spark reads)
@@ -107,3 +111,68 @@ def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | 
     t2 = time.perf_counter()
     (out / TIMING).write_text(json.dumps({"model_s": t1 - t0, "write_s": t2 - t1}) + "\n")
     return result
+
+
+class PointTimeout(Exception):
+    """A point of a batch ran past the sweep's --timeout."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None):
+    """Raise PointTimeout in the main thread after `seconds` (a POSIX interval timer); no limit if None."""
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise PointTimeout(f"the point ran past --timeout ({seconds:g} s)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def execute_batch(points: list, study_dir: "str | Path", *, replace: bool = False, timeout: float | None = None,
+                  engine: str = "papermill", outcomes: "str | Path | None" = None) -> list[dict]:
+    """Run `points` one after another in this process, publishing each run folder as it finishes.
+
+    The unit a papermill kernel runs: one kernel start serves a whole batch,
+    and a batch killed half-way leaves every finished point published (the
+    next sweep skips them). A point that fails or runs past `timeout` seconds
+    is recorded under ``_failed/`` and the batch goes on. Between points the
+    run's objects are freed and what survives is frozen (``gc.freeze``), so a
+    point does not pay for collecting its predecessors' leftovers. Each
+    point's outcome row is appended to `outcomes` (JSON lines) as it ends, so
+    the engine learns them even if the kernel dies later; the rows are also
+    returned.
+    """
+    study_dir = Path(study_dir)
+    rows = []
+    for point in points:
+        point = as_point(point).to_dict() if not isinstance(point, dict) else point
+        staging = staging_dir(study_dir, point["run_id"])
+        t0 = time.perf_counter()
+        try:
+            with _time_limit(timeout):
+                result = execute_point(point, staging)
+            del result
+            timing = amend_timing(staging, time.perf_counter() - t0, engine=engine, batch=len(points))
+            commit_run(staging, study_dir / point["run_id"], replace=replace)
+            clear_failure(study_dir, point["run_id"])
+            row = {"run_id": point["run_id"], "ok": True, **timing}
+        except Exception as exc:  # recorded, and the batch carries on
+            record_failure(study_dir, point, error_line(exc), None)
+            row = {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        rows.append(row)
+        if outcomes is not None:
+            with open(outcomes, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        gc.collect()
+        gc.freeze()
+    return rows

@@ -1,24 +1,34 @@
-"""The papermill engine: each point executes the spec's point notebook (``00_explore.ipynb`` by default)
-in a pool of worker processes.
+"""The papermill engine: papermill executes notebooks in a pool of worker processes.
 
-The notebook calls ``kafkamodel.study.point.execute_point`` into a hidden
-staging folder; the worker adds the executed notebook and timing.json and
-publishes the folder with one rename. A kernel that never answers its first
-request (the machine's problem, not the point's) is started once more.
+Points are run in batches: one execution of ``01_sweep_batch.ipynb`` runs a
+chunk of a study's points (``kafkamodel.study.point.execute_batch``), each
+published as it finishes, so kernel starts scale with the batches, not the
+points, and a run folder holds exactly what the Spark engine writes. A spec
+that names its own ``point_notebook`` gets one execution of it per point,
+whose executed notebook is kept in the run folder. A kernel that never
+answers its first request (the machine's problem, not the point's) is started
+once more.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import multiprocessing
 import shutil
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from ...paths import ROOT
+from ...paths import NOTEBOOKS, ROOT
 from ..runs import amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
-from ..spec import StudyError
+from ..spec import DEFAULT_POINT_NOTEBOOK, StudyError
+
+BATCH_NOTEBOOK = NOTEBOOKS / "01_sweep_batch.ipynb"
+MAX_BATCH = 20  # points per batch at most: progress and a dead kernel's loss stay small
+BATCH_GRACE_S = 120.0  # beyond the points' own timeouts, for the kernel's start and the batch's imports
 
 # a kernel that does not answer its first request (seen about once in 300 runs on a loaded 2-core machine)
 KERNEL_START_FAILURES = ("Kernel didn't respond in", "Kernel died before replying to kernel_info")
@@ -26,32 +36,87 @@ KERNEL_RETRIES = 1  # starts of a fresh kernel for such a point before it counts
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 
 
-def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, replace: bool) -> dict:
-    """Worker: execute the point notebook for one point and publish its run folder."""
+def _execute(notebook, executed: Path, parameters: dict, timeout: float, clean) -> int:
+    """papermill.execute_notebook, started once more if the kernel never answers; returns the restarts."""
     import papermill as pm
 
     logging.getLogger("papermill").setLevel(logging.ERROR)
+    restarts = 0
+    while True:
+        try:
+            pm.execute_notebook(
+                str(notebook), str(executed), parameters=parameters,
+                execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
+                request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
+            )
+            return restarts
+        except RuntimeError as exc:  # the kernel never started: the machine's problem, not the point's
+            if restarts >= KERNEL_RETRIES or not str(exc).startswith(KERNEL_START_FAILURES):
+                raise
+            restarts += 1
+            clean()
+
+
+def papermill_batch(points: list, study_dir: str, timeout: float, replace: bool) -> list[dict]:
+    """Worker: execute the batch notebook for `points`; one outcome row per point.
+
+    A point the batch never finished (the kernel died, or the batch ran past
+    its time) is recorded as failed with the batch's error, and the executed
+    batch notebook goes to the first such point's failure record.
+    """
+    study_dir = Path(study_dir)
+    tag = uuid.uuid4().hex[:8]
+    executed, outcomes = study_dir / f".batch-{tag}.ipynb", study_dir / f".batch-{tag}.jsonl"
+
+    def clean():
+        executed.unlink(missing_ok=True)
+        outcomes.unlink(missing_ok=True)
+
+    error, restarts = None, 0
+    t0 = time.perf_counter()
+    try:
+        restarts = _execute(BATCH_NOTEBOOK, executed, {"points": points, "study_dir": str(study_dir), "replace": replace,
+                                                       "timeout": timeout, "outcomes": str(outcomes)},
+                            timeout * len(points) + BATCH_GRACE_S, clean)
+    except Exception as exc:  # the batch stopped: what it finished stands, the rest failed
+        error = error_line(exc)
+    wall = time.perf_counter() - t0
+    try:
+        rows = [json.loads(line) for line in outcomes.read_text().splitlines()] if outcomes.is_file() else []
+        # the kernel's start and the batch's imports, shared by its points (timing.json keeps each point's own)
+        share = (wall - sum(r.get("total_s", 0.0) for r in rows)) / len(points)
+        for r in rows:
+            if r["ok"]:
+                r["total_s"] += share
+                r["overhead_s"] += share
+        done = {r["run_id"] for r in rows}
+        for point in points:
+            if point["run_id"] not in done:
+                message = error or "the batch ended without running this point"
+                record_failure(study_dir, point, message, executed)  # the notebook goes with the first
+                rows.append({"run_id": point["run_id"], "ok": False, "error": message})
+        for r in rows:
+            r["kernel_restarts"] = restarts
+        return rows
+    finally:
+        clean()
+
+
+def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, replace: bool) -> dict:
+    """Worker: execute a spec's own point notebook for one point and publish its run folder with the
+    executed notebook."""
     study_dir = Path(study_dir)
     staging = staging_dir(study_dir, point["run_id"])
     executed = staging.with_name(staging.name + ".ipynb")
+
+    def clean():
+        shutil.rmtree(staging, ignore_errors=True)
+        executed.unlink(missing_ok=True)
+
     t0 = time.perf_counter()
-    restarts = 0
     try:
-        while True:
-            try:
-                pm.execute_notebook(
-                    notebook, str(executed),
-                    parameters={"point": point, "out": str(staging), "plots": False, "interactive": False},
-                    execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
-                    request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
-                )
-                break
-            except RuntimeError as exc:  # the kernel never started: the machine's problem, not the point's
-                if restarts >= KERNEL_RETRIES or not str(exc).startswith(KERNEL_START_FAILURES):
-                    raise
-                restarts += 1
-                shutil.rmtree(staging, ignore_errors=True)
-                executed.unlink(missing_ok=True)
+        restarts = _execute(notebook, executed, {"point": point, "out": str(staging), "plots": False,
+                                                 "interactive": False}, timeout, clean)
         total = time.perf_counter() - t0
         if not (staging / "summary.json").is_file():
             raise StudyError([f"{notebook}: finished without writing the run folder (does it call execute_point?)"])
@@ -64,8 +129,23 @@ def papermill_point(point: dict, study_dir: str, notebook: str, timeout: float, 
         record_failure(study_dir, point, error_line(exc), executed)
         return {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        executed.unlink(missing_ok=True)
+        clean()
+
+
+def batches(jobs: list, workers: int) -> list[tuple]:
+    """(study, kind, payload): the jobs of the default point notebook in batches of the same study folder,
+    about a third of a worker's share each (at most MAX_BATCH), and every other job alone."""
+    groups: dict = {}
+    single = []
+    for study, point, study_dir, nb in jobs:
+        if Path(nb).name == DEFAULT_POINT_NOTEBOOK:
+            groups.setdefault((study, study_dir), []).append(point)
+        else:
+            single.append((study, "point", (point, study_dir, nb)))
+    size = max(1, min(MAX_BATCH, math.ceil(len(jobs) / (max(workers, 1) * 3))))
+    out = [(study, "batch", (points[i:i + size], study_dir)) for (study, study_dir), points in groups.items()
+           for i in range(0, len(points), size)]
+    return out + single
 
 
 def run_papermill(jobs: list, on_result, *, workers: int, timeout: float, replace: bool, progress: bool,
@@ -77,16 +157,22 @@ def run_papermill(jobs: list, on_result, *, workers: int, timeout: float, replac
     bar.set_postfix_str(f"{already_done} already done")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures = {pool.submit(papermill_point, point, study_dir, nb, timeout, replace): study
-                   for study, point, study_dir, nb in jobs}
+        futures = {}
+        for study, kind, payload in batches(jobs, workers):
+            if kind == "batch":
+                points, study_dir = payload
+                futures[pool.submit(papermill_batch, points, study_dir, timeout, replace)] = study
+            else:
+                futures[pool.submit(papermill_point, *payload, timeout, replace)] = study
         failed = 0
         for future in as_completed(futures):
-            r = future.result()
-            on_result(futures[future], r)
-            if not r["ok"]:
-                failed += 1
-                bar.set_postfix_str(f"{already_done} already done, {failed} failed")
-            bar.update(1)
+            result = future.result()
+            for r in result if isinstance(result, list) else [result]:
+                on_result(futures[future], r)
+                if not r["ok"]:
+                    failed += 1
+                    bar.set_postfix_str(f"{already_done} already done, {failed} failed")
+                bar.update(1)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
