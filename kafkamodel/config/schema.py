@@ -198,7 +198,7 @@ BROKER: dict[str, Key] = {
     "zookeeper.session.timeout.ms": Key(None, optional(number(positive=True)), "ZooKeeper: the controller declares a silent broker dead after this (6000 before 2.5, 18000 from 2.5)"),
     "broker.session.timeout.ms": Key(9000, optional(number(positive=True)), "KRaft: a broker without a heartbeat for this long is fenced"),
     "broker.heartbeat.interval.ms": Key(2000, optional(number(positive=True)), "KRaft: how often a broker heartbeats to the controller quorum"),
-    "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follows kafka.version (high_watermark before 0.11, leader_epoch from 0.11: KIP-101); given, it must agree"),
+    "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follows kafka.version (KIP-101 brought leader epochs; docs/versions.md); given, it must agree"),
     "log.flush.interval.messages": Key(None, optional(integer(1)), "fsync after this many appended records; null = never forced (Kafka's default)"),
     "log.flush.interval.ms": Key(None, optional(number(positive=True)), "fsync every this many ms; null = never forced (Kafka's default)"),
     "os.dirty.expire.ms": Key(30000, number(lo=0), "the OS writes page-cache data back this long after it was written (Linux: 30 s)"),

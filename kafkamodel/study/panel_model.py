@@ -83,8 +83,9 @@ def count_rule(version: str) -> bool:
 
 
 def at_version(scenario: Scenario, version: str) -> Scenario:
-    """The scenario under another kafka.version: properties (and values) it sets that the version lacks, its
-    kafka.metadata and broker.truncation are left out, so the version's own defaults and mechanisms apply."""
+    """The scenario under another kafka.version: properties it sets that the version lacks, values of another era
+    (a broker.truncation the version does not run) and its kafka.metadata are left out, so the version's own
+    defaults and mechanisms apply."""
     if version == scenario["kafka.version"]:
         return scenario
     given = scenario.given
@@ -93,7 +94,7 @@ def at_version(scenario: Scenario, version: str) -> Scenario:
     metadata = versions.default_metadata(version)
 
     def keep(section: str, key: str, value) -> bool:
-        return (versions.has(section, key, version, metadata) and (section, key) != ("broker", "truncation")
+        return (versions.has(section, key, version, metadata)
                 and versions.value_problem(section, key, value, version, key) is None)
 
     for section in SECTIONS:
