@@ -19,7 +19,7 @@ import yaml
 
 from . import versions
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
-from .settings import derive, idempotence_conflicts, leader_target
+from .settings import authored, delivery_timeout_floor, derive, idempotence_conflicts, leader_target
 from .version_checks import idempotence_defaults, resolve_version, version_checks
 
 
@@ -120,23 +120,20 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
     if not s["topics"] and (s["producers"] or s["faults"]):
         problems.append("topics: at least one topic is needed")
     _check_racks_and_links(s, brokers, problems)
-    given_producers = given.get("producers") or []
-    for i, p in enumerate(s["producers"]):
+    for i, (p, mine) in enumerate(zip(s["producers"], authored(given, "producers", len(s["producers"])))):
         where = f"producers[{i}]"
         if p["topic"] is not None and p["topic"] not in topics:
             problems.append(_unknown_topic(p["topic"], topics, where))
         if p["rate.per.s"] == 0 and p["burst"] is None:
             problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
-        if all(isinstance(p[k], (int, float)) for k in ("linger.ms", "request.timeout.ms", "delivery.timeout.ms")):
-            if p["delivery.timeout.ms"] < p["linger.ms"] + p["request.timeout.ms"]:
-                problems.append(
-                    f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
-                    f"({p['linger.ms'] + p['request.timeout.ms']:g}), got {p['delivery.timeout.ms']:g}"
-                )
+        if mine.get("delivery.timeout.ms") is not None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
+            problems.append(  # a value the author set (an unset one is raised to the floor: settings.derive)
+                f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
+                f"({delivery_timeout_floor(p):g}), got {p['delivery.timeout.ms']:g}"
+            )
         if p["stop.ms"] is not None and isinstance(p["start.ms"], (int, float)) and p["stop.ms"] <= p["start.ms"]:
             problems.append(f"{where}.stop.ms: must be after start.ms ({p['start.ms']:g}), got {p['stop.ms']:g}")
-        explicit = given_producers[i].get("enable.idempotence") if i < len(given_producers) and isinstance(given_producers[i], Mapping) else None
-        if explicit is True:
+        if mine.get("enable.idempotence") is True:
             problems.extend(f"{where}.{conflict}" for conflict in idempotence_conflicts(p, kafka))
         mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
@@ -286,7 +283,7 @@ def validate(given: Any) -> dict:
         _cross_checks(s, given, kafka, problems)
     if problems:
         raise ScenarioError(problems)
-    return derive(s, kafka)
+    return derive(s, given, kafka)
 
 
 class Scenario(Mapping):

@@ -274,7 +274,7 @@ PRODUCER: dict[str, Key] = {
     "retries": Key(MAX_INT, integer(0, MAX_INT), "resends of a failed batch"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait before a resend"),
     "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
-    "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation"),
+    "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation (unset and below linger.ms + request.timeout.ms: that sum, as KafkaProducer)"),
     "enable.idempotence": Key(None, optional(boolean), "producer id + sequence (0.11+); from 3.0 on unless acks, retries or in-flight requests conflict"),
     "max.in.flight.requests.per.connection": Key(5, integer(1, 1000), "unanswered produce requests per broker connection (<= 5 with idempotence)"),
     "max.request.size": Key(1048576, integer(0, MAX_INT), "bytes of batches in one produce request (the first batch always goes)"),

@@ -2,9 +2,10 @@
 
 Two steps, both here:
 
-* ``derive(scenario_dict, kafka)``: the defaults that depend on other
+* ``derive(scenario_dict, given, kafka)``: the defaults that depend on other
   settings (``enable.idempotence`` on unless the producer's settings conflict,
-  as in Kafka 3.x; ``acks: -1`` written as ``all``). The scenario's resolved
+  as in Kafka 3.x; an unset ``delivery.timeout.ms`` raised to ``linger.ms +
+  request.timeout.ms``; ``acks: -1`` written as ``all``). The scenario's resolved
   view (``Scenario.to_dict()``, the run folder's ``scenario.yaml``) is this.
 * ``Settings.of(scenario)``: a typed, frozen view of it that the actors
   read: the version's mechanisms, per broker, per topic (topic overrides of
@@ -12,7 +13,7 @@ Two steps, both here:
   parsed). Times are float milliseconds.
 
 Each rule that relates settings is stated here once (``acks_code``,
-``idempotence_conflicts``, ``leader_target``); validation and the model both
+``idempotence_conflicts``, ``delivery_timeout_floor``, ``leader_target``); validation and the model both
 call it. Actors never look a scenario key up themselves.
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .schema import CONSUMER_FAULTS
-from .versions import Mechanisms, mechanisms
+from .versions import MAX_INT, Mechanisms, mechanisms
 
 # acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
 ACKS_ALL = -1
@@ -51,11 +52,26 @@ def idempotence_conflicts(p: Mapping, kafka: Mechanisms) -> list[str]:
     return found
 
 
-def derive(s: dict, kafka: Mechanisms) -> dict:
-    """Fill the defaults that depend on other settings, in place; returns `s`."""
-    for p in s["producers"]:
+def delivery_timeout_floor(p: Mapping) -> float:
+    """The least delivery.timeout.ms KafkaProducer runs with: linger.ms + request.timeout.ms (capped at 2^31 - 1), as
+    KafkaProducer.configureDeliveryTimeout has it since KIP-91 (2.1)."""
+    return min(p["linger.ms"] + p["request.timeout.ms"], MAX_INT)
+
+
+def authored(given: Mapping, name: str, count: int) -> list[Mapping]:
+    """What the author wrote for each of the `count` items of list `name` ({} where it wrote no mapping)."""
+    items = given.get(name)
+    items = items if isinstance(items, list) else []
+    return [items[i] if i < len(items) and isinstance(items[i], Mapping) else {} for i in range(count)]
+
+
+def derive(s: dict, given: Mapping, kafka: Mechanisms) -> dict:
+    """Fill the defaults that depend on other settings, in place; returns `s`. `given`: what the author wrote."""
+    for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
             p["enable.idempotence"] = not idempotence_conflicts(p, kafka)
+        if mine.get("delivery.timeout.ms") is None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
+            p["delivery.timeout.ms"] = delivery_timeout_floor(p)  # KafkaProducer raises an unset one (a set one: refused)
         if acks_code(p["acks"]) == ACKS_ALL:
             p["acks"] = "all"
     return s

@@ -15,6 +15,7 @@ from typing import Mapping
 
 from . import versions
 from .schema import LISTS, SECTIONS
+from .settings import authored
 
 
 def resolve_version(s: dict, problems: list[str]) -> versions.Mechanisms:
@@ -33,9 +34,8 @@ def resolve_version(s: dict, problems: list[str]) -> versions.Mechanisms:
 def idempotence_defaults(s: dict, given: Mapping, kafka: versions.Mechanisms) -> None:
     """From 0.11 to 2.8 a producer with enable.idempotence: true takes acks all, retries 2147483647 and (0.11)
     one request in flight unless it sets them (KafkaProducer overrides those defaults; from 3.0 they are Kafka's)."""
-    items = given.get("producers")
-    for p, mine in zip(s["producers"], items if isinstance(items, list) else []):
-        if not isinstance(mine, Mapping) or mine.get("enable.idempotence") is not True:
+    for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
+        if mine.get("enable.idempotence") is not True:
             continue
         for key, value in (("acks", "all"), ("retries", versions.MAX_INT),
                            ("max.in.flight.requests.per.connection", kafka.idempotence_max_in_flight)):
