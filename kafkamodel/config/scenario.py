@@ -110,7 +110,7 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
         if isinstance(rf, int) and brokers and rf > brokers:
             problems.append(f"topics[{i}].replication.factor: {rf} exceeds brokers ({brokers})")
         own = t["min.insync.replicas"]
-        # the broker-wide value is a default, applied as min(min.insync.replicas, RF) (docs/kafka-facts.md);
+        # the broker-wide value is a default (capped at RF from 3.7: settings.TopicSettings, docs/versions.md);
         # a topic's own value above its RF is a mistake: no acks=all write could ever succeed
         if isinstance(own, int) and isinstance(rf, int) and own > rf:
             problems.append(

@@ -179,19 +179,20 @@ class TopicSettings:
     name: str
     partitions: int
     replication_factor: int
-    min_insync_replicas: int  # in force: the topic's own, else min(the broker's, RF)
+    min_insync_replicas: int  # in force: the topic's own (at most RF), else the broker's; capped at RF from 3.7
     unclean_leader_election_enable: bool  # in force: the topic's own, else the broker's
     segment_bytes: int  # in force: segment.bytes, else log.segment.bytes
     retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
     retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
 
     @classmethod
-    def of(cls, t: Mapping, b: Mapping) -> "TopicSettings":
+    def of(cls, t: Mapping, b: Mapping, kafka: Mechanisms) -> "TopicSettings":
         rf = t["replication.factor"]
         unclean = t["unclean.leader.election.enable"]
+        min_isr = t["min.insync.replicas"] or b["min.insync.replicas"]  # a topic's own above its RF is refused
         return cls(
             name=t["name"], partitions=t["partitions"], replication_factor=rf,
-            min_insync_replicas=t["min.insync.replicas"] or min(b["min.insync.replicas"], rf),
+            min_insync_replicas=min(min_isr, rf) if kafka.min_isr_capped_by_replicas else min_isr,
             unclean_leader_election_enable=bool(b["unclean.leader.election.enable"] if unclean is None else unclean),
             segment_bytes=t["segment.bytes"] or b["log.segment.bytes"],
             retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
@@ -349,9 +350,10 @@ class Settings:
         partitions = sum(t["partitions"] for t in scenario["topics"])
         racks = tuple(scenario["racks"][i % len(scenario["racks"])] for i in range(scenario["brokers"])) \
             if scenario["racks"] else ()
+        kafka = mechanisms(scenario["kafka.version"], scenario["kafka.metadata"])
         return cls(
             name=scenario["name"], seed=scenario["seed"], duration_ms=duration,
-            kafka=mechanisms(scenario["kafka.version"], scenario["kafka.metadata"]), replication=scenario["replication"],
+            kafka=kafka, replication=scenario["replication"],
             brokers=scenario["brokers"],
             timeline_interval_ms=float(interval or max(duration / 400.0, 1.0, duration * partitions / TIMELINE_ROWS)),
             debug_invariants=bool(scenario["debug.invariants"]),
@@ -361,7 +363,7 @@ class Settings:
             racks=racks,
             fsync_ms=scenario["disk"]["fsync.ms"], quorum_fsync=bool(scenario["quorum.fsync"]),
             costs=CostSettings.of(scenario["costs"]),
-            topics=tuple(TopicSettings.of(t, b) for t in scenario["topics"]),
+            topics=tuple(TopicSettings.of(t, b, kafka) for t in scenario["topics"]),
             producers=tuple(ProducerSettings.of(p) for p in scenario["producers"]),
             consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),

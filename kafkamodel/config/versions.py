@@ -247,6 +247,7 @@ class Mechanisms:
     truncation: str  # high_watermark, or leader_epoch (KIP-101): DEFAULTS' broker.truncation row
     kip279: bool  # 2.0: OffsetsForLeaderEpoch answers carry the epoch; the follower truncates to the smaller end and asks again
     hw_held_below_min_isr: bool  # 3.7 (KAFKA-15583): the HW does not advance while the ISR is below min.insync.replicas
+    min_isr_capped_by_replicas: bool  # 3.7 (KAFKA-15583): Partition.effectiveMinIsr, min(min.insync.replicas, replicas)
     idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11 (KIP-98), 5 from 1.0 (KAFKA-5494)
     kip360: bool  # 2.5: an idempotent producer bumps its epoch past a sequence gap and retries (before: the batch fails)
     unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
@@ -265,6 +266,7 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         truncation=_in_force(DEFAULTS[("broker", "truncation")], version),
         kip279=at_least(version, "2.0"),
         hw_held_below_min_isr=at_least(version, "3.7"),
+        min_isr_capped_by_replicas=at_least(version, "3.7"),
         idempotence_max_in_flight=5 if at_least(version, "1.0") else 1,
         kip360=at_least(version, "2.5"),
         unclean_shutdown_fencing=kraft and at_least(version, "4.0"),

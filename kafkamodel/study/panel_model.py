@@ -149,11 +149,14 @@ def active(values: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def problem(values: Mapping[str, Any]) -> str | None:
-    """A combination the panel does not run, in one line naming the field and the rule; None when fine."""
-    rf, mi = int(values["rf"]), int(values["min_insync_replicas"])
-    if active(values)["min_insync_replicas"] and mi > rf:
-        return (f"min.insync.replicas: {mi} exceeds the replication factor ({rf}); every acks=all write would be "
-                f"refused (NOT_ENOUGH_REPLICAS). Lower it to {rf} or less, or raise the replication factor.")
+    """A combination the panel does not run, in one line naming the field and the rule; None when fine. (From 3.7
+    Kafka caps min.insync.replicas at the replica count, Partition.effectiveMinIsr: that runs.)"""
+    rf, mi, version = int(values["rf"]), int(values["min_insync_replicas"]), values["kafka_version"]
+    capped = versions.mechanisms(version, versions.default_metadata(version)).min_isr_capped_by_replicas
+    if active(values)["min_insync_replicas"] and mi > rf and not capped:
+        return (f"min.insync.replicas: {mi} exceeds the replication factor ({rf}); Kafka {version} refuses every "
+                f"acks=all write (NOT_ENOUGH_REPLICAS; from 3.7 it is capped at the replication factor). "
+                f"Lower it to {rf} or less, or raise the replication factor.")
     return None
 
 
