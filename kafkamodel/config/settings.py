@@ -9,12 +9,14 @@ Two steps, both here:
   view (``Scenario.to_dict()``, the run folder's ``scenario.yaml``) is this.
 * ``Settings.of(scenario)``: a typed, frozen view of it that the actors
   read: the version's mechanisms, per broker, per topic (topic overrides of
-  broker settings applied), per producer, per consumer, per fault (targets
-  parsed). Times are float milliseconds.
+  broker settings applied, min.insync.replicas as the version caps it), per
+  producer, per consumer, per fault (targets parsed). Times are float
+  milliseconds.
 
 Each rule that relates settings is stated here once (``acks_code``,
-``idempotence_conflicts``, ``delivery_timeout_floor``, ``leader_target``); validation and the model both
-call it. Actors never look a scenario key up themselves.
+``idempotence_conflicts``, ``delivery_timeout_floor``, ``leader_target``):
+validation checks with it and the settings are resolved with it. Actors never
+look a scenario key up themselves.
 """
 
 from __future__ import annotations
