@@ -1,6 +1,8 @@
 """The package's layers import one way, read from the source (every import, function-level ones included).
 
 config  <- sim (engine, storage, broker, controller, rules, clients, results)  <- study, campaign  <- cli, bench
+
+sim reads config only as resolved settings (``config.settings``, and ``config.distributions`` to draw).
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "kafkamodel"
 
 # a module (by prefix) -> the kafkamodel modules (by prefix) it may import; the longest prefix rules
+# the model reads configuration as resolved settings (and draws from its distributions): never the schema or the
+# version tables, so no rule of config is applied twice; only the simulation loads a scenario
+SETTINGS = ("kafkamodel.config.settings", "kafkamodel.config.distributions")
 ALLOWED = {
     "kafkamodel.config": ("kafkamodel.config",),
-    "kafkamodel.sim": ("kafkamodel.sim", "kafkamodel.config", "kafkamodel.folders"),
+    "kafkamodel.sim": ("kafkamodel.sim", *SETTINGS, "kafkamodel.folders"),
+    "kafkamodel.sim.simulation": ("kafkamodel.sim", *SETTINGS, "kafkamodel.config.scenario", "kafkamodel.folders"),
     # the engine and storage know nothing of the actors built on them
-    "kafkamodel.sim.engine": ("kafkamodel.sim.engine", "kafkamodel.sim.protocol", "kafkamodel.config"),
-    "kafkamodel.sim.storage": ("kafkamodel.sim.storage", "kafkamodel.config"),
+    "kafkamodel.sim.engine": ("kafkamodel.sim.engine", "kafkamodel.sim.protocol", *SETTINGS),
+    "kafkamodel.sim.storage": ("kafkamodel.sim.storage", *SETTINGS),
     "kafkamodel.sim.protocol": (),
     "kafkamodel.study": ("kafkamodel.study", "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths",
                          "kafkamodel.folders", "kafkamodel.theory", "kafkamodel"),
@@ -94,6 +100,8 @@ def test_layers_import_one_way():
     ("kafkamodel.sim.engine.kernel", "kafkamodel.sim.broker.leader", ["LeaderRole"], True),
     ("kafkamodel.sim.broker.leader", "kafkamodel.study.point", ["run_point"], True),
     ("kafkamodel.sim.broker.leader", "kafkamodel.config.settings", ["ACKS_ALL"], False),
+    ("kafkamodel.sim.faults", "kafkamodel.config.schema", ["CONSUMER_FAULTS"], True),
+    ("kafkamodel.sim.simulation", "kafkamodel.config.versions", ["mechanisms"], True),
     ("kafkamodel.campaign.spec", "kafkamodel.study.spec", ["_private"], True),
 ])
 def test_the_rule_catches_a_wrong_import(module, target, names, broken):

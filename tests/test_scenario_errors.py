@@ -381,6 +381,30 @@ def test_burst_section_is_filled():
     assert dict(s["producers"][0]["burst"]) == {"records": 10, "every.ms": 100, "start.ms": 0}
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.8", "4.1"])
+def test_an_unset_delivery_timeout_below_linger_plus_request_timeout_is_raised_to_their_sum(version):
+    # KafkaProducer.configureDeliveryTimeout (KIP-91, 2.1 on): the default 120000 below linger.ms + request.timeout.ms
+    # becomes that sum ("for backward compatibility", with a warning); only a value the user set is refused
+    linger, request = 20, 150000
+    edits = [(("kafka.version",), version), (P0 + ("linger.ms",), linger), (P0 + ("request.timeout.ms",), request)]
+    s = load_scenario(broken(*edits))
+    assert s["producers"][0]["delivery.timeout.ms"] == linger + request
+    with pytest.raises(ScenarioError, match=rf"producers\[0\]\.delivery\.timeout\.ms: must be >= linger\.ms \+ "
+                                            rf"request\.timeout\.ms \({linger + request}\), got 120000"):
+        load_scenario(broken(*edits, (P0 + ("delivery.timeout.ms",), 120000)))
+    # an override is a value set, as a property passed to KafkaProducer is
+    with pytest.raises(ScenarioError, match="delivery.timeout.ms: must be >="):
+        Scenario(broken(*edits)).with_overrides({"producers[0].delivery.timeout.ms": 120000})
+    # the default at or above the sum stays the default
+    assert load_scenario(broken(*edits[:1]))["producers"][0]["delivery.timeout.ms"] == 120000
+
+
+def test_before_2_1_there_is_no_delivery_timeout_to_raise():
+    # delivery.timeout.ms came with KIP-91 in 2.1: before it a batch has no overall deadline (what the model resolves)
+    s = load_scenario(broken((("kafka.version",), "2.0"), (P0 + ("request.timeout.ms",), 150000)))
+    assert s["producers"][0]["delivery.timeout.ms"] == 2147483647
+
+
 # --- immutability -------------------------------------------------------------
 
 

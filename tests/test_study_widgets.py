@@ -102,19 +102,25 @@ def test_controls_without_effect_are_greyed_out(panel):
     assert not c["rf"].disabled and not c["session_timeout_ms"].disabled
 
 
-def test_min_insync_above_rf_is_named_in_one_line_and_not_run(panel):
+def test_min_insync_above_rf_is_named_in_one_line_and_not_run_before_3_7(panel):
+    panel.controls["kafka_version"].value = "3.6"
     panel.controls["rf"].value = 5
     runs = panel.runs
     panel.controls["min_insync_replicas"].value = 6
     assert panel.runs == runs  # not run
-    assert panel.error == ("min.insync.replicas: 6 exceeds the replication factor (5); every acks=all write would be "
-                           "refused (NOT_ENOUGH_REPLICAS). Lower it to 5 or less, or raise the replication factor.")
+    assert panel.error == ("min.insync.replicas: 6 exceeds the replication factor (5); Kafka 3.6 refuses every acks=all "
+                           "write (NOT_ENOUGH_REPLICAS; from 3.7 it is capped at the replication factor). "
+                           "Lower it to 5 or less, or raise the replication factor.")
     assert "not run:" in panel.status.value and "\n" not in panel.error
     panel.controls["acks"].value = "1"  # min.insync.replicas no longer matters: runs again
     assert panel.runs == runs + 1 and panel.error is None
     panel.controls["acks"].value = "all"
     panel.controls["min_insync_replicas"].value = 2
     assert panel.error is None and panel.runs == runs + 2
+    panel.controls["kafka_version"].value = "3.7"  # Partition.effectiveMinIsr caps it (KAFKA-15583): it runs
+    runs = panel.runs
+    panel.controls["min_insync_replicas"].value = 6
+    assert panel.error is None and panel.runs == runs + 1
 
 
 def test_switching_scenario_resets_the_controls_to_it():

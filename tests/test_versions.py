@@ -176,6 +176,32 @@ def test_before_3_7_the_hw_passes_a_shrunken_isr_and_the_waiting_requests_fail_a
     assert len(committed_not_acknowledged("3.7")[0]) == 0
 
 
+@pytest.mark.parametrize("version, refused", [("2.8", True), ("3.6", True), ("3.7", False), ("4.1", False)])
+def test_a_broker_min_insync_replicas_above_the_replication_factor_refuses_acks_all_until_3_7(version, refused):
+    # broker min.insync.replicas 4, RF 3: before 3.7 the leader compares the ISR (at most 3) with 4 and refuses every
+    # acks=all write with NOT_ENOUGH_REPLICAS (the classic trap); from 3.7 Partition.effectiveMinIsr caps it at the
+    # replica count (KAFKA-15583), so a full ISR of 3 takes them
+    from kafkamodel import simulate
+    r = simulate(load_scenario({
+        "name": "min-isr-above-rf", "duration.ms": 3000, "kafka.version": version, "brokers": 3,
+        "broker": {"min.insync.replicas": 4}, "topics": [{"name": "t", "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 200, "acks": "all", "retries": 0}]}))
+    rec = r.records[r.records.send_ms < 2500]  # answered within the run
+    assert len(rec) > 300
+    if refused:
+        assert not rec.acked.any() and (rec.error == "NOT_ENOUGH_REPLICAS").all()
+        assert r.summary["not_enough_replicas_errors"] > 0
+    else:
+        assert rec.acked.all() and r.summary["not_enough_replicas_errors"] == 0
+
+
+def test_a_topic_min_insync_replicas_above_its_replication_factor_is_refused_in_every_version():
+    for version in ("2.8", "4.1"):
+        with pytest.raises(ScenarioError, match=r"topics\[0\]\.min\.insync\.replicas: 4 exceeds"):
+            load_scenario({**SCENARIO, "kafka.version": version,
+                           "topics": [{"name": "t", "replication.factor": 3, "min.insync.replicas": 4}]})
+
+
 # ---- a restart waits for its old session --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("version, session, crash_at, registers_at", [

@@ -62,19 +62,6 @@ def normalise(value: Any) -> dict:
     return {"dist": "constant", "value": float(value)}
 
 
-def mean_of(spec: Any) -> float:
-    """The distribution's mean, in ms."""
-    d = normalise(spec)
-    kind = d["dist"]
-    if kind == "constant":
-        return float(d["value"])
-    if kind == "exponential":
-        return float(d["mean"])
-    if kind == "lognormal":
-        return float(d["median"]) * math.exp(d["sigma"] ** 2 / 2)
-    return (d["low"] + d["high"]) / 2
-
-
 class Sampler:
     """Draws from one distribution with one generator, a block at a time.
 
@@ -84,14 +71,13 @@ class Sampler:
     as an iterator, for hot loops (``next(stream)`` runs in C).
     """
 
-    __slots__ = ("_draw", "_block", "_i", "_constant", "stream")
+    __slots__ = ("_draw", "stream")
 
     BLOCK = 4096
 
     def __init__(self, spec: Any, rng: np.random.Generator):
         d = normalise(spec)
         kind = d["dist"]
-        self._constant = float(d["value"]) if kind == "constant" else None
         if kind == "exponential":
             mean = float(d["mean"])
             self._draw = lambda n: rng.exponential(mean, n)
@@ -102,10 +88,8 @@ class Sampler:
             low, high = float(d["low"]), float(d["high"])
             self._draw = lambda n: rng.uniform(low, high, n)
         else:
-            c = self._constant
+            c = float(d["value"])
             self._draw = lambda n: np.full(n, c)
-        self._block: list[float] = []
-        self._i = 0
         self.stream = chain.from_iterable(iter(self._next_block, None))  # block after block, in order
 
     def _next_block(self) -> list:

@@ -19,7 +19,7 @@ import yaml
 
 from . import versions
 from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
-from .settings import derive
+from .settings import authored, delivery_timeout_floor, derive, idempotence_conflicts, leader_target
 from .version_checks import idempotence_defaults, resolve_version, version_checks
 
 
@@ -97,10 +97,7 @@ def _fill(given: Any, keys: Mapping[str, Key], path: str, problems: list[str], d
     return out
 
 
-_LEADER_TARGET = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
-
-
-def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
+def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems: list[str]) -> None:
     """Rules that relate fields to each other."""
     brokers = s["brokers"] if isinstance(s["brokers"], int) else 0
     duration = s["duration.ms"]
@@ -113,7 +110,7 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
         if isinstance(rf, int) and brokers and rf > brokers:
             problems.append(f"topics[{i}].replication.factor: {rf} exceeds brokers ({brokers})")
         own = t["min.insync.replicas"]
-        # the broker-wide value is a default, applied as min(min.insync.replicas, RF) (docs/kafka-facts.md);
+        # the broker-wide value is a default (capped at RF from 3.7: settings.TopicSettings, docs/versions.md);
         # a topic's own value above its RF is a mistake: no acks=all write could ever succeed
         if isinstance(own, int) and isinstance(rf, int) and own > rf:
             problems.append(
@@ -123,32 +120,21 @@ def _cross_checks(s: dict, given: Mapping, problems: list[str]) -> None:
     if not s["topics"] and (s["producers"] or s["faults"]):
         problems.append("topics: at least one topic is needed")
     _check_racks_and_links(s, brokers, problems)
-    given_producers = given.get("producers") or []
-    for i, p in enumerate(s["producers"]):
+    for i, (p, mine) in enumerate(zip(s["producers"], authored(given, "producers", len(s["producers"])))):
         where = f"producers[{i}]"
         if p["topic"] is not None and p["topic"] not in topics:
             problems.append(_unknown_topic(p["topic"], topics, where))
         if p["rate.per.s"] == 0 and p["burst"] is None:
             problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
-        if all(isinstance(p[k], (int, float)) for k in ("linger.ms", "request.timeout.ms", "delivery.timeout.ms")):
-            if p["delivery.timeout.ms"] < p["linger.ms"] + p["request.timeout.ms"]:
-                problems.append(
-                    f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
-                    f"({p['linger.ms'] + p['request.timeout.ms']:g}), got {p['delivery.timeout.ms']:g}"
-                )
+        if mine.get("delivery.timeout.ms") is not None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
+            problems.append(  # a value the author set (an unset one is raised to the floor: settings.derive)
+                f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
+                f"({delivery_timeout_floor(p):g}), got {p['delivery.timeout.ms']:g}"
+            )
         if p["stop.ms"] is not None and isinstance(p["start.ms"], (int, float)) and p["stop.ms"] <= p["start.ms"]:
             problems.append(f"{where}.stop.ms: must be after start.ms ({p['start.ms']:g}), got {p['stop.ms']:g}")
-        explicit = given_producers[i].get("enable.idempotence") if i < len(given_producers) and isinstance(given_producers[i], Mapping) else None
-        is_all = p["acks"] in ("all", -1)
-        if explicit is True and not is_all:
-            problems.append(f"{where}.enable.idempotence: true needs acks=all, got acks={p['acks']}")
-        elif explicit is True and p["retries"] == 0:
-            problems.append(f"{where}.enable.idempotence: true needs retries > 0")
-        in_flight = versions.mechanisms(s["kafka.version"], s["kafka.metadata"]).idempotence_max_in_flight
-        if explicit is True and p["max.in.flight.requests.per.connection"] > in_flight:
-            problems.append(f"{where}.max.in.flight.requests.per.connection: must be <= {in_flight} with "
-                            f"enable.idempotence, got {p['max.in.flight.requests.per.connection']}"
-                            + (f" (Kafka {s['kafka.version']}; 5 from 1.0, KAFKA-5494)" if in_flight == 1 else ""))
+        if mine.get("enable.idempotence") is True:
+            problems.extend(f"{where}.{conflict}" for conflict in idempotence_conflicts(p, kafka))
         mapping = p["partitioner"].get("mapping") if isinstance(p["partitioner"], Mapping) else None
         count = topics[p["topic"]]["partitions"] if p["topic"] in topics else None
         for key, part in (mapping or {}).items():
@@ -252,14 +238,14 @@ def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict, rac
             return []
         listing = f"; broker racks are {', '.join(named)}" if named else "; no racks are defined (racks)"
         return [f"{where}: no broker in rack {t[5:]!r}" + did_you_mean(t[5:], named, listing)]
-    m = _LEADER_TARGET.match(t)
-    if not m:
+    leader = leader_target(t)
+    if leader is None:
         return [f"{where}: must be {kinds}, got {t!r}"]
-    if m["topic"] not in topics:
-        return [f"{where}: no topic named {m['topic']!r}"]
-    count = topics[m["topic"]]["partitions"]
-    if int(m["partition"]) >= count or (len(m["partition"]) > 1 and m["partition"].startswith("0")):
-        return [f"{where}: topic {m['topic']!r} has partitions 0..{count - 1}, not {m['partition']}"]
+    if leader.topic not in topics:
+        return [f"{where}: no topic named {leader.topic!r}"]
+    count = topics[leader.topic]["partitions"]
+    if leader.partition >= count:
+        return [f"{where}: topic {leader.topic!r} has partitions 0..{count - 1}, not {leader.partition}"]
     if kind == "restart":
         return [f"{where}: restart needs a broker id (a crashed broker leads nothing)"]
     return []
@@ -277,7 +263,8 @@ def validate(given: Any) -> dict:
         if key not in allowed:
             problems.append(unknown_key(str(key), allowed, str(key)))
     s = _fill({k: v for k, v in given.items() if k in TOP}, TOP, "", problems)
-    version, metadata = resolve_version(s, problems)
+    kafka = resolve_version(s, problems)  # the version's mechanisms, once
+    version, metadata = kafka.version, kafka.metadata
     for name, keys in SECTIONS.items():
         s[name] = _fill(given.get(name) or {}, keys, name, problems,
                         versions.section_defaults(name, keys, version, metadata))
@@ -290,13 +277,13 @@ def validate(given: Any) -> dict:
             items = []
         defaults = versions.section_defaults(name, keys, version, metadata)
         s[name] = [_fill(item, keys, f"{name}[{i}]", problems, defaults) for i, item in enumerate(items)]
-    version_checks(s, given, version, metadata, problems)
-    idempotence_defaults(s, given, version, metadata)
+    version_checks(given, kafka, problems)
+    idempotence_defaults(s, given, kafka)
     if not problems:
-        _cross_checks(s, given, problems)
+        _cross_checks(s, given, kafka, problems)
     if problems:
         raise ScenarioError(problems)
-    return derive(s)
+    return derive(s, given, kafka)
 
 
 class Scenario(Mapping):

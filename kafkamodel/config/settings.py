@@ -2,40 +2,103 @@
 
 Two steps, both here:
 
-* ``derive(scenario_dict)``: the defaults that depend on other settings
-  (``enable.idempotence`` on unless the producer's settings conflict, as in
-  Kafka 3.x; ``acks: -1`` read as ``all``). The scenario's resolved view
-  (``Scenario.to_dict()``, the run folder's ``scenario.yaml``) is this.
+* ``derive(scenario_dict, given, kafka)``: the defaults that depend on other
+  settings (``enable.idempotence`` on unless the producer's settings conflict,
+  as in Kafka 3.x; an unset ``delivery.timeout.ms`` raised to ``linger.ms +
+  request.timeout.ms``; ``acks: -1`` written as ``all``). The scenario's resolved
+  view (``Scenario.to_dict()``, the run folder's ``scenario.yaml``) is this.
 * ``Settings.of(scenario)``: a typed, frozen view of it that the actors
-  read: per broker, per topic (topic overrides of broker settings applied),
-  per producer, per consumer, per fault. Times are float milliseconds.
+  read: the version's mechanisms, per broker, per topic (topic overrides of
+  broker settings applied, min.insync.replicas as the version caps it), per
+  producer, per consumer, per fault (targets parsed). Times are float
+  milliseconds.
 
-Actors never look a scenario key up themselves.
+Each rule that relates settings is stated here once (``acks_code``,
+``idempotence_conflicts``, ``delivery_timeout_floor``, ``leader_target``):
+validation checks with it and the settings are resolved with it. Actors never
+look a scenario key up themselves.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .versions import Mechanisms, mechanisms
+from .schema import CONSUMER_FAULTS
+from .versions import MAX_INT, Mechanisms, mechanisms
 
 # acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
 ACKS_ALL = -1
-ACKS_CODE = {0: 0, 1: 1, "all": ACKS_ALL}  # a producer's acks setting -> its code
 
 TIMELINE_ROWS = 50_000  # by default the timeline samples at most this many (time, partition) rows
 
 
-def derive(s: dict) -> dict:
-    """Fill the defaults that depend on other settings, in place; returns `s`."""
-    for p in s["producers"]:
+def acks_code(acks: Any) -> int:
+    """A producer's acks setting (0, 1, all or -1) as Kafka codes it: 0, 1 or ACKS_ALL."""
+    return ACKS_ALL if acks in ("all", ACKS_ALL) else acks
+
+
+def idempotence_conflicts(p: Mapping, kafka: Mechanisms) -> list[str]:
+    """What in a producer's settings rules idempotence out, each as 'key: rule' (KafkaProducer: acks all, retries
+    above 0, at most the version's limit of requests in flight); empty when idempotence fits them."""
+    found = []
+    if acks_code(p["acks"]) != ACKS_ALL:
+        found.append(f"enable.idempotence: true needs acks=all, got acks={p['acks']}")
+    elif p["retries"] == 0:
+        found.append("enable.idempotence: true needs retries > 0")
+    limit, in_flight = kafka.idempotence_max_in_flight, p["max.in.flight.requests.per.connection"]
+    if in_flight > limit:
+        found.append(f"max.in.flight.requests.per.connection: must be <= {limit} with enable.idempotence, got "
+                     f"{in_flight}" + (f" (Kafka {kafka.version}; 5 from 1.0, KAFKA-5494)" if limit == 1 else ""))
+    return found
+
+
+def delivery_timeout_floor(p: Mapping) -> float:
+    """The least delivery.timeout.ms KafkaProducer runs with: linger.ms + request.timeout.ms (capped at 2^31 - 1), as
+    KafkaProducer.configureDeliveryTimeout has it since KIP-91 (2.1)."""
+    return min(p["linger.ms"] + p["request.timeout.ms"], MAX_INT)
+
+
+def authored(given: Mapping, name: str, count: int) -> list[Mapping]:
+    """What the author wrote for each of the `count` items of list `name` ({} where it wrote no mapping)."""
+    items = given.get(name)
+    items = items if isinstance(items, list) else []
+    return [items[i] if i < len(items) and isinstance(items[i], Mapping) else {} for i in range(count)]
+
+
+def derive(s: dict, given: Mapping, kafka: Mechanisms) -> dict:
+    """Fill the defaults that depend on other settings, in place; returns `s`. `given`: what the author wrote."""
+    for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
-            is_all = p["acks"] in ("all", -1)
-            p["enable.idempotence"] = bool(is_all and p["retries"] > 0 and p["max.in.flight.requests.per.connection"] <= 5)
-        if p["acks"] == -1:
+            p["enable.idempotence"] = not idempotence_conflicts(p, kafka)
+        if mine.get("delivery.timeout.ms") is None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
+            p["delivery.timeout.ms"] = delivery_timeout_floor(p)  # KafkaProducer raises an unset one (a set one: refused)
+        if acks_code(p["acks"]) == ACKS_ALL:
             p["acks"] = "all"
     return s
+
+
+_LEADER_TARGET = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderTarget:
+    """A fault target ``leader:TOPIC-P``: the partition's leader, as the controller has it when the fault fires."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"leader:{self.topic}-{self.partition}"
+
+
+def leader_target(target: Any) -> LeaderTarget | None:
+    """The partition a ``leader:TOPIC-P`` target names (partition digits as written, no leading zero), else None."""
+    m = _LEADER_TARGET.match(target) if isinstance(target, str) else None
+    if m is None or (len(m["partition"]) > 1 and m["partition"].startswith("0")):
+        return None
+    return LeaderTarget(m["topic"], int(m["partition"]))
 
 
 def _ms(value) -> float | None:
@@ -44,8 +107,6 @@ def _ms(value) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class BrokerSettings:
-    min_insync_replicas: int  # broker-wide min.insync.replicas (a topic applies min(it, RF))
-    unclean_leader_election_enable: bool
     replica_lag_time_max_ms: float
     replica_lag_max_messages: int | None  # 0.8's count rule; None: off
     replica_fetch_wait_max_ms: float  # a follower fetch's long poll
@@ -55,7 +116,6 @@ class BrokerSettings:
     replica_high_watermark_checkpoint_interval_ms: float
     session_timeout_ms: float  # the controller declares a silent broker dead after this (ZooKeeper's or KRaft's)
     heartbeat_interval_ms: float | None  # KRaft: a broker heartbeats this often; None: ZooKeeper (expiry counts from silence)
-    truncation: str  # "high_watermark" (before 0.11) or "leader_epoch"
     log_flush_interval_messages: int  # fsync after this many appended records; 0: never forced
     log_flush_interval_ms: float | None  # fsync every this many ms; None: never forced
     os_dirty_expire_ms: float  # the OS writes page-cache data back this long after it was written
@@ -73,8 +133,6 @@ class BrokerSettings:
     @classmethod
     def of(cls, b: Mapping) -> "BrokerSettings":
         return cls(
-            min_insync_replicas=b["min.insync.replicas"],
-            unclean_leader_election_enable=bool(b["unclean.leader.election.enable"]),
             replica_lag_time_max_ms=float(b["replica.lag.time.max.ms"]),
             replica_lag_max_messages=b["replica.lag.max.messages"],
             replica_fetch_wait_max_ms=float(b["replica.fetch.wait.max.ms"]),
@@ -84,7 +142,6 @@ class BrokerSettings:
             replica_high_watermark_checkpoint_interval_ms=float(b["replica.high.watermark.checkpoint.interval.ms"]),
             session_timeout_ms=float(b["zookeeper.session.timeout.ms"] or b["broker.session.timeout.ms"]),
             heartbeat_interval_ms=_ms(None if b["zookeeper.session.timeout.ms"] else b["broker.heartbeat.interval.ms"]),
-            truncation=b["truncation"],
             log_flush_interval_messages=b["log.flush.interval.messages"] or 0,
             log_flush_interval_ms=_ms(b["log.flush.interval.ms"] or None),
             os_dirty_expire_ms=float(b["os.dirty.expire.ms"]),
@@ -124,19 +181,20 @@ class TopicSettings:
     name: str
     partitions: int
     replication_factor: int
-    min_insync_replicas: int  # in force: the topic's own, else min(the broker's, RF)
+    min_insync_replicas: int  # in force: the topic's own (at most RF), else the broker's; capped at RF from 3.7
     unclean_leader_election_enable: bool  # in force: the topic's own, else the broker's
     segment_bytes: int  # in force: segment.bytes, else log.segment.bytes
     retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
     retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
 
     @classmethod
-    def of(cls, t: Mapping, b: Mapping) -> "TopicSettings":
+    def of(cls, t: Mapping, b: Mapping, kafka: Mechanisms) -> "TopicSettings":
         rf = t["replication.factor"]
         unclean = t["unclean.leader.election.enable"]
+        min_isr = t["min.insync.replicas"] or b["min.insync.replicas"]  # a topic's own above its RF is refused
         return cls(
             name=t["name"], partitions=t["partitions"], replication_factor=rf,
-            min_insync_replicas=t["min.insync.replicas"] or min(b["min.insync.replicas"], rf),
+            min_insync_replicas=min(min_isr, rf) if kafka.min_isr_capped_by_replicas else min_isr,
             unclean_leader_election_enable=bool(b["unclean.leader.election.enable"] if unclean is None else unclean),
             segment_bytes=t["segment.bytes"] or b["log.segment.bytes"],
             retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
@@ -186,7 +244,7 @@ class ProducerSettings:
             burst=None if burst is None else BurstSettings(int(burst["records"]), float(burst["every.ms"]),
                                                            float(burst["start.ms"])),
             start_ms=float(p["start.ms"]), stop_ms=_ms(p["stop.ms"]),
-            acks=ACKS_CODE[p["acks"]], linger_ms=float(p["linger.ms"]), batch_size=int(p["batch.size"]),
+            acks=acks_code(p["acks"]), linger_ms=float(p["linger.ms"]), batch_size=int(p["batch.size"]),
             record_size_bytes=int(p["record.size.bytes"]), retries=int(p["retries"]),
             retry_backoff_ms=float(p["retry.backoff.ms"]), request_timeout_ms=float(p["request.timeout.ms"]),
             delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
@@ -235,7 +293,8 @@ class ConsumerSettings:
 class FaultSettings:
     at_ms: float
     kind: str
-    targets: tuple  # broker ids or "leader:TOPIC-P" (rack:NAME and * expanded to ids), hit at the same instant
+    consumer: bool  # a consumer fault (kind consumer_*): it hits a group's member, not brokers
+    targets: tuple  # broker ids or LeaderTargets (rack:NAME and * expanded to ids), hit at the same instant
     group: str | None  # consumer faults
     member: int | None
     duration_ms: float | None
@@ -253,10 +312,10 @@ class FaultSettings:
             elif isinstance(t, str) and t.startswith("rack:"):
                 targets.extend(b for b, rack in enumerate(racks) if rack == t[5:])
             else:
-                targets.append(t)
+                targets.append(leader_target(t) or t)
         targets = tuple(dict.fromkeys(targets))  # a broker named twice (rack:a and 0) is hit once
         return cls(
-            at_ms=float(f["at.ms"]), kind=f["kind"], targets=targets, group=f["group"], member=f["member"],
+            at_ms=float(f["at.ms"]), kind=f["kind"], consumer=f["kind"] in CONSUMER_FAULTS, targets=targets, group=f["group"], member=f["member"],
             duration_ms=_ms(f["duration.ms"]), isolate_from=None if f["from"] is None else tuple(f["from"]),
             factor=float(f["factor"]),
         )
@@ -293,9 +352,10 @@ class Settings:
         partitions = sum(t["partitions"] for t in scenario["topics"])
         racks = tuple(scenario["racks"][i % len(scenario["racks"])] for i in range(scenario["brokers"])) \
             if scenario["racks"] else ()
+        kafka = mechanisms(scenario["kafka.version"], scenario["kafka.metadata"])
         return cls(
             name=scenario["name"], seed=scenario["seed"], duration_ms=duration,
-            kafka=mechanisms(scenario["kafka.version"], scenario["kafka.metadata"]), replication=scenario["replication"],
+            kafka=kafka, replication=scenario["replication"],
             brokers=scenario["brokers"],
             timeline_interval_ms=float(interval or max(duration / 400.0, 1.0, duration * partitions / TIMELINE_ROWS)),
             debug_invariants=bool(scenario["debug.invariants"]),
@@ -305,7 +365,7 @@ class Settings:
             racks=racks,
             fsync_ms=scenario["disk"]["fsync.ms"], quorum_fsync=bool(scenario["quorum.fsync"]),
             costs=CostSettings.of(scenario["costs"]),
-            topics=tuple(TopicSettings.of(t, b) for t in scenario["topics"]),
+            topics=tuple(TopicSettings.of(t, b, kafka) for t in scenario["topics"]),
             producers=tuple(ProducerSettings.of(p) for p in scenario["producers"]),
             consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),

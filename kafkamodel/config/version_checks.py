@@ -1,9 +1,10 @@
 """What a scenario's ``kafka.version`` decides while it is validated (the table itself is ``versions``).
 
-* ``resolve_version``: the release line and metadata mode in force;
+* ``resolve_version``: the release line and metadata mode in force, and the
+  mechanisms they run (``versions.Mechanisms``, resolved once per scenario);
 * ``version_checks``: a property the version lacks, a value naming a
-  mechanism it lacks, a ``broker.truncation`` that disagrees with it, each
-  one line;
+  mechanism it lacks or disagreeing with one it decides (``broker.truncation``),
+  each one line;
 * ``idempotence_defaults``: what ``enable.idempotence: true`` brought with it
   before 3.0.
 """
@@ -14,10 +15,12 @@ from typing import Mapping
 
 from . import versions
 from .schema import LISTS, SECTIONS
+from .settings import authored
 
 
-def resolve_version(s: dict, problems: list[str]) -> tuple[str, str]:
-    """The release line and metadata mode in force (written back resolved); the newest if kafka.version is bad."""
+def resolve_version(s: dict, problems: list[str]) -> versions.Mechanisms:
+    """The mechanisms of the release line and metadata mode in force (both written back resolved); the newest
+    version's if kafka.version is bad."""
     version = versions.canonical(s["kafka.version"]) or versions.NEWEST
     metadata = s["kafka.metadata"]
     if metadata in (versions.ZOOKEEPER, versions.KRAFT):
@@ -25,25 +28,23 @@ def resolve_version(s: dict, problems: list[str]) -> tuple[str, str]:
     else:
         metadata = versions.default_metadata(version)
     s["kafka.version"], s["kafka.metadata"] = version, metadata
-    return version, metadata
+    return versions.mechanisms(version, metadata)
 
 
-def idempotence_defaults(s: dict, given: Mapping, version: str, metadata: str) -> None:
+def idempotence_defaults(s: dict, given: Mapping, kafka: versions.Mechanisms) -> None:
     """From 0.11 to 2.8 a producer with enable.idempotence: true takes acks all, retries 2147483647 and (0.11)
     one request in flight unless it sets them (KafkaProducer overrides those defaults; from 3.0 they are Kafka's)."""
-    items = given.get("producers")
-    in_flight = versions.mechanisms(version, metadata).idempotence_max_in_flight
-    for p, mine in zip(s["producers"], items if isinstance(items, list) else []):
-        if not isinstance(mine, Mapping) or mine.get("enable.idempotence") is not True:
+    for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
+        if mine.get("enable.idempotence") is not True:
             continue
         for key, value in (("acks", "all"), ("retries", versions.MAX_INT),
-                           ("max.in.flight.requests.per.connection", in_flight)):
+                           ("max.in.flight.requests.per.connection", kafka.idempotence_max_in_flight)):
             if mine.get(key) is None:
                 p[key] = value
 
 
-def version_checks(s: dict, given: Mapping, version: str, metadata: str, problems: list[str]) -> None:
-    """Properties the version lacks, values naming a mechanism it lacks, and a broker.truncation that disagrees."""
+def version_checks(given: Mapping, kafka: versions.Mechanisms, problems: list[str]) -> None:
+    """Properties the version lacks, and values naming a mechanism it lacks or disagreeing with one it decides."""
     def given_items(name: str):
         items = given.get(name)
         if name in SECTIONS:
@@ -55,13 +56,7 @@ def version_checks(s: dict, given: Mapping, version: str, metadata: str, problem
             for key, value in item.items():
                 if value is None:
                     continue  # null says nothing: what the version does anyway
-                problem = (versions.name_problem(name, key, version, metadata, f"{where}.{key}")
-                           or versions.value_problem(name, key, value, version, f"{where}.{key}"))
+                problem = (versions.name_problem(name, key, kafka.version, kafka.metadata, f"{where}.{key}")
+                           or versions.value_problem(name, key, value, kafka.version, f"{where}.{key}"))
                 if problem:
                     problems.append(problem)
-    truncation = (given.get("broker") or {}).get("truncation") if isinstance(given.get("broker"), Mapping) else None
-    rule = versions.mechanisms(version, metadata).truncation
-    if truncation is not None and truncation != rule and truncation in ("high_watermark", "leader_epoch"):
-        since = 'kafka.version "0.10" or older' if truncation == "high_watermark" else 'kafka.version "0.11" or later'
-        problems.append(f"broker.truncation: Kafka {version} truncates by {rule.replace('_', ' ')}, not "
-                        f"{truncation.replace('_', ' ')} (KIP-101, 0.11); leave it out, or set {since}")

@@ -1,6 +1,6 @@
 """Kafka versions: the one place that maps ``kafka.version`` to its mechanisms, defaults and property names.
 
-Three tables, each row citing the KIP or release note that made the change
+Tables, each row citing the KIP or release note that made the change
 (docs/versions.md is the same history written for readers; a test checks
 the resolved defaults against that page):
 
@@ -8,7 +8,10 @@ the resolved defaults against that page):
 * ``PROPERTIES``: the properties that some modelled version lacks: since and
   until when they exist, in which metadata mode, what to use instead, and
   what the version does without them (the value the model resolves);
-* ``mechanisms(version, metadata)``: the protocol variants in force.
+* ``VALUES`` and ``DECIDED``: values some version lacks, and the model's own
+  keys whose value the version decides (``broker.truncation``);
+* ``mechanisms(version, metadata)``: the protocol variants in force, resolved
+  once per scenario (``version_checks.resolve_version``, ``Settings.kafka``).
 
 A version names a release line (``"2.8"`` is 2.8.x; ``"0.8"`` is 0.8.2, the
 first with ``min.insync.replicas``); ``"2.8.1"`` reads as ``"2.8"``. Versions
@@ -144,6 +147,12 @@ PROPERTIES: dict[tuple[str, str], Property] = {
         since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
 }
 
+# the model's own keys whose value the version decides (its DEFAULTS row): given, it must agree with the version;
+# (section, key) -> (what the version does, in words; what changed it)
+DECIDED: dict[tuple[str, str], tuple[str, str]] = {
+    ("broker", "truncation"): ("truncates by", "KIP-101"),
+}
+
 # values of a key that some modelled version lacks: (section, key, value) -> (since, what brought it)
 VALUES: dict[tuple[str, str, str], tuple[str, str]] = {
     ("producers", "partitioner", "sticky"): ("2.4", "KIP-480"),
@@ -167,11 +176,7 @@ def default(section: str, key: str, version: str, metadata: str, fallback: Any) 
     """The default of a key under this version: its own, what the version does without it, or `fallback`."""
     if not has(section, key, version, metadata):
         return PROPERTIES[(section, key)].absent
-    value = fallback
-    for since, then in DEFAULTS.get((section, key), ()):
-        if at_least(version, since):
-            value = then
-    return value
+    return _in_force(DEFAULTS.get((section, key), ()), version, fallback)
 
 
 def section_defaults(section: str, keys, version: str, metadata: str) -> dict:
@@ -191,9 +196,39 @@ def name_problem(section: str, key: str, version: str, metadata: str, where: str
     return f"{where}: not a property of Kafka {version}{mode} ({prop.came}); {prop.instead}"
 
 
+def _in_force(rows: tuple[tuple[str, Any], ...], version: str, fallback: Any = None) -> Any:
+    """The value of a DEFAULTS row under this version."""
+    value = fallback
+    for since, then in rows:
+        if at_least(version, since):
+            value = then
+    return value
+
+
+def _decided_problem(section: str, key: str, value: str, version: str, where: str) -> str | None:
+    """One line if a key the version decides is given a value of another era: which era, and the KIP between."""
+    rows = DEFAULTS[(section, key)]
+    values = [then for _, then in rows]
+    own = _in_force(rows, version)
+    if value == own or value not in values:
+        return None  # agrees, or is no value of any era (the schema's rule refuses it)
+    verb, came = DECIDED[(section, key)]
+    i = values.index(value)
+    boundary = rows[max(i, values.index(own))][0]  # the version where the two eras part
+    era = (f'kafka.version "{rows[i][0]}" or later' if i + 1 == len(rows)
+           else f'kafka.version "{VERSIONS[VERSIONS.index(rows[i + 1][0]) - 1]}" or older')
+    return (f"{where}: Kafka {version} {verb} {own.replace('_', ' ')}, not {value.replace('_', ' ')} "
+            f"({came}, {boundary}); leave it out, or set {era}")
+
+
 def value_problem(section: str, key: str, value: Any, version: str, where: str) -> str | None:
-    """One line if the value names a mechanism this version lacks (a partitioner or assignor that came later)."""
-    if not isinstance(value, str) or (section, key, value) not in VALUES:
+    """One line if the value names a mechanism this version lacks (a partitioner or assignor that came later), or
+    disagrees with what the version decides (``DECIDED``)."""
+    if not isinstance(value, str):
+        return None
+    if (section, key) in DECIDED:
+        return _decided_problem(section, key, value, version, where)
+    if (section, key, value) not in VALUES:
         return None
     since, came = VALUES[(section, key, value)]
     if at_least(version, since):
@@ -209,9 +244,10 @@ class Mechanisms:
 
     version: str  # the release line
     metadata: str  # zookeeper or kraft
-    truncation: str  # high_watermark (before 0.11) or leader_epoch (KIP-101)
+    truncation: str  # high_watermark, or leader_epoch (KIP-101): DEFAULTS' broker.truncation row
     kip279: bool  # 2.0: OffsetsForLeaderEpoch answers carry the epoch; the follower truncates to the smaller end and asks again
     hw_held_below_min_isr: bool  # 3.7 (KAFKA-15583): the HW does not advance while the ISR is below min.insync.replicas
+    min_isr_capped_by_replicas: bool  # 3.7 (KAFKA-15583): Partition.effectiveMinIsr, min(min.insync.replicas, replicas)
     idempotence_max_in_flight: int  # in-flight requests idempotence allows: 1 in 0.11 (KIP-98), 5 from 1.0 (KAFKA-5494)
     kip360: bool  # 2.5: an idempotent producer bumps its epoch past a sequence gap and retries (before: the batch fails)
     unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
@@ -227,9 +263,10 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
     kraft = metadata == KRAFT
     return Mechanisms(
         version=version, metadata=metadata,
-        truncation="leader_epoch" if at_least(version, "0.11") else "high_watermark",
+        truncation=_in_force(DEFAULTS[("broker", "truncation")], version),
         kip279=at_least(version, "2.0"),
         hw_held_below_min_isr=at_least(version, "3.7"),
+        min_isr_capped_by_replicas=at_least(version, "3.7"),
         idempotence_max_in_flight=5 if at_least(version, "1.0") else 1,
         kip360=at_least(version, "2.5"),
         unclean_shutdown_fencing=kraft and at_least(version, "4.0"),

@@ -8,9 +8,6 @@ list of them hit at the same instant (a zone losing power).
 
 from __future__ import annotations
 
-import re
-
-from ..config.schema import CONSUMER_FAULTS
 from ..config.settings import FaultSettings
 from .protocol import CLIENT, CONTROLLER
 from .results.measures import (
@@ -25,9 +22,6 @@ from .results.measures import (
     FAULT_SLOW,
     FAULT_SLOW_END,
 )
-
-_LEADER = re.compile(r"^leader:(?P<topic>.+)-(?P<partition>\d+)$")
-
 
 class FaultInjector:
     def __init__(self, sim):
@@ -57,13 +51,12 @@ class FaultInjector:
     def _resolve(self, target) -> int:
         if isinstance(target, int):
             return target
-        m = _LEADER.match(target)
-        return self.partitions[self.topic_first[m["topic"]] + int(m["partition"])].leader
+        return self.partitions[self.topic_first[target.topic] + target.partition].leader  # a LeaderTarget
 
     def _fire(self, i: int) -> None:
         f = self.faults[i]
         kind = f.kind
-        if kind in CONSUMER_FAULTS:
+        if f.consumer:
             self._consumer_fault(f)
             return
         resolved = [self._resolve(t) for t in f.targets]  # all resolved first: the faults are simultaneous

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from ..config.distributions import Sampler
 from ..config.scenario import Scenario, load_scenario
-from ..config.schema import BROKER_FAULTS
 from ..config.settings import Settings
 from .batches import Batches
 from .broker.follower import FollowerRole
@@ -157,7 +156,7 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.transport.check = declared_handlers(self.actors)
-        self.transport.start(broker_faults=any(f.kind in BROKER_FAULTS for f in settings.faults))
+        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults))
         self.replica_manager.start()
         self.controller.start()
         self.producer.start()

@@ -83,8 +83,9 @@ def count_rule(version: str) -> bool:
 
 
 def at_version(scenario: Scenario, version: str) -> Scenario:
-    """The scenario under another kafka.version: properties (and values) it sets that the version lacks, its
-    kafka.metadata and broker.truncation are left out, so the version's own defaults and mechanisms apply."""
+    """The scenario under another kafka.version: properties it sets that the version lacks, values of another era
+    (a broker.truncation the version does not run) and its kafka.metadata are left out, so the version's own
+    defaults and mechanisms apply."""
     if version == scenario["kafka.version"]:
         return scenario
     given = scenario.given
@@ -93,7 +94,7 @@ def at_version(scenario: Scenario, version: str) -> Scenario:
     metadata = versions.default_metadata(version)
 
     def keep(section: str, key: str, value) -> bool:
-        return (versions.has(section, key, version, metadata) and (section, key) != ("broker", "truncation")
+        return (versions.has(section, key, version, metadata)
                 and versions.value_problem(section, key, value, version, key) is None)
 
     for section in SECTIONS:
@@ -148,11 +149,14 @@ def active(values: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def problem(values: Mapping[str, Any]) -> str | None:
-    """A combination the panel does not run, in one line naming the field and the rule; None when fine."""
-    rf, mi = int(values["rf"]), int(values["min_insync_replicas"])
-    if active(values)["min_insync_replicas"] and mi > rf:
-        return (f"min.insync.replicas: {mi} exceeds the replication factor ({rf}); every acks=all write would be "
-                f"refused (NOT_ENOUGH_REPLICAS). Lower it to {rf} or less, or raise the replication factor.")
+    """A combination the panel does not run, in one line naming the field and the rule; None when fine. (From 3.7
+    Kafka caps min.insync.replicas at the replica count, Partition.effectiveMinIsr: that runs.)"""
+    rf, mi, version = int(values["rf"]), int(values["min_insync_replicas"]), values["kafka_version"]
+    capped = versions.mechanisms(version, versions.default_metadata(version)).min_isr_capped_by_replicas
+    if active(values)["min_insync_replicas"] and mi > rf and not capped:
+        return (f"min.insync.replicas: {mi} exceeds the replication factor ({rf}); Kafka {version} refuses every "
+                f"acks=all write (NOT_ENOUGH_REPLICAS; from 3.7 it is capped at the replication factor). "
+                f"Lower it to {rf} or less, or raise the replication factor.")
     return None
 
 

@@ -63,8 +63,5 @@ class LeaderEpochTruncation:
         return self.kip279 and 0 <= epoch != asked and bool(rep.log.entries) and rep.log.last_epoch() > epoch
 
 
-TRUNCATIONS = {"high_watermark": HighWatermarkTruncation, "leader_epoch": LeaderEpochTruncation}
-
-
 def make_truncation(name: str, kip279: bool = True):
     return LeaderEpochTruncation(kip279) if name == "leader_epoch" else HighWatermarkTruncation()
