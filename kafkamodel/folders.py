@@ -93,7 +93,8 @@ def _in_the_way(final: Path) -> str | None:
     if final.is_symlink() or (final.exists() and not final.is_dir()):
         return f"{final} exists and is not a folder"
     if final.exists() and _holds_cwd(final):
-        return f"{final} is the current folder or holds it (kafkamodel never replaces the folder you are in); give another folder"
+        return (f"{final} is the current folder or holds it (kafkamodel never replaces the folder you are in); "
+                "give another folder")
     return None
 
 
@@ -125,7 +126,7 @@ def check_replaceable(final: Path, flag: str, names=None) -> None:
         raise FolderError(f"{flag}: {problem}")
 
 
-def writable_folder(path: "str | Path", flag: str) -> Path:
+def writable_folder(path: str | Path, flag: str) -> Path:
     """`path` as an absolute folder the kit can create or write into, checked now (a probe folder, made and
     removed, in it or in its nearest existing ancestor); FolderError with one line naming `flag` if not."""
     path = Path(os.path.abspath(os.path.expanduser(str(path))))

@@ -45,7 +45,7 @@ REPORTS = HOME / "reports"  # exported HTML
 DIST = HOME / "dist"  # the package zip for Spark executors (and `make dist`'s wheel)
 
 
-def counterexamples(spec: "str | Path", campaign: str) -> Path:
+def counterexamples(spec: str | Path, campaign: str) -> Path:
     """Where a campaign's counterexamples go: beside its spec (``<spec folder>/<campaign>/``), or for a spec
     shipped inside the installed package, ``HOME/data/campaigns/<campaign>/``."""
     spec = Path(spec).resolve()

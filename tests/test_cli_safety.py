@@ -100,9 +100,8 @@ def test_staged_folders_and_files_replace_only_the_kits(tmp_path):
     final = tmp_path / "agg"
     final.mkdir()
     (final / "mine.csv").write_text("1\n")
-    with pytest.raises(FolderError):
-        with staged(final) as tmp:
-            (tmp / "meta.json").write_text("{}\n")
+    with pytest.raises(FolderError), staged(final) as tmp:
+        (tmp / "meta.json").write_text("{}\n")
     assert listing(tmp_path) == {"agg/mine.csv": b"1\n"}  # and the staging copy is gone
     report = tmp_path / "reports" / "index.html"
     report.parent.mkdir()
@@ -171,7 +170,8 @@ def test_a_campaign_into_a_folder_holding_a_users_files_keeps_them(capsys, tmp_p
     out = capsys.readouterr().out
     assert code == 0, out
     assert "1 schedules x 1 settings = 1 runs: 1 ran" in out
-    assert (runs / "important.txt").read_text() == "keep\n" and (runs / "campaigns" / "mine.txt").read_text() == "keep\n"
+    assert (runs / "important.txt").read_text() == "keep\n"
+    assert (runs / "campaigns" / "mine.txt").read_text() == "keep\n"
     assert (runs / "tiny_safety" / ".my-notes").read_text() == "keep too\n"
 
 

@@ -28,8 +28,7 @@ import pandas as pd
 from ..folders import staged
 from ..paths import PROCESSED, REPORTS, counterexamples
 from ..study.progress import progress_bar
-from ..study.sweep import (SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers,
-                           run_sweeps)
+from ..study.sweep import SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
 from . import counterexample, verdicts
 from .properties import BY_NAME, PROPERTIES, quantity
 from .shrink import shrink

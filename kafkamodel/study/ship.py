@@ -23,6 +23,7 @@ from pathlib import Path
 import kafkamodel
 
 from ..paths import DIST
+
 PACKAGE = Path(kafkamodel.__file__).resolve().parent
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 
