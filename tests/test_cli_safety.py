@@ -253,3 +253,15 @@ def test_shipped_places_are_the_repositorys_in_a_checkout():
     assert STUDIES == paths.CHECKOUT / "data" / "studies" and paths.NOTEBOOKS == paths.CHECKOUT / "notebooks"
     if not os.environ.get(paths.HOME_VARIABLE):
         assert paths.RUNS == paths.CHECKOUT / "data" / "runs" and paths.REPORTS == paths.CHECKOUT / "reports"
+
+
+def test_an_installed_package_writes_a_shipped_campaigns_counterexamples_under_home(monkeypatch, tmp_path):
+    from kafkamodel import paths
+
+    spec = tmp_path / "mine" / "safety.yaml"
+    assert paths.counterexamples(spec, "safety") == tmp_path / "mine" / "safety"  # beside a spec of one's own
+    monkeypatch.setattr(paths, "CHECKOUT", None)  # as installed: the shipped spec lies inside the package
+    monkeypatch.setattr(paths, "DATA", tmp_path / "home" / "data")
+    shipped = paths.PACKAGE / "shipped" / "data" / "campaigns" / "safety.yaml"
+    assert paths.counterexamples(shipped, "safety") == tmp_path / "home" / "data" / "campaigns" / "safety"
+    assert paths.counterexamples(spec, "safety") == tmp_path / "mine" / "safety"

@@ -108,6 +108,9 @@ def test_installed_commands_work_from_an_empty_folder_and_write_only_there(insta
     mine = simulate(load_scenario(SCENARIOS / "steady-state.yaml")).summary
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert written == json.loads(json.dumps(mine))
+    as_module = subprocess.run([str(python), "-m", "kafkamodel", "run", "steady-state", "--json"], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, check=False)
+    assert as_module.returncode == 0 and json.loads(as_module.stdout) == written
     helped = command(installed, tmp_path, "campaign", "--help")
     assert helped.returncode == 0 and "--schedules" in helped.stdout
     missing = command(installed, tmp_path, "run", "no-such-scenario")
