@@ -265,3 +265,12 @@ def test_an_installed_package_writes_a_shipped_campaigns_counterexamples_under_h
     shipped = paths.PACKAGE / "shipped" / "data" / "campaigns" / "safety.yaml"
     assert paths.counterexamples(shipped, "safety") == tmp_path / "home" / "data" / "campaigns" / "safety"
     assert paths.counterexamples(spec, "safety") == tmp_path / "mine" / "safety"
+
+
+def test_a_file_where_a_studys_run_folder_goes_is_one_line(capsys, tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "acks_durability").write_text("mine\n")
+    line = one_line(*run_main(capsys, "sweep", "acks_durability", "--runs", str(runs))[::2], "--runs: ")
+    assert line.endswith(f"{runs / 'acks_durability'} exists and is not a folder")
+    assert listing(tmp_path) == {"runs/acks_durability": b"mine\n"}

@@ -139,6 +139,7 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
     plans = []
     for spec in active:  # expand (and so validate) everything before running anything
         nb = notebook_path(spec.point_notebook, Path(spec.source).parent)
+        check_folder(runs / spec.study, "--runs")  # a file where the study's folder goes
         plans.append((spec, spec.points(scale), nb))
     outcomes: dict[str, SweepOutcome] = {}
     with ExitStack() as stack:
