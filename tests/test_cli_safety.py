@@ -274,3 +274,19 @@ def test_a_file_where_a_studys_run_folder_goes_is_one_line(capsys, tmp_path):
     line = one_line(*run_main(capsys, "sweep", "acks_durability", "--runs", str(runs))[::2], "--runs: ")
     assert line.endswith(f"{runs / 'acks_durability'} exists and is not a folder")
     assert listing(tmp_path) == {"runs/acks_durability": b"mine\n"}
+
+
+def test_a_sweep_cleans_only_the_leftovers_it_names(tmp_path):
+    from kafkamodel.folders import hidden_sibling
+    from kafkamodel.study.runs import clean_staging, staging_dir
+
+    staging = staging_dir(tmp_path, "main-a67d0d5327-s1")
+    staging.mkdir()
+    staging.with_name(staging.name + ".ipynb").write_text("{}")
+    hidden_sibling(tmp_path / "main-a67d0d5327-s1", "old").mkdir()
+    (tmp_path / ".batch-0a1b2c3d.jsonl").write_text("{}\n")  # an engine's working file
+    mine = {".lock": "", ".my-notes": "keep\n", ".deadbeef": "keep\n", "notes.txt": "keep\n"}
+    for name, text in mine.items():
+        (tmp_path / name).write_text(text)
+    clean_staging(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(mine)

@@ -22,9 +22,9 @@ from .spec import StudyError
 
 TIMING = "timing.json"  # engine-specific; everything else in a run folder is engine-independent
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
-# what staging_dir names (and the executed notebook beside it), and folders.hidden_sibling: the only hidden names
-# a sweep removes
-STAGING_NAME = re.compile(r"^\..+\.([a-z]+-)?[0-9a-f]{8}(\.ipynb)?$")
+# the only hidden names a sweep removes: what staging_dir names (.RUN.HEX8, and the executed notebook beside it),
+# folders.hidden_sibling (.NAME.TAG-HEX8) and an engine's working files (.TAG-HEX8.ipynb / .jsonl)
+STAGING_NAME = re.compile(r"^\.(?:.+\.(?:[a-z]+-)?|[a-z]+-)[0-9a-f]{8}(?:\.ipynb|\.jsonl)?$")
 
 
 def staging_dir(study_dir: Path, run_id: str) -> Path:
