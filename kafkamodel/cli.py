@@ -1,22 +1,32 @@
-"""``python -m kafkamodel VERB``: run, validate, keys, bench, and the study kit's study, sweep, aggregate, report,
-campaign.
+"""``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, measures, bench, and the study kit's
+study, sweep, aggregate, report, campaign.
 
 The study kit (``kafkamodel.study``) is imported only by its own verbs, so
-``run``, ``validate`` and ``keys`` stay light. Bad input exits with status 2 and one line on stderr naming the field and
-the rule; nothing is left half-written.
+``run``, ``validate`` and ``keys`` stay light; a verb whose extra is not
+installed says which in one line. Bad input exits with status 2 and one line
+on stderr naming the field and the rule; nothing is left half-written, and no
+folder the kit did not write is replaced (``kafkamodel.folders``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 
+from . import __version__
 from .config.scenario import ScenarioError, load_scenario
-from .paths import scenario_path, unknown_scenario
+from .folders import FolderError, check_replaceable, writable_folder
+from .paths import child_environment, scenario_path, unknown_scenario
 
 ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.study.engines checks the name)
+# what the study extra's verbs import: papermill runs notebooks (sweep points, reports), Spark aggregates
+PAPERMILL = ("papermill", "nbformat", "nbclient", "ipykernel")
+REPORTING = ("papermill", "nbconvert", "matplotlib", "ipykernel")
+STUDY_EXTRA = {"pyspark", "papermill", "nbconvert", "nbclient", "nbformat", "ipykernel", "ipywidgets", "matplotlib",
+               "jupyterlab", "py4j"}
 
 
 class UsageError(Exception):
@@ -36,22 +46,57 @@ def _load(name: str):
 
 
 def _writable_out(out: str) -> None:
-    """--out must be a folder that can be created (or replaced) where it is: checked before the run, by a probe."""
-    import tempfile
-    from pathlib import Path
+    """--out: a folder that can be created where it is (a probe), and, if it exists, one the kit wrote (a run
+    folder) or an empty one: checked before the run."""
+    from .sim.results.result import TABLES
 
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--out: {out} exists and is not a folder")
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"--out: cannot write {out} ({parent} is not a folder)")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".kafkamodel-probe-", dir=parent))
-    except OSError as exc:
-        raise UsageError(f"--out: cannot write {out} ({exc.strerror} in {parent})") from None
+    path = writable_folder(out, "--out")
+    check_replaceable(path, "--out", [f"{t}.parquet" for t in TABLES] + ["summary.json", "scenario.yaml"])
+
+
+# `run`'s table: (summary key, label); the unit is the measure's own (measures.SUMMARY)
+RUN_TABLE = (
+    ("records_sent", "records sent"), ("records_acked", "records acknowledged"),
+    ("records_failed", "records failed"), ("records_pending", "records unanswered at the end"),
+    ("acked_records_lost", "acknowledged records lost"), ("committed_records_lost", "committed records lost"),
+    ("records_duplicated", "records duplicated in the log"),
+    ("not_enough_replicas_errors", "NOT_ENOUGH_REPLICAS refusals"),
+    ("produce_latency_ms_p50", "produce latency p50"), ("produce_latency_ms_p99", "produce latency p99"),
+    ("e2e_latency_ms_p50", "end-to-end latency p50"), ("e2e_latency_ms_p99", "end-to-end latency p99"),
+    ("unavailable_ms", "unavailable (summed over partitions)"), ("unavailable_wall_ms", "unavailable (wall clock)"),
+    ("leader_elections", "leader elections"), ("unclean_leader_elections", "unclean leader elections"),
+    ("isr_shrinks", "ISR shrinks"), ("isr_expands", "ISR expansions"),
+    ("truncated_offsets", "offsets truncated"), ("replica_divergence", "committed offsets diverging"),
+)
+CONSUMER_TABLE = (("consumed_lost", "records consumers skipped"), ("consumed_duplicates", "records consumed twice"))
+
+
+def number(x) -> str:
+    """A number as a person reads it: integers whole (with thousands separators), others to 3 significant digits
+    (without an exponent: 6619.6 -> 6,620)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if isinstance(x, float) and not x.is_integer():
+        x = float(f"{x:.3g}")
+        if not x.is_integer():
+            return f"{x:.3g}"
+    return f"{round(x):,}"
+
+
+def run_table(summary: dict, consumers: bool) -> list[str]:
+    """`run`'s summary as lines: the scenario, then one row per headline measure with its unit."""
+    from .sim.results.measures import SUMMARY
+
+    units = {m.name: m.unit for m in SUMMARY}
+    rows = list(RUN_TABLE) + (list(CONSUMER_TABLE) if consumers else [])
+    rows += [(k, k.replace("_", " ")) for k in summary if k.endswith("_violations") and summary[k]]
+    shown = [(label, number(summary[k]), units.get(k, "")) for k, label in rows if k in summary]
+    width = max(len(label) for label, _, _ in shown)
+    digits = max(len(value) for _, value, _ in shown)
+    head = (f"{summary['scenario']}: seed {summary['seed']}, {summary['replication']} replication, "
+            f"{number(summary['duration_ms'] / 1000)} s simulated")
+    return [head] + [f"  {label:<{width}}  {value:>{digits}} {'' if unit == 'count' else unit}".rstrip()
+                     for label, value, unit in shown]
 
 
 def _cmd_run(args) -> int:
@@ -61,13 +106,21 @@ def _cmd_run(args) -> int:
     if args.out:
         _writable_out(args.out)
     result = simulate(scenario)
+    out = None
     if args.out:
         try:
             out = result.write(args.out)
         except OSError as exc:
             raise UsageError(f"--out: cannot write {args.out} ({exc.strerror or exc})") from None
-        print(f"wrote {out}", file=sys.stderr)
-    print(json.dumps(result.summary, indent=2))
+    if args.json:
+        if out is not None:
+            print(f"wrote {out}", file=sys.stderr)
+        print(json.dumps(result.summary, indent=2))
+        return 0
+    for line in run_table(result.summary, consumers=len(result.groups) > 0):
+        print(line)
+    print(f"run folder: {out}/ (Parquet tables, summary.json)" if out is not None else
+          "(--out DIR writes the run folder; --json prints every summary key)")
     return 0
 
 
@@ -88,13 +141,30 @@ def _command(argv) -> None:
     os.environ["KAFKAMODEL_COMMAND"] = " ".join(["python -m kafkamodel", *argv])
 
 
+def _needs(verb: str, *modules: str) -> None:
+    """The study extra's verbs: one line naming the extra when a module they import is not installed."""
+    missing = [m for m in dict.fromkeys(modules) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(_extra_hint(verb, missing))
+
+
+def _extra_hint(verb: str, missing) -> str:
+    return (f"{verb} needs the study extra ({', '.join(missing)} not installed): "
+            "pip install 'kafkamodel[study]' (Spark also needs Java 17+)")
+
+
+def _engine_modules(engine: str) -> tuple:
+    return ("pyspark",) if engine == "spark" else PAPERMILL
+
+
 def _cmd_study(args) -> int:
     """All sweeps, Spark aggregation, reports and the index; prints where the reports are."""
+    _needs("study", *_engine_modules(args.engine), "pyspark", *REPORTING)
     from .study.pipeline import run_study
 
     scale = args.scale if args.scale is not None else _default_scale()
     outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
-                        engine=args.engine)
+                        engine=args.engine, runs=args.runs, studies=args.studies)
     print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.seconds:.0f} s")
     if outcome.failed_points:
         print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
@@ -103,6 +173,7 @@ def _cmd_study(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
+    _needs("sweep", *_engine_modules(args.engine))
     from .study.specfile import load_spec
     from .study.sweep import run_sweeps
 
@@ -123,6 +194,7 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_campaign(args) -> int:
+    _needs("campaign", *_engine_modules(args.engine), *(() if args.no_report else REPORTING))
     from .campaign.run import run_campaign
 
     if args.master is not None and args.engine != "spark":
@@ -145,6 +217,7 @@ def _cmd_campaign(args) -> int:
 
 
 def _cmd_aggregate(args) -> int:
+    _needs("aggregate", "pyspark")
     from .study.aggregate import aggregate
 
     print(aggregate(args.study, master=args.master, runs=args.runs).line())
@@ -152,6 +225,7 @@ def _cmd_aggregate(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    _needs("report", *REPORTING)
     from .study.report import report
 
     outcome = report(args.study, timeout=args.timeout)
@@ -254,13 +328,24 @@ def _seconds(flag: str):
     return parse
 
 
+def _prog() -> str:
+    """As the user typed it: the console script, or python -m."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "kafkamodel" if name == "kafkamodel" else "python -m kafkamodel"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m kafkamodel", description="Kafka replication study kit")
-    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    parser = _Parser(prog=_prog(), description="Kafka replication study kit: a deterministic model of Kafka "
+                                               "replication, and the studies, reports and fault campaigns run on it",
+                     epilog="docs/install.md: installing, where outputs go ($KAFKAMODEL_HOME or the current folder)")
+    parser.add_argument("--version", action="version", version=f"kafkamodel {__version__}")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser, metavar="VERB")
 
     run = verbs.add_parser("run", help="simulate one scenario; print its summary")
     run.add_argument("scenario", help="a shipped scenario's name (data/scenarios/) or a scenario YAML file")
-    run.add_argument("--out", help="write the run folder here (Parquet tables, summary.json)")
+    run.add_argument("--out", help="write the run folder here (Parquet tables, summary.json); a new or empty folder, "
+                                   "or a run folder kafkamodel wrote (replaced)")
+    run.add_argument("--json", action="store_true", help="print every summary key as JSON instead of the table")
     run.set_defaults(func=_cmd_run)
 
     validate = verbs.add_parser("validate", help="check a scenario without running it")
@@ -279,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
 
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
+    study.add_argument("studies", nargs="*", metavar="STUDY", help="only these shipped studies (default: all)")
     sweep_options(study)
+    study.add_argument("--runs", help="where run folders go (default: data/runs)")
     study.set_defaults(func=_cmd_study)
 
     sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
@@ -334,14 +421,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def verbs_text(parser: argparse.ArgumentParser) -> list[str]:
+    """The usage line and one line per verb (what a bare invocation prints)."""
+    actions = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    width = max(len(c.dest) for c in actions._choices_actions)
+    return ([f"usage: {parser.prog} VERB [options]   ({parser.prog} VERB --help for a verb's options; --version)",
+             "verbs:"] + [f"  {c.dest:<{width}}  {c.help}" for c in actions._choices_actions])
+
+
 def main(argv: list[str] | None = None) -> int:
+    verb = None
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not argv:  # what can I type here?
+            print("\n".join(verbs_text(parser)), file=sys.stderr)
+            return 2
+        args = parser.parse_args(argv)
+        verb = args.verb
         _command(argv)
+        child_environment()
         return args.func(args)
-    except (ScenarioError, UsageError) as exc:
+    except (ScenarioError, UsageError, FolderError) as exc:
         print("error: " + " ".join(line.strip() for line in str(exc).splitlines()), file=sys.stderr)  # one line
+        return 2
+    except ModuleNotFoundError as exc:  # an extra's module imported further in than _needs looked
+        if verb is None or (exc.name or "").split(".")[0] not in STUDY_EXTRA:
+            raise
+        print(f"error: {_extra_hint(verb, [exc.name])}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (| head): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

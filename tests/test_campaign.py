@@ -137,7 +137,7 @@ def test_an_unsafe_setting_declared_safe_shrinks_to_a_few_faults_that_still_lose
     header = HEADER.search(text)
     assert header["prop"] == "no_acked_record_lost" and int(header["amount"].replace(",", "")) == shrunk.amount
     assert f"setting isr_acks1 (promise: safe" in text and f"schedule {index}, campaign seed {c.seed}" in text
-    assert main(["run", str(path)]) == 0  # the shipped format: `run` reproduces it
+    assert main(["run", str(path), "--json"]) == 0  # the shipped format: `run` reproduces it
     summary = json.loads(capsys.readouterr().out)
     assert summary["acked_records_lost"] == shrunk.amount
     assert yaml.safe_load(text)["faults"] == shrunk.faults

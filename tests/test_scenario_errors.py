@@ -644,7 +644,6 @@ def _streams(proc) -> tuple[int, str, str]:
         pytest.param(["run", "x.yaml", "--out"], id="flag-without-value"),
         pytest.param(["run"], id="missing-argument"),
         pytest.param(["frobnicate"], id="unknown-verb"),
-        pytest.param([], id="no-verb"),
         pytest.param(["bench", "--records", "many"], id="bad-int-flag"),
     ],
 )

@@ -26,9 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..folders import staged
-from ..paths import PROCESSED
+from ..paths import PROCESSED, REPORTS, counterexamples
 from ..study.progress import progress_bar
-from ..study.sweep import SweepOutcome, check_engine, check_runs, check_timeout, check_workers, run_sweeps
+from ..study.sweep import SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
 from . import counterexample, verdicts
 from .properties import BY_NAME, PROPERTIES, quantity
 from .shrink import shrink
@@ -103,7 +103,11 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
     check_engine(engine)
     check_workers(workers)
     check_timeout(timeout)
-    root = check_runs(runs) / "campaigns"
+    root = check_runs(runs) / "campaigns"  # every folder it writes, checked before any run
+    processed = check_folder(processed or PROCESSED, "aggregates folder")
+    if report:
+        reports = check_folder(reports or REPORTS, "reports folder")
+    folder = check_folder(counterexamples(campaign.source, campaign.name), "counterexamples folder")
     sweep = campaign.sweep(schedules)
     points = sweep.points()
     say(f"campaign {campaign.name}: {sweep.schedules} schedules x {len(campaign.settings)} settings = "
@@ -112,8 +116,8 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
                             engine=engine, master=master, spark=spark)
     judged = verdicts.collect(points, root / campaign.name)
     result = CampaignOutcome(campaign, outcome, judged, verdicts.tally(judged, campaign.settings))
-    result.examples = _shrink_all(campaign, judged, progress)
-    result.processed = _publish(result, Path(processed or PROCESSED) / "campaigns" / campaign.name)
+    result.examples = _shrink_all(campaign, judged, progress, folder)
+    result.processed = _publish(result, processed / "campaigns" / campaign.name)
     if report:
         from .report import report as write_report
 
@@ -138,7 +142,7 @@ def targets(campaign: Campaign, runs: pd.DataFrame) -> list[tuple]:
     return out
 
 
-def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool) -> list:
+def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: Path) -> list:
     todo = targets(campaign, runs)
     if not todo:
         return []
@@ -149,7 +153,7 @@ def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool) -> list:
         for setting, index, prop in todo:
             shrunk = shrink(campaign, setting, index, prop, budget, bar)
             bar.update(budget - shrunk.simulations)  # what this one did not need
-            done.append((shrunk, counterexample.write(campaign, shrunk, Path(campaign.folder))))
+            done.append((shrunk, counterexample.write(campaign, shrunk, folder)))
     finally:
         bar.close()
     return done

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import REPORTS
-from .spec import check_scale
+from ..paths import PROCESSED, REPORTS
+from .spec import StudyError, check_scale
 from .specfile import all_specs
 
 
@@ -29,11 +29,12 @@ class StudyOutcome:
 
 def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0, master: str | None = None,
               progress: bool = True, runs: Path | None = None, processed: Path | None = None,
-              reports: Path | None = None, engine: str = "papermill", say=None) -> StudyOutcome:
+              reports: Path | None = None, engine: str = "papermill", studies=(), say=None) -> StudyOutcome:
+    """Sweep, aggregate and report every shipped study (or only `studies`, by name), then write the index."""
     from .aggregate import aggregate
     from .report import report, write_index
     from .spark import check_java, check_master, spark_session
-    from .sweep import check_engine, check_timeout, check_workers, run_sweeps
+    from .sweep import check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
@@ -42,7 +43,15 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
     check_engine(engine)
     check_master(master)
     check_java()  # before hours of sweeping, not after
-    specs = all_specs()
+    runs = check_runs(runs)  # and every folder it writes: before Spark starts
+    processed = check_folder(processed or PROCESSED, "aggregates folder")
+    reports = check_folder(reports or REPORTS, "reports folder")
+    every = all_specs()
+    names = [s.study for s in every]
+    unknown = [name for name in studies if name not in names]
+    if unknown:
+        raise StudyError([f"study: no shipped study {unknown[0]!r} (shipped: {', '.join(names)})"])
+    specs = [s for s in every if not studies or s.study in studies]
     active = [s for s in specs if not s.is_pending]
     outcome = StudyOutcome()
     total = sum(len(s.points(scale)) for s in active)
@@ -73,6 +82,6 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
             outcome.failed_points += 1
         outcome.lines.append(line)
         say(line)
-    outcome.index = write_index(Path(reports or REPORTS), specs)
+    outcome.index = write_index(reports, every)
     outcome.seconds = time.perf_counter() - t0
     return outcome

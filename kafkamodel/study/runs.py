@@ -11,6 +11,7 @@ file of a run.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -21,6 +22,9 @@ from .spec import StudyError
 
 TIMING = "timing.json"  # engine-specific; everything else in a run folder is engine-independent
 FAILED = "_failed"  # failed points: <run_id>.json (error, point) and <run_id>.ipynb
+# the only hidden names a sweep removes: what staging_dir names (.RUN.HEX8, and the executed notebook beside it),
+# folders.hidden_sibling (.NAME.TAG-HEX8) and an engine's working files (.TAG-HEX8.ipynb / .jsonl)
+STAGING_NAME = re.compile(r"^\.(?:.+\.(?:[a-z]+-)?|[a-z]+-)[0-9a-f]{8}(?:\.ipynb|\.jsonl)?$")
 
 
 def staging_dir(study_dir: Path, run_id: str) -> Path:
@@ -94,9 +98,10 @@ def study_lock(study_dir: Path):
 
 
 def clean_staging(study_dir: Path) -> None:
-    """Leftovers of a killed sweep: hidden staging folders and notebooks (never the lock)."""
+    """Leftovers of a killed sweep: hidden staging folders and notebooks, by the names the kit gives them (never
+    the lock, nor any other file)."""
     for entry in study_dir.iterdir():
-        if entry.name.startswith(".") and entry.name != ".lock":
+        if STAGING_NAME.match(entry.name):
             if entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
             else:

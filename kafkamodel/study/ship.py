@@ -22,9 +22,8 @@ from pathlib import Path
 
 import kafkamodel
 
-from ..paths import ROOT
+from ..paths import DIST
 
-DIST = ROOT / "dist"
 PACKAGE = Path(kafkamodel.__file__).resolve().parent
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 

@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..folders import FolderError, writable_folder
 from ..paths import RUNS
 from .engines import ENGINES
 from .runs import FAILED, clean_staging, is_finished, study_lock
@@ -87,13 +88,20 @@ def check_engine(engine) -> str:
 
 
 def check_runs(runs) -> Path:
-    """Where run folders go: a filesystem path (a task publishes its run with a rename)."""
-    if runs is None:
-        return RUNS
-    if "://" in str(runs):
+    """Where run folders go, absolute: a filesystem path (a task publishes its run with a rename) that is a folder
+    or can be made one, and is writable; checked before any engine starts."""
+    if runs is not None and "://" in str(runs):
         raise StudyError([f"--runs: must be a filesystem path every executor sees (a shared mount), got {str(runs)!r}; "
                           "object stores cannot hold run folders"])
-    return Path(runs)
+    return check_folder(RUNS if runs is None else runs, "--runs")
+
+
+def check_folder(path, flag: str) -> Path:
+    """A folder the kit will write into, checked now (``folders.writable_folder``), as a StudyError."""
+    try:
+        return writable_folder(path, flag)
+    except FolderError as exc:
+        raise StudyError([str(exc)]) from None
 
 
 def check_workers(workers) -> int:
@@ -131,6 +139,7 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
     plans = []
     for spec in active:  # expand (and so validate) everything before running anything
         nb = notebook_path(spec.point_notebook, Path(spec.source).parent)
+        check_folder(runs / spec.study, "--runs")  # a file where the study's folder goes
         plans.append((spec, spec.points(scale), nb))
     outcomes: dict[str, SweepOutcome] = {}
     with ExitStack() as stack:
