@@ -352,7 +352,6 @@ class LeaderRole:
         """Per partition (partition, offset, slices, next offset, error): whole batches below the HW, up to
         max.partition.fetch.bytes each and fetch.max.bytes in all (the first batch always)."""
         cfg = self.groups[fetch.gi].config
-        bytes_of = self.batches.bytes
         budget = cfg.fetch_max_bytes
         answer, total = [], 0
         for p, pos in fetch.parts:
@@ -367,21 +366,13 @@ class LeaderRole:
                 answer.append((p, pos, [], pos, OFFSET_OUT_OF_RANGE))
                 continue
             hw = rep.high_watermark
-            entries = log.entries
-            i = log.entry_index(pos)
-            slices, nxt, size = [], pos, 0
-            cap = min(cfg.max_partition_fetch_bytes, budget)
-            while i < len(entries) and entries[i][0] < hw:
-                base, end, _, b = entries[i]
-                n = bytes_of[b] if b >= 0 else 0
-                if size + n > cap and (size or total):
-                    break
+            i, j, size = log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)
+            slices, nxt = [], pos
+            for base, end, _, b in log.entries[i:j]:
                 lo, hi = max(base, nxt), min(end, hw)
                 if b >= 0:
                     slices.append((b, lo - base, hi - base, lo))
-                size += n
                 nxt = hi
-                i += 1
             total += size
             budget -= size
             answer.append((p, pos, slices, nxt, NONE))

@@ -151,18 +151,17 @@ class SessionManager:
         got = 0
         for p in s.dirty:
             log = self.replicas[p][s.leader].log
-            offset = s.offsets[p]
-            if log.log_end_offset <= offset:
+            offset, leo = s.offsets[p], log.log_end_offset
+            if leo <= offset:
                 continue
             if need <= 1:
                 return True
-            bytes_of = self.batches.bytes
-            entries = log.entries
-            for i in range(log.entry_index(offset), len(entries)):
-                b = entries[i][3]
-                got += bytes_of[b] if b >= 0 else 0
-                if got >= need:
-                    return True
+            # a read capped at what is still missing: it stops short of the log's end only at a batch that
+            # would pass the cap, so there is enough if it stops short or its bytes reach the cap
+            _, end, size = log.read(offset, leo, need - got, False)
+            got += size
+            if got >= need or end < len(log.entries):
+                return True
         return False
 
     def _drop(self, s: FetchSession, parts: list) -> None:
@@ -183,7 +182,7 @@ class SessionManager:
         s.parked = 0
         now = self.kernel.now
         leader, follower = s.leader, s.follower
-        replicas, bytes_of = self.replicas, self.batches.bytes
+        replicas = self.replicas
         dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
@@ -197,19 +196,8 @@ class SessionManager:
             hw = rep.high_watermark
             chunk = ()
             if leo > offset and (budget > 0 or not total):
-                entries = log.entries
-                n = len(entries)
-                # the follower usually lacks just the last entry: found without a search (Log.entry_index)
-                i = j = n - 1 if n and entries[-1][0] == offset else log.entry_index(offset)
-                size, cap = 0, (budget if budget < partition_max else partition_max)
-                while j < n:
-                    b = entries[j][3]
-                    size += bytes_of[b] if b >= 0 else 0
-                    if size > cap and (j > i or total):
-                        size -= bytes_of[b] if b >= 0 else 0
-                        break
-                    j += 1
-                chunk = entries[i:j]
+                i, j, size = log.read(offset, leo, budget if budget < partition_max else partition_max, not total)
+                chunk = log.entries[i:j]
                 total += size
                 budget -= size
                 lead = rep.lead

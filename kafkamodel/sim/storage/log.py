@@ -53,6 +53,30 @@ class Log:
             return 0
         return i if self.entries[i][1] > offset else i + 1
 
+    def read(self, offset: int, max_offset: int, max_bytes: int, min_one: bool) -> tuple[int, int, int]:
+        """Kafka's Log.read: whole batches from the one holding `offset`, those starting below `max_offset`
+        (the LEO for a follower, the HW for a consumer), up to `max_bytes` of batch data; with `min_one`
+        (Kafka's minOneMessage: nothing given yet in the response) the first batch even if it is larger.
+        Returns (first index, end index, bytes): the batches are ``entries[first:end]``; an end short of the
+        log's last entry below `max_offset` means the next batch did not fit."""
+        entries = self.entries
+        n = len(entries)
+        # a reader usually lacks just the last entry: found without a search (entry_index)
+        i = n - 1 if n and entries[-1][0] == offset else self.entry_index(offset)
+        bytes_of = self.batch_bytes
+        j, size = i, 0
+        while j < n:
+            base, _, _, b = entries[j]
+            if base >= max_offset:
+                break
+            if b >= 0:
+                grown = size + bytes_of[b]
+                if grown > max_bytes and (j > i or not min_one):
+                    break
+                size = grown
+            j += 1
+        return i, j, size
+
     def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor over the epochs of this log, the last one ending at `end`:
         (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
