@@ -62,22 +62,12 @@ class Server:
     def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
         """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch): handler(*args) runs
         when a handler thread takes it; its response leaves when the thread is done (``departure``)."""
-        if self.transport.check is not None:
-            self.transport.check(handler)
-        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
+        start, end = self._take_handler(broker, handler, partitions, nbytes)
         now = self.kernel.now
-        if cost > 0.0:
-            free = self.io_free[broker]
-            start = free[0] if free[0] > now else now  # the thread free first (a heap: the smallest first)
-            end = start + cost
-            heapreplace(free, end)
-            self.io_busy_ms[broker] += cost
-            if start > now:
-                self.timer(broker, start - now, self.on_run, end, handler, args)
-                return
-            self.departure = end
-        else:
-            self.departure = now
+        if start > now:
+            self.timer(broker, start - now, self.on_run, end, handler, args)
+            return
+        self.departure = end
         handler(*args)
 
     def produce(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
@@ -94,21 +84,29 @@ class Server:
         self._start_produce(broker, handler, args, partitions, nbytes)
 
     def _start_produce(self, broker: int, handler, args: tuple, partitions: int, nbytes: int) -> None:
+        end = self._take_handler(broker, handler, partitions, nbytes)[1]
+        now = self.kernel.now
+        if end > now:
+            self.timer(broker, end - now, self.on_run, end, handler, args)
+            return
+        self.departure = now
+        handler(*args)
+
+    def _take_handler(self, broker: int, handler, partitions: int, nbytes: int) -> tuple[float, float]:
+        """The handler thread free first (a heap: the smallest first) takes a request read now: when it starts
+        and when it is done with it (both now when service costs nothing)."""
         if self.transport.check is not None:
             self.transport.check(handler)
         cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
-        if cost > 0.0:
-            free = self.io_free[broker]
-            start = free[0] if free[0] > now else now
-            end = start + cost
-            heapreplace(free, end)
-            self.io_busy_ms[broker] += cost
-            if end > now:
-                self.timer(broker, end - now, self.on_run, end, handler, args)
-                return
-        self.departure = now
-        handler(*args)
+        if cost <= 0.0:
+            return now, now
+        free = self.io_free[broker]
+        start = free[0] if free[0] > now else now
+        end = start + cost
+        heapreplace(free, end)
+        self.io_busy_ms[broker] += cost
+        return start, end
 
     def hold(self, broker: int, end: float, extra: float) -> None:
         """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync in its path)."""
@@ -123,17 +121,6 @@ class Server:
         handler(*args)
 
     # ---- responses out -------------------------------------------------------------------------------------------
-
-    def leave_at(self, broker: int, ready: float, nbytes: int = 0) -> float:
-        """When a response ready at `ready` has been written by a network thread."""
-        cost = self.write_ms + self.write_byte_ms * nbytes
-        if cost <= 0.0:
-            return ready
-        free = self.net_free[broker]
-        start = free[0] if free[0] > ready else ready
-        heapreplace(free, start + cost)
-        self.net_busy_ms[broker] += cost
-        return start + cost
 
     def respond(self, broker: int, ready: float, dst: int, action, args: tuple, nbytes: int = 0, fetch: bool = False,
                 conn=None, kind: int = 0) -> None:
