@@ -1,4 +1,4 @@
-"""The leader's side of replication: follower fetch sessions (KIP-227), long polls, OffsetsForLeaderEpoch.
+"""The leader's side of follower fetches: fetch sessions (KIP-227) and long polls (DelayedFetch).
 
 A follower broker's replica fetcher keeps one session at each leader broker
 it fetches from. A fetch request carries only the partitions whose fetch
@@ -11,18 +11,20 @@ to ``replica.fetch.max.bytes`` each and ``replica.fetch.response.max.bytes``
 in all, the first batch always), a new HW, or an error. With fewer than
 ``replica.fetch.min.bytes`` of records to give, the fetch waits (up to
 ``replica.fetch.wait.max.ms``) until an append brings them. So work follows
-what changed, not how many partitions a session holds.
+what changed, not how many partitions a session holds. What a fetch tells the
+leader about its follower is the leader's to keep
+(``LeaderRole.update_follower_fetch_state``).
 """
 
 from __future__ import annotations
 
 from operator import attrgetter
 
-from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, FetchResponsePartition
 from ..state import Replica
 
-LOG_START_MOVED = 8  # the follower's offset is below the leader's log start: it starts over there
 _by_key = attrgetter("key")
+_new = tuple.__new__  # builds the answers' named tuples without their Python-level __new__ (protocol)
 
 
 class FetchSession:
@@ -42,13 +44,13 @@ class FetchSession:
         self.parked_at = 0.0
         self.timer_armed = False
         self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
-        self.errors: list = []  # error entries for the next answer
+        self.errors: list[FetchResponsePartition] = []  # errors for the next answer
 
 
 class SessionManager:
     """Every leader broker's fetch sessions (Kafka's FetchManager, and ReplicaManager.fetchMessages for followers)."""
 
-    MESSAGES = ("handle_fetch", "handle_epoch_query")  # through the server
+    MESSAGES = ("handle_fetch",)  # through the server
     TIMERS = ("_wait_expired",)
 
     def __init__(self, sim):
@@ -66,22 +68,20 @@ class SessionManager:
         self.read_partition_ms = costs.partition_us / 1000.0  # a handler thread reading one partition
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
         self.sessions: dict[tuple, FetchSession] = {}
-        self.epoch_answer = getattr(sim.truncation, "answer", None)  # OffsetsForLeaderEpoch, as the version answers
-        self.server = self.leader = self.follower = None  # wired
+        self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
-        self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
-        self.advance_high_watermark = None  # wired: the leader's HW rule
+        self.update_follower_fetch_state = None  # wired: the leader's
 
     def wire(self, server, leader, follower) -> None:
-        self.server, self.leader, self.follower = server, leader, follower
+        self.server = server
         self.respond, self.follower_handle_response = server.respond, follower.handle_response
-        self.advance_high_watermark = leader.advance_high_watermark
+        self.update_follower_fetch_state = leader.update_follower_fetch_state
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
     def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: list, full: bool) -> None:
-        """A follower's fetch request, read by a handler thread of the leader: entries (partition, fetch offset,
-        leader epoch) for what changed, partitions it no longer fetches here, or the whole set (`full`)."""
+        """A follower's fetch request, read by a handler thread of the leader: a FetchPartition for each partition
+        whose offset changed, partitions it no longer fetches here, or the whole set (`full`)."""
         ready = self.server.departure
         leader, follower, _ = key
         s = self.sessions.get(key)
@@ -99,35 +99,21 @@ class SessionManager:
             rep = replicas[p][leader]
             if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
                 self._drop(s, [p])
-                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, None, -1, -1))
+                s.errors.append(FetchResponsePartition(p, NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ()))
                 continue
             log = rep.log
             leo = log.log_end_offset
             if offset > leo:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
                 self._drop(s, [p])
-                s.errors.append((p, OFFSET_OUT_OF_RANGE, None, -1, leo))
+                s.errors.append(FetchResponsePartition(p, OFFSET_OUT_OF_RANGE, -1, -1, leo, ()))
                 continue
             if offset < log.log_start_offset:  # retention deleted what it needs
                 self._drop(s, [p])
-                s.errors.append((p, LOG_START_MOVED, None, -1, log.log_start_offset))
+                s.errors.append(FetchResponsePartition(p, LOG_START_MOVED, -1, log.log_start_offset, -1, ()))
                 continue
             s.offsets[p] = offset
-            lead = rep.lead
-            lead.sessions[follower] = s
-            # updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was last caught up
-            # (at this fetch if it has everything; at its previous read if it has what was there then)
-            if offset >= leo:
-                lead.last_caught_up_ms[follower] = now
-            elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
-                t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
-            lead.last_fetch_ms[follower] = now
-            lead.last_fetch_leader_leo[follower] = leo
-            lead.follower_leo[follower] = offset
-            if self.fetch_counts(rep, follower):
-                self.advance_high_watermark(rep)
-            elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
-                self.leader.expand_isr(rep, follower)
+            rep.lead.sessions[follower] = s
+            self.update_follower_fetch_state(rep, follower, offset, now)
             if leo > offset:
                 dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
@@ -208,7 +194,7 @@ class SessionManager:
                     del dirty[p]
                 continue
             hw_sent[p] = hw
-            parts.append((p, NONE, chunk, hw, 0))
+            parts.append(_new(FetchResponsePartition, (p, NONE, hw, -1, -1, chunk)))
             if chunk:
                 again.append(p)
             elif leo <= offset:
@@ -285,19 +271,3 @@ class SessionManager:
         """Broker b's process died: the sessions it held as leader are gone."""
         for key in [k for k in self.sessions if k[0] == b]:
             del self.sessions[key]
-
-    # ---- OffsetsForLeaderEpoch --------------------------------------------------------------------------------------
-
-    def handle_epoch_query(self, key: tuple, req: int, entries: list) -> None:
-        """Where each asked epoch ends in the leader's log: (partition, epoch found, end offset) or NOT_LEADER."""
-        ready = self.server.departure
-        leader, follower, _ = key
-        answers = []
-        for p, epoch in entries:
-            rep = self.replicas[p][leader]
-            if not rep.is_leader:
-                answers.append((p, NOT_LEADER_OR_FOLLOWER, epoch, -1, -1))
-                continue
-            found, end = self.epoch_answer(rep, epoch)
-            answers.append((p, NONE, epoch, found, end))
-        self.server.respond(leader, ready, follower, self.follower.handle_epoch_answer, (key, req, answers))

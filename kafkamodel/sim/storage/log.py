@@ -1,14 +1,14 @@
 """A replica's log: entries with offsets and leader epochs, segments, flushes, retention, producer state.
 
-An entry is ``(base_offset, end_offset, leader_epoch, batch)``: ``batch``
+An entry is a ``LogEntry(base_offset, end_offset, leader_epoch, batch)``: ``batch``
 indexes the producer batch it holds (``CONTROL``, -1, for a control record
 such as a quorum leader's epoch marker, one offset and no data). The log end
 offset (LEO) is the next offset to be written. What survives a power loss is
 what was fsynced (``flushed_offset``) or written back by the OS.
 
 The idempotent producer's state (each producer's last five entries here)
-lives with the log, as Kafka's ProducerStateManager does; it is dropped on
-truncation and rebuilt from the entries when next needed.
+lives with the log, as Kafka's ProducerStateManager does (``producer_state``);
+it is dropped on truncation and rebuilt from the entries when next needed.
 """
 
 from __future__ import annotations
@@ -16,10 +16,20 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import repeat
 from operator import itemgetter
+from typing import NamedTuple
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
 EMPTY: list = []  # shared by every log that has retired nothing (``retire`` gives a log its own list)
 _base = itemgetter(0)  # an entry's base offset
+
+
+class LogEntry(NamedTuple):
+    """A record batch in a log (Kafka's RecordBatch as the log holds it)."""
+
+    base_offset: int  # its first offset
+    end_offset: int  # one past its last offset
+    leader_epoch: int  # the epoch of the leader that wrote it
+    batch: int  # the producer batch it holds (an index of the batch table), or CONTROL
 
 
 class Log:
@@ -27,7 +37,7 @@ class Log:
                  "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes: list):
-        self.entries: list[tuple[int, int, int, int]] = []  # (base, end, leader_epoch, batch), in offset order
+        self.entries: list[LogEntry] = []  # in offset order
         self.bases: list[int] = []  # base offsets of the entries, for bisect
         self.append_ms: list[float] = []  # when each entry reached this broker's page cache
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
@@ -38,20 +48,20 @@ class Log:
         self.batch_bytes = batch_bytes  # the batch table's sizes (a batch id -> bytes)
         self.segments: list | None = None  # [base offset, bytes, last append ms] per segment; None: (re)build
         self.retired: list = EMPTY  # entries retention deleted (they were there: not lost)
-        self.producers: dict | None = None  # producer -> its last 5 entries' (batch, epoch, seq, base, end); None: rebuild
+        self.producers: dict | None = None  # producer -> BatchMetadata of its last 5 batches here; None: rebuild
 
     # ---- reading ---------------------------------------------------------------------------------------------
 
     def last_epoch(self) -> int:
         """Leader epoch of the last entry (-1 for an empty log)."""
-        return self.entries[-1][2] if self.entries else -1
+        return self.entries[-1].leader_epoch if self.entries else -1
 
     def entry_index(self, offset: int) -> int:
         """Index of the entry holding `offset` (or the first one after it)."""
         i = bisect_right(self.bases, offset) - 1
         if i < 0:
             return 0
-        return i if self.entries[i][1] > offset else i + 1
+        return i if self.entries[i].end_offset > offset else i + 1
 
     def read(self, offset: int, max_offset: int, max_bytes: int, min_one: bool) -> tuple[int, int, int]:
         """Kafka's Log.read: whole batches from the one holding `offset`, those starting below `max_offset`
@@ -62,7 +72,7 @@ class Log:
         entries = self.entries
         n = len(entries)
         # a reader usually lacks just the last entry: found without a search (entry_index)
-        i = n - 1 if n and entries[-1][0] == offset else self.entry_index(offset)
+        i = n - 1 if n and entries[-1].base_offset == offset else self.entry_index(offset)
         bytes_of = self.batch_bytes
         j, size = i, 0
         while j < n:
@@ -83,7 +93,7 @@ class Log:
         every epoch here gives (`epoch`, where the first one starts); an undefined epoch, an empty log or an
         epoch newer than the last, (-1, -1) (KIP-279's UNDEFINED)."""
         entries = self.entries
-        if epoch < 0 or not entries or epoch > entries[-1][2]:
+        if epoch < 0 or not entries or epoch > entries[-1].leader_epoch:
             return -1, -1
         for base, _, e, _ in reversed(entries):
             if e <= epoch:
@@ -104,32 +114,32 @@ class Log:
         """End of the log that survives a power loss now: fsynced, or written back by the OS."""
         cutoff = now - dirty_expire_ms
         i = bisect_right(self.append_ms, cutoff)  # entries old enough for OS write-back
-        written_back = self.entries[i - 1][1] if i else 0
+        written_back = self.entries[i - 1].end_offset if i else 0
         return max(self.flushed_offset, written_back)
 
     def batches(self) -> list[int]:
-        return [e[3] for e in self.entries]
+        return [e.batch for e in self.entries]
 
     # ---- writing ---------------------------------------------------------------------------------------------
 
-    def append(self, entry: tuple, now: float) -> None:
+    def append(self, entry: LogEntry, now: float) -> None:
         self.entries.append(entry)
-        self.bases.append(entry[0])
+        self.bases.append(entry.base_offset)
         self.append_ms.append(now)
-        self.log_end_offset = entry[1]
+        self.log_end_offset = entry.end_offset
 
-    def extend(self, entries: list, now: float) -> None:
-        if len(entries) == 1:  # a follower's usual fetch: one batch
+    def extend(self, entries: list[LogEntry], now: float) -> None:
+        if len(entries) == 1:  # a follower's usual fetch: one batch (append's lines: no call on the hot path)
             entry = entries[0]
             self.entries.append(entry)
-            self.bases.append(entry[0])
+            self.bases.append(entry.base_offset)
             self.append_ms.append(now)
-            self.log_end_offset = entry[1]
+            self.log_end_offset = entry.end_offset
             return
         self.entries.extend(entries)
         self.bases.extend(map(_base, entries))
         self.append_ms.extend(repeat(now, len(entries)))
-        self.log_end_offset = entries[-1][1]
+        self.log_end_offset = entries[-1].end_offset
 
     def needs_flush(self, flush_messages: int) -> bool:
         """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
@@ -158,7 +168,7 @@ class Log:
         self.producers = None  # the idempotence state is rebuilt from what remains
         self.segments = None
         old = self.log_end_offset
-        self.log_end_offset = self.entries[-1][1] if self.entries else self.log_start_offset
+        self.log_end_offset = self.entries[-1].end_offset if self.entries else self.log_start_offset
         if self.flushed_offset > self.log_end_offset:
             self.flushed_offset = self.log_end_offset
         if self.flush_target > self.log_end_offset:
@@ -173,15 +183,16 @@ class Log:
 
     # ---- segments and retention ------------------------------------------------------------------------------
 
-    def segment_append(self, entry: tuple, now: float) -> None:
+    def segment_append(self, entry: LogEntry, now: float) -> None:
         """Account an appended entry to the active segment (rolling a new one past segment.bytes)."""
         if self.segments is None:
             self._rebuild_segments()
             return
-        size = self.batch_bytes[entry[3]] if entry[3] >= 0 else 0
+        b = entry.batch
+        size = self.batch_bytes[b] if b >= 0 else 0
         segs = self.segments
         if not segs or segs[-1][1] + size > self.segment_bytes:
-            segs.append([entry[0], 0, now])  # roll a new segment
+            segs.append([entry.base_offset, 0, now])  # roll a new segment
         segs[-1][1] += size
         segs[-1][2] = now
 

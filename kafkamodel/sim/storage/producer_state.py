@@ -1,0 +1,77 @@
+"""The idempotent producer's state a log keeps (Kafka's ProducerStateManager): each producer's last five batches.
+
+A leader checks every idempotent batch against it before appending
+(ProducerAppendInfo's sequence check, and the duplicate lookup that answers a
+resend with the offsets it was first written at). The state lives in
+``Log.producers`` and travels with the log; a truncation drops it and it is
+rebuilt from the entries when next needed, as a broker reloads its snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..protocol import DUPLICATE_SEQUENCE_NUMBER, NONE, OUT_OF_ORDER_SEQUENCE_NUMBER
+from .log import Log, LogEntry
+
+REMEMBERED = 5  # batches per producer (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
+
+# what check_sequence finds: append (NONE), a resend of a remembered batch, or an error code
+DUPLICATE_BATCH = -1  # a resend of one of the producer's last five batches: answered with that batch's offsets
+_APPEND = (NONE, -1, -1)
+
+
+class BatchMetadata(NamedTuple):
+    """One of a producer's remembered batches in this log."""
+
+    batch: int  # its id in the batch table
+    producer_epoch: int
+    sequence: int  # its base sequence number
+    base_offset: int  # where it was written here
+    end_offset: int
+
+
+class ProducerStateManager:
+    """Reads the producer, epoch and sequence of batches from the batch table."""
+
+    def __init__(self, batches):
+        self.producer, self.epoch, self.seq = batches.producer, batches.epoch, batches.seq
+
+    def track(self, log: Log, entry: LogEntry) -> None:
+        """Remember the entry among its producer's last five in this log."""
+        if log.producers is None:
+            return  # rebuilt lazily from the log when next needed
+        b = entry.batch
+        if b >= 0:
+            producer = self.producer[b]
+            tail = log.producers.get(producer)
+            if tail is None:
+                tail = log.producers[producer] = []
+            tail.append(BatchMetadata(b, self.epoch[b], self.seq[b], entry.base_offset, entry.end_offset))
+            if len(tail) > REMEMBERED:
+                del tail[0]
+
+    def check_sequence(self, log: Log, b: int) -> tuple[int, int, int]:
+        """(outcome, base offset, end offset) for batch b before it is appended: (NONE, -1, -1) to append it;
+        (DUPLICATE_BATCH, its base, its end) for a resend of a remembered batch; else (DUPLICATE_SEQUENCE_NUMBER
+        or OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)."""
+        if log.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
+            log.producers = {}
+            for entry in log.entries:
+                self.track(log, entry)
+        tail = log.producers.get(self.producer[b], ())
+        epoch, seq = self.epoch[b], self.seq[b]
+        for m in tail:
+            if m.sequence == seq and m.producer_epoch == epoch:
+                return DUPLICATE_BATCH, m.base_offset, m.end_offset
+        if not tail or epoch > tail[-1].producer_epoch:
+            # a producer it does not know, or a new epoch: the sequence must start at 0
+            return _APPEND if seq == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)
+        if epoch < tail[-1].producer_epoch:
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1  # a fenced (older) epoch: the client resends it in the new one
+        last = tail[-1].sequence
+        if seq == last + 1:
+            return _APPEND
+        if seq <= last:
+            return DUPLICATE_SEQUENCE_NUMBER, -1, -1  # older than the five it remembers
+        return OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1  # an earlier batch is missing
