@@ -74,10 +74,6 @@ class ReplicaFetcherManager:
         self.backoff_ms = cfg.replica_fetch_backoff_ms
         self.socket_timeout_ms = cfg.replica_socket_timeout_ms
         self.fetchers_per_pair = cfg.num_replica_fetchers
-        costs = sim.settings.costs
-        self.response_ms = costs.fetcher_response_us / 1000.0
-        self.partition_ms = costs.fetcher_partition_us / 1000.0
-        self.byte_ms = costs.fetcher_kib_us / 1024.0 / 1000.0
         self.fetcher_of = [fetcher_id(p.topic, p.number, self.fetchers_per_pair) for p in sim.partitions]
         self.fetchers: dict[tuple, Fetcher] = {}
         self.next_request = 0
@@ -152,24 +148,32 @@ class ReplicaFetcherManager:
         """Send once everything happening at this instant has been added (partitions join one request)."""
         if not f.kick_armed and not f.outstanding:
             f.kick_armed = True
-            self.timer(f.follower, 0.0, self._kick, f, 0.0)
+            self.timer(f.follower, 0.0, self._kick, f)
 
     def _wake(self, f: Fetcher) -> None:
         f.wake_at = 0.0
-        self._kick(f, 0.0)
+        self._kick(f)
 
-    def _kick(self, f: Fetcher, delay: float) -> None:
-        """Send the thread's next request (`delay` from now), unless one is out or the thread is gone."""
+    def _kick(self, f: Fetcher) -> None:
+        """Send the thread's next request, unless one is out or the thread is gone."""
         f.kick_armed = False
         if f.outstanding or self.fetchers.get(f.key) is not f:
             return
-        self.request(f, delay)
+        self.request(f)
 
-    def request(self, f: Fetcher, delay: float) -> None:
-        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
-        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
+    def request(self, f: Fetcher, cost: float = 0.0) -> None:
+        """The thread's next request, once it has spent `cost` ms processing an answer (one at a time):
+        OffsetsForLeaderEpoch for the partitions that must truncate, else a fetch with the partitions whose
+        offset changed."""
         f.kick_armed = False
         now = self.kernel.now
+        if cost > 0.0:
+            start = f.busy_until if f.busy_until > now else now
+            f.busy_until = start + cost
+            f.busy_ms += cost
+            delay = f.busy_until - now
+        else:
+            delay = 0.0
         depart = now + delay
         if f.delayed:
             self._release_delayed(f, depart)
@@ -249,7 +253,7 @@ class ReplicaFetcherManager:
             rep.delayed_until = until
             f.delayed[p] = until
         f.truncating = {}
-        self._kick(f, 0.0)
+        self._kick(f)
 
     def check_socket_timeout(self, b: int) -> None:
         """A fetcher of broker b whose leader has not answered for replica.socket.timeout.ms gives up on that
@@ -269,14 +273,3 @@ class ReplicaFetcherManager:
         f.changed.pop(p, None)
         f.truncating.pop(p, None)
         f.forgotten.append(p)
-
-    def processing(self, f: Fetcher, partitions: int, nbytes: int, fsync: float = 0.0) -> float:
-        """How long the thread works on a response before its next request leaves (it works one at a time)."""
-        cost = self.response_ms + self.partition_ms * partitions + self.byte_ms * nbytes + fsync
-        if cost <= 0.0:
-            return 0.0
-        now = self.kernel.now
-        start = f.busy_until if f.busy_until > now else now
-        f.busy_until = start + cost
-        f.busy_ms += cost
-        return f.busy_until - now

@@ -31,6 +31,10 @@ class FollowerRole:
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.retention_on = sim.retention_on
+        costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
+        self.response_ms = costs.fetcher_response_us / 1000.0
+        self.partition_ms = costs.fetcher_partition_us / 1000.0
+        self.byte_ms = costs.fetcher_kib_us / 1024.0 / 1000.0
         self.fetchers = self.leader = None  # wired
         self.threads: dict = {}  # wired: the fetcher threads by key (leader, follower, fetcher id)
         # its partitions' fetcher threads (where truncation rules, faults and the leader find them): wired
@@ -55,11 +59,14 @@ class FollowerRole:
         appended = size = 0
         fsync = 0.0
         bytes_of = self.batches.bytes
-        for p, error, hw, log_start, leader_leo, chunk in parts:
+        for part in parts:  # (attributes: unpacking a named tuple takes the slow, iterator path)
+            p = part.partition
             rep = f.parts.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
                 continue
+            error = part.error_code
             if error == NONE:
+                chunk = part.records
                 log = rep.log
                 if chunk:
                     if chunk[0].base_offset != log.log_end_offset:  # not where we are: fetch again from our LEO
@@ -75,22 +82,25 @@ class FollowerRole:
                         fsync += next(self.fsync)
                     f.changed[p] = True
                     appended += 1
-                    for _, _, _, b in chunk:
+                    for e in chunk:
+                        b = e.batch
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset
+                hw = part.high_watermark
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
-                self.truncate(rep, leader_leo, "offset out of range: to leader's log end offset")
+                self.truncate(rep, part.log_end_offset, "offset out of range: to leader's log end offset")
                 f.changed[p] = True
             elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
-                rep.restart_log_at(log_start)
-                self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {log_start}")
+                start = part.log_start_offset
+                rep.restart_log_at(start)
+                self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {start}")
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
                 self.fetchers.delay(f, rep, now)
-        fetchers = self.fetchers
-        fetchers.request(f, fetchers.processing(f, appended, size, fsync))  # the answered thread goes on at once
+        # the thread processes the answer, then goes on at once
+        self.fetchers.request(f, self.response_ms + self.partition_ms * appended + self.byte_ms * size + fsync)
 
     def handle_epoch_answer(self, key: tuple, req: int, answers: list) -> None:
         """OffsetsForLeaderEpoch answered, an EpochEndOffset each: truncate where the leader says (KIP-101, KIP-279)."""
@@ -112,7 +122,7 @@ class FollowerRole:
                 rep.truncating = False
                 f.truncating.pop(p, None)
                 f.changed[p] = True
-        self.fetchers.request(f, self.fetchers.processing(f, 0, 0))
+        self.fetchers.request(f, self.response_ms)
 
     # ---- changes of role ---------------------------------------------------------------------------------------
 

@@ -67,9 +67,10 @@ class LeaderRole:
         i = n - 1 if n and entries[-1].base_offset == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n:
-            base, _, _, b = entries[i]
-            if base >= hw:
+            e = entries[i]
+            if e.base_offset >= hw:
                 break
+            b = e.batch
             if b >= 0 and not committed[b]:
                 committed[b] = True
                 visible[b] = now

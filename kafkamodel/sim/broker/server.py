@@ -59,15 +59,29 @@ class Server:
 
     # ---- requests in -------------------------------------------------------------------------------------------
 
-    def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
-        """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch): handler(*args) runs
-        when a handler thread takes it; its response leaves when the thread is done (``departure``)."""
-        start, end = self._take_handler(broker, handler, partitions, nbytes)
+    def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0,
+                when_done: bool = False) -> None:
+        """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch) waits for the handler
+        thread free first (a heap: the smallest first); handler(*args) runs when the thread takes it (`when_done`:
+        when the thread is done with it, as a produce request); its response leaves when the thread is done
+        (``departure``)."""
+        if self.transport.check is not None:
+            self.transport.check(handler)
+        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
-        if start > now:
-            self.timer(broker, start - now, self.on_run, end, handler, args)
-            return
-        self.departure = end
+        if cost > 0.0:
+            free = self.io_free[broker]
+            start = free[0] if free[0] > now else now
+            end = start + cost
+            heapreplace(free, end)
+            self.io_busy_ms[broker] += cost
+            runs = end if when_done else start
+            if runs > now:
+                self.timer(broker, runs - now, self.on_run, end, handler, args)
+                return
+            self.departure = end
+        else:
+            self.departure = now
         handler(*args)
 
     def produce(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
@@ -81,32 +95,7 @@ class Server:
             st.queue.append((handler, args, partitions, nbytes))
             return
         st.busy = True
-        self._start_produce(broker, handler, args, partitions, nbytes)
-
-    def _start_produce(self, broker: int, handler, args: tuple, partitions: int, nbytes: int) -> None:
-        end = self._take_handler(broker, handler, partitions, nbytes)[1]
-        now = self.kernel.now
-        if end > now:
-            self.timer(broker, end - now, self.on_run, end, handler, args)
-            return
-        self.departure = now
-        handler(*args)
-
-    def _take_handler(self, broker: int, handler, partitions: int, nbytes: int) -> tuple[float, float]:
-        """The handler thread free first (a heap: the smallest first) takes a request read now: when it starts
-        and when it is done with it (both now when service costs nothing)."""
-        if self.transport.check is not None:
-            self.transport.check(handler)
-        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
-        now = self.kernel.now
-        if cost <= 0.0:
-            return now, now
-        free = self.io_free[broker]
-        start = free[0] if free[0] > now else now
-        end = start + cost
-        heapreplace(free, end)
-        self.io_busy_ms[broker] += cost
-        return start, end
+        self.request(broker, conn, handler, args, partitions, nbytes, True)
 
     def hold(self, broker: int, end: float, extra: float) -> None:
         """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync in its path)."""
@@ -161,7 +150,7 @@ class Server:
             st.busy = False
             return
         handler, args, partitions, nbytes = st.queue.popleft()
-        self._start_produce(broker, handler, args, partitions, nbytes)
+        self.request(broker, conn, handler, args, partitions, nbytes, True)
 
     # ---- faults ----------------------------------------------------------------------------------------------------
 

@@ -95,9 +95,10 @@ class SessionManager:
             self._drop(s, forgotten)
         replicas, dirty = self.replicas, s.dirty
         data = False  # some partition of the request has records beyond its offset
-        for p, offset, epoch in entries:
+        for asked in entries:  # (attributes: unpacking a named tuple takes the slow, iterator path)
+            p, offset = asked.partition, asked.fetch_offset
             rep = replicas[p][leader]
-            if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
+            if not rep.is_leader or asked.current_leader_epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
                 self._drop(s, [p])
                 s.errors.append(FetchResponsePartition(p, NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ()))
                 continue

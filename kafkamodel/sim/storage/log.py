@@ -76,9 +76,10 @@ class Log:
         bytes_of = self.batch_bytes
         j, size = i, 0
         while j < n:
-            base, _, _, b = entries[j]
-            if base >= max_offset:
+            e = entries[j]  # (attributes: unpacking a named tuple takes the slow, iterator path)
+            if e.base_offset >= max_offset:
                 break
+            b = e.batch
             if b >= 0:
                 grown = size + bytes_of[b]
                 if grown > max_bytes and (j > i or not min_one):

@@ -19,6 +19,7 @@ REMEMBERED = 5  # batches per producer (Kafka's ProducerStateEntry.NUM_BATCHES_T
 # what check_sequence finds: append (NONE), a resend of a remembered batch, or an error code
 DUPLICATE_BATCH = -1  # a resend of one of the producer's last five batches: answered with that batch's offsets
 _APPEND = (NONE, -1, -1)
+_new = tuple.__new__  # builds BatchMetadata at every append without its Python-level __new__ (protocol)
 
 
 class BatchMetadata(NamedTuple):
@@ -47,7 +48,7 @@ class ProducerStateManager:
             tail = log.producers.get(producer)
             if tail is None:
                 tail = log.producers[producer] = []
-            tail.append(BatchMetadata(b, self.epoch[b], self.seq[b], entry.base_offset, entry.end_offset))
+            tail.append(_new(BatchMetadata, (b, self.epoch[b], self.seq[b], entry.base_offset, entry.end_offset)))
             if len(tail) > REMEMBERED:
                 del tail[0]
 
