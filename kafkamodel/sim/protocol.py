@@ -36,7 +36,6 @@ NETWORK_EXCEPTION = 4  # the client's own: the connection was refused or reset
 DELIVERY_TIMEOUT = 5  # the client's own: delivery.timeout.ms passed
 OUT_OF_ORDER_SEQUENCE_NUMBER = 6
 OFFSET_OUT_OF_RANGE = 7
-DUPLICATE_SEQUENCE_NUMBER = 9  # an idempotent batch older than the broker remembers (the producer takes it as success)
 # the model's own split of OFFSET_OUT_OF_RANGE for a follower below the leader's log start offset (Kafka's fetcher
 # tells the two apart by asking the leader's offsets): it restarts its log there
 LOG_START_MOVED = 8

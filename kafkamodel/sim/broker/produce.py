@@ -25,7 +25,8 @@ from ..protocol import (
 )
 from ..state import Replica
 from ..storage.log import LogEntry
-from ..storage.producer_state import DUPLICATE_BATCH, ProducerStateManager
+from ..storage import producer_state as sequence
+from ..storage.producer_state import ProducerStateManager
 
 _new = tuple.__new__  # builds the named tuples of every append without their Python-level __new__ (protocol)
 
@@ -126,12 +127,12 @@ class ProduceHandler:
             return ProducePartitionResponse(b, attempt, NOT_ENOUGH_REPLICAS, -1)
         if self.producer_settings[batches.producer[b]].enable_idempotence:
             found, base, end = self.producer_state.check_sequence(rep.log, b)
-            if found == OUT_OF_ORDER_SEQUENCE_NUMBER:
+            if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
                 return ProducePartitionResponse(b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
-            if found == DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
+            if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
                 self._wait(rep, dp, i, end, ProducePartitionResponse(b, attempt, NONE, base))
                 return dp.results[i]
-            if found != NONE:  # a duplicate: the client takes it as written (with its offsets if remembered)
+            if found != sequence.IN_SEQUENCE:  # a duplicate: the client takes it as written (with its offsets if remembered)
                 return ProducePartitionResponse(b, attempt, NONE, base)
         log = rep.log
         now = self.kernel.now

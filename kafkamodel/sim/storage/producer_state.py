@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..protocol import DUPLICATE_SEQUENCE_NUMBER, NONE, OUT_OF_ORDER_SEQUENCE_NUMBER
 from .log import Log, LogEntry
 
 REMEMBERED = 5  # batches per producer (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
 
-# what check_sequence finds: append (NONE), a resend of a remembered batch, or an error code
-DUPLICATE_BATCH = -1  # a resend of one of the producer's last five batches: answered with that batch's offsets
-_APPEND = (NONE, -1, -1)
+# what check_sequence finds (the last two named as the errors Kafka answers with)
+IN_SEQUENCE = 0  # the next sequence number (or 0 for a producer or epoch it does not know): append it
+DUPLICATE_BATCH = 1  # a resend of one of the producer's last five batches: answered with that batch's offsets
+DUPLICATE_SEQUENCE_NUMBER = 2  # older than the five it remembers: the producer takes it as written
+OUT_OF_ORDER_SEQUENCE_NUMBER = 3  # a gap, or a fenced older epoch: refused
+_APPEND = (IN_SEQUENCE, -1, -1)
 _new = tuple.__new__  # builds BatchMetadata at every append without its Python-level __new__ (protocol)
 
 
@@ -53,7 +55,7 @@ class ProducerStateManager:
                 del tail[0]
 
     def check_sequence(self, log: Log, b: int) -> tuple[int, int, int]:
-        """(outcome, base offset, end offset) for batch b before it is appended: (NONE, -1, -1) to append it;
+        """(outcome, base offset, end offset) for batch b before it is appended: (IN_SEQUENCE, -1, -1) to append it;
         (DUPLICATE_BATCH, its base, its end) for a resend of a remembered batch; else (DUPLICATE_SEQUENCE_NUMBER
         or OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)."""
         if log.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
