@@ -15,10 +15,8 @@ leader that cannot be reached, or does not answer for
 
 from __future__ import annotations
 
-from ..protocol import FetchPartition, OffsetForLeaderPartition
+from ..protocol import OffsetForLeaderPartition
 from ..state import Replica
-
-_new = tuple.__new__  # builds the requests' named tuples without their Python-level __new__ (protocol)
 
 
 def java_string_hash(text: str) -> int:
@@ -195,11 +193,11 @@ class ReplicaFetcherManager:
             return
         parts, delayed = f.parts, f.delayed
         full = f.full
-        entries = []  # FetchPartition of every partition it fetches (full) or of the changed
+        entries = []  # (protocol.FETCH_PARTITION) every partition it fetches (full), or the changed ones
         for p in (parts if full else f.changed):
             rep = parts.get(p)
             if rep is not None and p not in delayed:
-                entries.append(_new(FetchPartition, (p, rep.log.log_end_offset, rep.leader_epoch)))
+                entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
         if f.forgotten:
             forgotten, f.forgotten = f.forgotten, []
         else:

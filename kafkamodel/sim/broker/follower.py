@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
+from ..storage.log import BASE_OFFSET, BATCH
 
 
 class FollowerRole:
@@ -50,7 +51,8 @@ class FollowerRole:
     # ---- the leader's answers -----------------------------------------------------------------------------------
 
     def handle_response(self, key: tuple, req: int, parts: list) -> None:
-        """FollowerReplicate: a fetch response, a FetchResponsePartition each: records and the HW, or an error."""
+        """FollowerReplicate: a fetch response, per partition (protocol.FETCH_RESPONSE_PARTITION) records and the
+        HW, or an error."""
         f = self.threads.get(key)
         if f is None or f.outstanding != req:
             return
@@ -59,17 +61,14 @@ class FollowerRole:
         appended = size = 0
         fsync = 0.0
         bytes_of = self.batches.bytes
-        for part in parts:  # (attributes: unpacking a named tuple takes the slow, iterator path)
-            p = part.partition
+        for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
             rep = f.parts.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
                 continue
-            error = part.error_code
             if error == NONE:
-                chunk = part.records
                 log = rep.log
                 if chunk:
-                    if chunk[0].base_offset != log.log_end_offset:  # not where we are: fetch again from our LEO
+                    if chunk[0][BASE_OFFSET] != log.log_end_offset:  # not where we are: fetch again from our LEO
                         f.changed[p] = True
                         continue
                     log.extend(chunk, now)
@@ -83,19 +82,18 @@ class FollowerRole:
                     f.changed[p] = True
                     appended += 1
                     for e in chunk:
-                        b = e.batch
+                        b = e[BATCH]
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset
-                hw = part.high_watermark
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
-                self.truncate(rep, part.log_end_offset, "offset out of range: to leader's log end offset")
+                self.truncate(rep, log_end_offset, "offset out of range: to leader's log end offset")
                 f.changed[p] = True
             elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
-                start = part.log_start_offset
-                rep.restart_log_at(start)
-                self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {start}")
+                rep.restart_log_at(log_start_offset)
+                self.event(TRUNCATION, p, rep.broker,
+                           f"below the leader's log start: log restarts at {log_start_offset}")
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
                 self.fetchers.delay(f, rep, now)
@@ -144,7 +142,7 @@ class FollowerRole:
             return 0
         i = log.entry_index(offset)
         committed, count = self.batches.committed, self.batches.count
-        gone = sum(count[e.batch] for e in log.entries[i:] if e.batch >= 0 and committed[e.batch])
+        gone = sum(count[b] for _, _, _, b in log.entries[i:] if b >= 0 and committed[b])
         removed = rep.truncate_to(offset)
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"

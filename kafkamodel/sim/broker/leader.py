@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, EpochEndOffset
 from ..results.measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
 from ..state import Replica
-from ..storage.log import CONTROL, LogEntry
+from ..storage.log import BASE_OFFSET, BATCH, CONTROL
 
 
 class LeaderRole:
@@ -64,13 +64,13 @@ class LeaderRole:
         entries = log.entries
         n = len(entries)
         # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
-        i = n - 1 if n and entries[-1].base_offset == old else log.entry_index(old)
+        i = n - 1 if n and entries[-1][BASE_OFFSET] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n:
             e = entries[i]
-            if e.base_offset >= hw:
+            if e[BASE_OFFSET] >= hw:
                 break
-            b = e.batch
+            b = e[BATCH]
             if b >= 0 and not committed[b]:
                 committed[b] = True
                 visible[b] = now
@@ -164,7 +164,7 @@ class LeaderRole:
             lead.last_fetch_ms[f] = now
         if self.mode.opens_epoch_with_marker:
             base = log.log_end_offset
-            log.append(LogEntry(base, base + 1, epoch, CONTROL), now)
+            log.append((base, base + 1, epoch, CONTROL), now)  # a LogEntry: the epoch marker
         if self.mode.durable:  # a new leader starts from a flushed log (its fsync is not timed here)
             log.flushed(log.begin_flush())
         self.event(BECOME_LEADER, rep.partition, rep.broker,

@@ -24,7 +24,6 @@ from ..protocol import (
     ProducePartitionResponse,
 )
 from ..state import Replica
-from ..storage.log import LogEntry
 from ..storage import producer_state as sequence
 from ..storage.producer_state import ProducerStateManager
 
@@ -138,7 +137,7 @@ class ProduceHandler:
         now = self.kernel.now
         base = log.log_end_offset
         end = base + batches.count[b]
-        entry = _new(LogEntry, (base, end, rep.leader_epoch, b))
+        entry = (base, end, rep.leader_epoch, b)  # a LogEntry
         log.append(entry, now)
         if self.retention_on:
             log.segment_append(entry, now)

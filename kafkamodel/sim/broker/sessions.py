@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE, FetchResponsePartition
+from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
 
 _by_key = attrgetter("key")
-_new = tuple.__new__  # builds the answers' named tuples without their Python-level __new__ (protocol)
 
 
 class FetchSession:
@@ -44,7 +43,7 @@ class FetchSession:
         self.parked_at = 0.0
         self.timer_armed = False
         self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
-        self.errors: list[FetchResponsePartition] = []  # errors for the next answer
+        self.errors: list = []  # errors for the next answer (protocol.FETCH_RESPONSE_PARTITION)
 
 
 class SessionManager:
@@ -80,8 +79,8 @@ class SessionManager:
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
     def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: list, full: bool) -> None:
-        """A follower's fetch request, read by a handler thread of the leader: a FetchPartition for each partition
-        whose offset changed, partitions it no longer fetches here, or the whole set (`full`)."""
+        """A follower's fetch request, read by a handler thread of the leader: each partition whose offset changed
+        (protocol.FETCH_PARTITION), partitions it no longer fetches here, or the whole set (`full`)."""
         ready = self.server.departure
         leader, follower, _ = key
         s = self.sessions.get(key)
@@ -95,22 +94,21 @@ class SessionManager:
             self._drop(s, forgotten)
         replicas, dirty = self.replicas, s.dirty
         data = False  # some partition of the request has records beyond its offset
-        for asked in entries:  # (attributes: unpacking a named tuple takes the slow, iterator path)
-            p, offset = asked.partition, asked.fetch_offset
+        for p, offset, epoch in entries:
             rep = replicas[p][leader]
-            if not rep.is_leader or asked.current_leader_epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
+            if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
                 self._drop(s, [p])
-                s.errors.append(FetchResponsePartition(p, NOT_LEADER_OR_FOLLOWER, -1, -1, -1, ()))
+                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, -1, (), -1, -1))
                 continue
             log = rep.log
             leo = log.log_end_offset
             if offset > leo:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
                 self._drop(s, [p])
-                s.errors.append(FetchResponsePartition(p, OFFSET_OUT_OF_RANGE, -1, -1, leo, ()))
+                s.errors.append((p, OFFSET_OUT_OF_RANGE, -1, (), -1, leo))
                 continue
             if offset < log.log_start_offset:  # retention deleted what it needs
                 self._drop(s, [p])
-                s.errors.append(FetchResponsePartition(p, LOG_START_MOVED, -1, log.log_start_offset, -1, ()))
+                s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
                 continue
             s.offsets[p] = offset
             rep.lead.sessions[follower] = s
@@ -195,7 +193,7 @@ class SessionManager:
                     del dirty[p]
                 continue
             hw_sent[p] = hw
-            parts.append(_new(FetchResponsePartition, (p, NONE, hw, -1, -1, chunk)))
+            parts.append((p, NONE, hw, chunk, -1, -1))
             if chunk:
                 again.append(p)
             elif leo <= offset:

@@ -9,9 +9,7 @@ rebuilt from the entries when next needed, as a broker reloads its snapshot.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from .log import Log, LogEntry
+from .log import BASE_OFFSET, BATCH, END_OFFSET, Log, LogEntry
 
 REMEMBERED = 5  # batches per producer (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
 
@@ -21,17 +19,11 @@ DUPLICATE_BATCH = 1  # a resend of one of the producer's last five batches: answ
 DUPLICATE_SEQUENCE_NUMBER = 2  # older than the five it remembers: the producer takes it as written
 OUT_OF_ORDER_SEQUENCE_NUMBER = 3  # a gap, or a fenced older epoch: refused
 _APPEND = (IN_SEQUENCE, -1, -1)
-_new = tuple.__new__  # builds BatchMetadata at every append without its Python-level __new__ (protocol)
 
 
-class BatchMetadata(NamedTuple):
-    """One of a producer's remembered batches in this log."""
-
-    batch: int  # its id in the batch table
-    producer_epoch: int
-    sequence: int  # its base sequence number
-    base_offset: int  # where it was written here
-    end_offset: int
+# One of a producer's remembered batches in this log: a plain tuple (read five at a time at every append; see
+# log.LogEntry), unpacked into these names
+BATCH_METADATA = ("batch", "producer_epoch", "sequence", "base_offset", "end_offset")
 
 
 class ProducerStateManager:
@@ -44,13 +36,13 @@ class ProducerStateManager:
         """Remember the entry among its producer's last five in this log."""
         if log.producers is None:
             return  # rebuilt lazily from the log when next needed
-        b = entry.batch
+        b = entry[BATCH]
         if b >= 0:
             producer = self.producer[b]
             tail = log.producers.get(producer)
             if tail is None:
                 tail = log.producers[producer] = []
-            tail.append(_new(BatchMetadata, (b, self.epoch[b], self.seq[b], entry.base_offset, entry.end_offset)))
+            tail.append((b, self.epoch[b], self.seq[b], entry[BASE_OFFSET], entry[END_OFFSET]))  # BATCH_METADATA
             if len(tail) > REMEMBERED:
                 del tail[0]
 
@@ -64,15 +56,16 @@ class ProducerStateManager:
                 self.track(log, entry)
         tail = log.producers.get(self.producer[b], ())
         epoch, seq = self.epoch[b], self.seq[b]
-        for m in tail:
-            if m.sequence == seq and m.producer_epoch == epoch:
-                return DUPLICATE_BATCH, m.base_offset, m.end_offset
-        if not tail or epoch > tail[-1].producer_epoch:
+        for _, producer_epoch, sequence, base_offset, end_offset in tail:
+            if sequence == seq and producer_epoch == epoch:
+                return DUPLICATE_BATCH, base_offset, end_offset
+        if tail:
+            _, last_epoch, last, _, _ = tail[-1]
+        if not tail or epoch > last_epoch:
             # a producer it does not know, or a new epoch: the sequence must start at 0
             return _APPEND if seq == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)
-        if epoch < tail[-1].producer_epoch:
+        if epoch < last_epoch:
             return OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1  # a fenced (older) epoch: the client resends it in the new one
-        last = tail[-1].sequence
         if seq == last + 1:
             return _APPEND
         if seq <= last:
