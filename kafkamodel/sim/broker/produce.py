@@ -131,7 +131,7 @@ class ProduceHandler:
             if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
                 self._wait(rep, dp, i, end, ProducePartitionResponse(b, attempt, NONE, base))
                 return dp.results[i]
-            if found != sequence.IN_SEQUENCE:  # a duplicate: the client takes it as written (with its offsets if remembered)
+            if found != sequence.IN_SEQUENCE:  # a duplicate: taken as written (with its offsets if remembered)
                 return ProducePartitionResponse(b, attempt, NONE, base)
         log = rep.log
         now = self.kernel.now
