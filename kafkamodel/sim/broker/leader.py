@@ -1,5 +1,5 @@
-"""The leader replica's own state: becoming and ceasing to be leader, the HW, the ISR, what each follower's fetch
-tells it, and its answer to OffsetsForLeaderEpoch (Kafka's Partition, as the leader).
+"""The leader replica's own state: becoming and ceasing to be leader, the HW, the ISR, and its answer to
+OffsetsForLeaderEpoch (Kafka's Partition, as the leader).
 
 Transitions are named after Kafka's TLA+ specification (hachikuji/kafka-specification, KafkaReplication.tla):
 ``become_leader`` (BecomeLeader), ``leader_advance_high_watermark`` (LeaderIncHighWatermark),
@@ -32,7 +32,6 @@ class LeaderRole:
         self.batches = sim.batches
         self.mode = sim.mode
         self.new_high_watermark = sim.mode.new_high_watermark  # the mode's HW rule, asked at every append
-        self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
         self.lag_rule = sim.lag_rule
         self.epoch_answer = getattr(sim.truncation, "answer", None)  # OffsetsForLeaderEpoch, as the version answers
         self.counters = sim.recorder.counters
@@ -109,25 +108,6 @@ class LeaderRole:
             self.event(ISR_EXPAND, rep.partition, rep.broker, f"added {f}; isr now {sorted(rep.lead.isr)}")
             self.leader_advance_high_watermark(rep)
             self.note_availability()
-
-    def update_follower_fetch_state(self, rep: Replica, follower: int, offset: int, now: float) -> None:
-        """Kafka's Partition.updateFollowerFetchState: the follower's fetch asks from `offset`, its LEO. When it was
-        last caught up moves (at this fetch if it has everything; at its previous read if it has what was there
-        then); the HW may advance, or the follower rejoin the ISR."""
-        lead = rep.lead
-        leo = rep.log.log_end_offset
-        if offset >= leo:
-            lead.last_caught_up_ms[follower] = now
-        elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
-            t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-            lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
-        lead.last_fetch_ms[follower] = now
-        lead.last_fetch_leader_leo[follower] = leo
-        lead.follower_leo[follower] = offset
-        if self.fetch_counts(rep, follower):
-            self.leader_advance_high_watermark(rep)
-        elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
-            self.leader_expand_isr(rep, follower)
 
     # ---- OffsetsForLeaderEpoch ----------------------------------------------------------------------------------
 

@@ -21,13 +21,10 @@ from ..protocol import (
     NOT_ENOUGH_REPLICAS,
     NOT_LEADER_OR_FOLLOWER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
-    ProducePartitionResponse,
 )
 from ..state import Replica
 from ..storage import producer_state as sequence
 from ..storage.producer_state import ProducerStateManager
-
-_new = tuple.__new__  # builds the named tuples of every append without their Python-level __new__ (protocol)
 
 
 class DelayedProduce:
@@ -41,7 +38,7 @@ class DelayedProduce:
         self.producer = producer
         self.epoch = epoch  # the producer's connection it came on
         self.req = req
-        self.results: list = [None] * n  # per batch: its ProducePartitionResponse
+        self.results: list = [None] * n  # per batch: its answer (protocol.PRODUCE_PARTITION_RESPONSE)
         self.remaining = 0  # batches still waiting for the HW
         self.sealed = False  # every batch of the request has been handled
 
@@ -115,24 +112,25 @@ class ProduceHandler:
                             (producer, broker, epoch, req, results), 0, False, conn)
 
     def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set,
-                flushes: list) -> ProducePartitionResponse:
-        """LeaderWrite: one batch of a produce request appended, refused, or recognised as a resend."""
+                flushes: list) -> tuple:
+        """LeaderWrite: one batch of a produce request appended, refused, or recognised as a resend; its answer
+        (protocol.PRODUCE_PARTITION_RESPONSE)."""
         batches = self.batches
         rep = self.replicas[batches.partition[b]][broker]
         if not rep.is_leader:
-            return ProducePartitionResponse(b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
+            return (b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
         if acks == ACKS_ALL and self.refuses_acks_all(rep):
             self.counters.not_enough_replicas_errors += 1
-            return ProducePartitionResponse(b, attempt, NOT_ENOUGH_REPLICAS, -1)
+            return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
         if self.producer_settings[batches.producer[b]].enable_idempotence:
             found, base, end = self.producer_state.check_sequence(rep.log, b)
             if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
-                return ProducePartitionResponse(b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+                return (b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
             if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
-                self._wait(rep, dp, i, end, ProducePartitionResponse(b, attempt, NONE, base))
+                self._wait(rep, dp, i, end, (b, attempt, NONE, base))
                 return dp.results[i]
             if found != sequence.IN_SEQUENCE:  # a duplicate: taken as written (with its offsets if remembered)
-                return ProducePartitionResponse(b, attempt, NONE, base)
+                return (b, attempt, NONE, base)
         log = rep.log
         now = self.kernel.now
         base = log.log_end_offset
@@ -145,7 +143,7 @@ class ProduceHandler:
             self.producer_state.track(log, entry)
         if self.flush_messages and log.needs_flush(self.flush_messages):
             flushes.append((rep, log.begin_flush()))
-        result = _new(ProducePartitionResponse, (b, attempt, NONE, base))
+        result = (b, attempt, NONE, base)
         if dp is not None:
             self._wait(rep, dp, i, end, result)
         self.sessions.appended(rep, woken)
@@ -155,7 +153,7 @@ class ProduceHandler:
 
     # ---- the purgatory ---------------------------------------------------------------------------------------
 
-    def _wait(self, rep: Replica, dp: DelayedProduce, i: int, end: int, result: ProducePartitionResponse) -> None:
+    def _wait(self, rep: Replica, dp: DelayedProduce, i: int, end: int, result: tuple) -> None:
         dp.results[i] = result
         dp.remaining += 1
         insort(rep.lead.pending, (end, next(self.seq), dp, i))
@@ -186,7 +184,8 @@ class ProduceHandler:
     def _settle(self, dp: DelayedProduce, i: int, error: int) -> None:
         """A batch of a request in purgatory is done (committed, or its leader stepped down)."""
         if error:
-            dp.results[i] = dp.results[i]._replace(error_code=error, base_offset=-1)
+            b, attempt, _, _ = dp.results[i]
+            dp.results[i] = (b, attempt, error, -1)
         dp.remaining -= 1
         if dp.sealed and not dp.remaining:
             self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer],

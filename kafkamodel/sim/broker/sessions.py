@@ -11,9 +11,7 @@ to ``replica.fetch.max.bytes`` each and ``replica.fetch.response.max.bytes``
 in all, the first batch always), a new HW, or an error. With fewer than
 ``replica.fetch.min.bytes`` of records to give, the fetch waits (up to
 ``replica.fetch.wait.max.ms``) until an append brings them. So work follows
-what changed, not how many partitions a session holds. What a fetch tells the
-leader about its follower is the leader's to keep
-(``LeaderRole.update_follower_fetch_state``).
+what changed, not how many partitions a session holds.
 """
 
 from __future__ import annotations
@@ -69,12 +67,14 @@ class SessionManager:
         self.sessions: dict[tuple, FetchSession] = {}
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
-        self.update_follower_fetch_state = None  # wired: the leader's
+        self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
+        self.leader_advance_high_watermark = self.leader_expand_isr = None  # wired: the leader's
 
     def wire(self, server, leader, follower) -> None:
         self.server = server
         self.respond, self.follower_handle_response = server.respond, follower.handle_response
-        self.update_follower_fetch_state = leader.update_follower_fetch_state
+        self.leader_advance_high_watermark = leader.leader_advance_high_watermark
+        self.leader_expand_isr = leader.leader_expand_isr
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
@@ -111,8 +111,23 @@ class SessionManager:
                 s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
                 continue
             s.offsets[p] = offset
-            rep.lead.sessions[follower] = s
-            self.update_follower_fetch_state(rep, follower, offset, now)
+            lead = rep.lead
+            lead.sessions[follower] = s
+            # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
+            # last caught up moves (at this fetch if it has everything; at its previous read if it has what was
+            # there then); the HW may advance, or the follower rejoin the ISR (inline: it runs at every fetch)
+            if offset >= leo:
+                lead.last_caught_up_ms[follower] = now
+            elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
+                t = lead.last_caught_up_ms.get(follower, lead.since_ms)
+                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
+            lead.last_fetch_ms[follower] = now
+            lead.last_fetch_leader_leo[follower] = leo
+            lead.follower_leo[follower] = offset
+            if self.fetch_counts(rep, follower):
+                self.leader_advance_high_watermark(rep)
+            elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
+                self.leader_expand_isr(rep, follower)
             if leo > offset:
                 dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
