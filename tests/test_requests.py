@@ -106,7 +106,7 @@ def fetcher_of(topic: str, partition: int, fetchers: int) -> int:
 
 
 def test_fetcher_ids_follow_kafka():
-    from kafkamodel.sim.broker.follower import fetcher_id, java_string_hash
+    from kafkamodel.sim.broker.fetcher import fetcher_id, java_string_hash
 
     assert java_hash("hello") == 99162322 and java_hash("Aa") == java_hash("BB") == 2112  # Java's documented values
     for topic in ("t", "orders", "a-much-longer-topic-name-with-unicode-é"):

@@ -63,9 +63,9 @@ def test_what_arrives_as_a_message_or_timer_is_exactly_what_the_actors_declare()
 def test_the_check_refuses_an_undeclared_handler():
     sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml"))
     check = declared_handlers(sim.actors)
-    check(sim.leader.handle_produce)
-    with pytest.raises(AssertionError, match="LeaderRole._append .*not in its MESSAGES or TIMERS"):
-        check(sim.leader._append)
+    check(sim.produce.handle_produce)
+    with pytest.raises(AssertionError, match="ProduceHandler._append .*not in its MESSAGES or TIMERS"):
+        check(sim.produce._append)
 
 
 def test_streams_are_found_by_name_and_a_new_one_moves_no_other():

@@ -17,8 +17,11 @@ from ..config.distributions import Sampler
 from ..config.scenario import Scenario, load_scenario
 from ..config.settings import Settings
 from .batches import Batches
+from .broker.consumer_fetch import ConsumerFetchHandler
+from .broker.fetcher import ReplicaFetcherManager
 from .broker.follower import FollowerRole
 from .broker.leader import LeaderRole
+from .broker.produce import ProduceHandler
 from .broker.replica_manager import ReplicaManager
 from .broker.server import Server
 from .broker.sessions import SessionManager
@@ -98,23 +101,29 @@ class Simulation:
         self.server = Server(self)
         self.producer = ProducerClient(self)
         self.leader = LeaderRole(self)
+        self.produce = ProduceHandler(self)
+        self.consumer_fetch = ConsumerFetchHandler(self)
         self.sessions = SessionManager(self)
         self.follower = FollowerRole(self)
+        self.fetchers = ReplicaFetcherManager(self)
         self.replica_manager = ReplicaManager(self)
         self.controller = Controller(self)
         self.consumers = ConsumerGroups(self)
         self.faults = FaultInjector(self)
-        self.producer.wire(self.server, self.leader)
-        self.leader.wire(self.server, self.producer, self.sessions, self.follower, self.controller, self.consumers)
+        self.producer.wire(self.server, self.produce)
+        self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.controller)
+        self.produce.wire(self.server, self.producer, self.sessions, self.leader)
+        self.consumer_fetch.wire(self.server, self.consumers)
         self.sessions.wire(self.server, self.leader, self.follower)
-        self.follower.wire(self.server, self.sessions, self.leader)
+        self.follower.wire(self.fetchers, self.leader)
+        self.fetchers.wire(self.server, self.sessions, self.leader)
         self.replica_manager.wire(self.leader, self.follower)
         self.controller.wire(self.replica_manager)
-        self.consumers.wire(self.server, self.leader)
+        self.consumers.wire(self.server, self.consumer_fetch)
         self.faults.wire(self.producer, self.leader, self.follower, self.sessions, self.server, self.replica_manager,
                          self.controller, self.consumers)
-        self.actors = (self.server, self.producer, self.leader, self.sessions, self.follower, self.replica_manager,
-                       self.controller, self.consumers, self.faults)
+        self.actors = (self.server, self.producer, self.leader, self.produce, self.consumer_fetch, self.sessions,
+                       self.follower, self.fetchers, self.replica_manager, self.controller, self.consumers, self.faults)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property

@@ -116,8 +116,9 @@ class Replica:
             return -1, -1
         if not log.entries:  # older than every epoch it has (its current one): ends where that starts
             return epoch, start
-        if epoch > log.entries[-1][2]:  # newer than its log: the log's last epoch ends where the current one starts
-            return log.entries[-1][2], start
+        last = log.last_epoch()
+        if epoch > last:  # newer than its log: the log's last epoch ends where the current one starts
+            return last, start
         return log.end_offset_for_epoch(epoch, start)
 
     def truncate_to(self, offset: int) -> int:

@@ -1,280 +1,59 @@
-"""The follower: replica fetcher threads, one request at a time each, and truncation on a leader change.
+"""The follower: what a replica fetcher thread does with its leader's answers, and truncation on a leader change
+(Kafka's ReplicaFetcherThread.processPartitionData and truncate; KafkaReplication.tla's FollowerReplicate and
+BecomeFollowerAndTruncateTo).
 
-Each broker runs ``num.replica.fetchers`` fetcher threads per leader broker
-it follows; a partition goes to thread ``abs(31 * hash(topic) + partition)
-% num.replica.fetchers`` (Java's string hash, as Kafka's
-AbstractFetcherManager). A thread keeps one request outstanding at its
-leader: a fetch for all its partitions (incrementally: only those whose
-offset changed, KIP-227), or first an OffsetsForLeaderEpoch for the ones that
-must learn where to truncate. It appends what comes back, takes the leader's
-HW (capped at its own LEO), spends its processing time, and fetches again at
-once. A partition the leader refuses waits ``replica.fetch.backoff.ms``; a
-leader that cannot be reached, or does not answer for
-``replica.socket.timeout.ms``, holds the whole thread back likewise.
+A fetch answer's records are appended where the follower's log ends, and the
+leader's HW taken (capped at its own LEO); an OFFSET_OUT_OF_RANGE truncates to
+the leader's LEO; a leader whose log starts past ours restarts ours there; a
+refused partition waits. An OffsetsForLeaderEpoch answer says where to
+truncate (KIP-101, KIP-279). The threads themselves, and their requests, are
+``fetcher``'s.
 """
 
 from __future__ import annotations
 
-from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from .sessions import LOG_START_MOVED
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (32-bit, wrapping)."""
-    h = 0
-    for ch in text.encode("utf-16-be").decode("utf-16-be"):
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def fetcher_id(topic: str, partition: int, fetchers: int) -> int:
-    """AbstractFetcherManager.getFetcherId: Utils.abs(31 * topic.hashCode + partition) % num.replica.fetchers."""
-    x = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
-    x = x - (1 << 32) if x >= 1 << 31 else x
-    return (0 if x == -(1 << 31) else abs(x)) % fetchers
-
-
-class Fetcher:
-    """One replica fetcher thread: a follower broker fetching from one leader broker."""
-
-    __slots__ = ("key", "follower", "leader", "parts", "changed", "truncating", "delayed", "forgotten", "outstanding",
-                 "full", "sent_ms", "busy_until", "busy_ms", "kick_armed", "wake_at")
-
-    def __init__(self, key: tuple):
-        self.key = key  # (leader, follower, fetcher id): its session's name at the leader
-        self.leader, self.follower, _ = key
-        self.parts: dict[int, Replica] = {}  # partitions it fetches (or truncates), in the order added
-        self.changed: dict[int, bool] = {}  # partitions to put in the next request (new, or their offset moved)
-        self.truncating: dict[int, bool] = {}  # partitions to ask OffsetsForLeaderEpoch for first (not delayed)
-        self.delayed: dict[int, float] = {}  # partitions held back after an error, until when
-        self.forgotten: list[int] = []  # partitions to drop from the session with the next request
-        self.outstanding = 0  # the id of its request at the leader (0: none)
-        self.full = True  # the next fetch sends every partition (a new session)
-        self.sent_ms = 0.0
-        self.busy_until = 0.0  # the thread is processing a response until then
-        self.busy_ms = 0.0  # processing time so far
-        self.kick_armed = False  # a send is scheduled for this instant
-        self.wake_at = 0.0  # a send is scheduled for when a delayed partition may go again
+from ..storage.log import BASE_OFFSET, BATCH
 
 
 class FollowerRole:
-    """Every broker's follower replicas and replica fetcher threads."""
+    """Every broker's follower replicas."""
 
-    MESSAGES = ("handle_response", "handle_epoch_answer", "refused", "connection_reset")
-    TIMERS = ("check_socket_timeout", "_wake", "_kick")
+    MESSAGES = ("handle_response", "handle_epoch_answer")
 
     def __init__(self, sim):
         self.kernel = sim.kernel
-        self.send = sim.transport.send
-        self.timer = sim.transport.timer
-        self.replicas = sim.replicas
-        self.partitions = sim.partitions
         self.batches = sim.batches
         self.truncation = sim.truncation
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
-        cfg = sim.settings.broker
-        self.backoff_ms = cfg.replica_fetch_backoff_ms
-        self.socket_timeout_ms = cfg.replica_socket_timeout_ms
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
-        self.fetchers_per_pair = cfg.num_replica_fetchers
         self.retention_on = sim.retention_on
-        costs = sim.settings.costs
+        costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
         self.response_ms = costs.fetcher_response_us / 1000.0
         self.partition_ms = costs.fetcher_partition_us / 1000.0
         self.byte_ms = costs.fetcher_kib_us / 1024.0 / 1000.0
-        self.fetcher_of = [fetcher_id(p.topic, p.number, self.fetchers_per_pair) for p in sim.partitions]
-        self.fetchers: dict[tuple, Fetcher] = {}
-        self.next_request = 0
-        self.retired_busy_ms = 0.0  # the busiest fetcher thread that is gone (its broker died)
-        self.server = self.sessions = self.leader = None  # wired
-        self.server_request = self.sessions_handle_fetch = None
-        self.on_refused = self.refused  # bound once: every fetch request carries it
+        self.fetchers = self.leader = None  # wired
+        self.threads: dict = {}  # wired: the fetcher threads by key (leader, follower, fetcher id)
+        # its partitions' fetcher threads (where truncation rules, faults and the leader find them): wired
+        self.start_fetching = self.start_truncating = self.stop_fetching = None
+        self.drop_broker = self.leader_died = self.busiest_ms = None
 
-    def wire(self, server, sessions, leader) -> None:
-        self.server, self.sessions, self.leader = server, sessions, leader
-        self.server_request, self.sessions_handle_fetch = server.request, sessions.handle_fetch
-
-    def busiest_ms(self) -> float:
-        """The processing time of the busiest fetcher thread of the run."""
-        return max([self.retired_busy_ms] + [f.busy_ms for f in self.fetchers.values()])
-
-    # ---- which thread fetches what ------------------------------------------------------------------------------
-
-    def start_fetching(self, rep: Replica) -> None:
-        """Fetch the partition from its leader, from our LEO."""
-        self._add(rep, truncating=False)
-
-    def start_truncating(self, rep: Replica) -> None:
-        """Ask the leader where our last epoch ends (OffsetsForLeaderEpoch) before fetching."""
-        self._add(rep, truncating=True)
-
-    def _add(self, rep: Replica, truncating: bool) -> None:
-        if rep.leader < 0 or rep.is_leader:
-            return
-        key = (rep.leader, rep.broker, self.fetcher_of[rep.partition])
-        f = self.fetchers.get(key)
-        if f is None:
-            f = self.fetchers[key] = Fetcher(key)
-        if rep.fetcher is not f:
-            self.stop_fetching(rep)
-        rep.fetcher = f
-        rep.truncating = truncating
-        rep.delayed_until = 0.0
-        p = rep.partition
-        f.parts[p] = rep
-        f.delayed.pop(p, None)
-        if truncating:
-            f.truncating[p] = True
-        else:
-            f.truncating.pop(p, None)
-            f.changed[p] = True
-        self._kick_soon(f)
-
-    def stop_fetching(self, rep: Replica) -> None:
-        f = rep.fetcher
-        if f is None:
-            return
-        rep.fetcher = None
-        p = rep.partition
-        if f.parts.pop(p, None) is not None:
-            f.changed.pop(p, None)
-            f.truncating.pop(p, None)
-            f.delayed.pop(p, None)
-            f.forgotten.append(p)
-
-    def drop_broker(self, b: int) -> None:
-        """Broker b's process died: its fetcher threads are gone (a restart starts new ones)."""
-        for key in [k for k in self.fetchers if k[1] == b]:
-            f = self.fetchers.pop(key)
-            self.retired_busy_ms = max(self.retired_busy_ms, f.busy_ms)
-            for rep in f.parts.values():
-                rep.fetcher = None
-            f.parts.clear()
-
-    # ---- sending ------------------------------------------------------------------------------------------------
-
-    def _kick_soon(self, f: Fetcher) -> None:
-        """Send once everything happening at this instant has been added (partitions join one request)."""
-        if not f.kick_armed and not f.outstanding:
-            f.kick_armed = True
-            self.timer(f.follower, 0.0, self._kick, f, 0.0)
-
-    def _wake(self, f: Fetcher) -> None:
-        f.wake_at = 0.0
-        self._kick(f, 0.0)
-
-    def _kick(self, f: Fetcher, delay: float) -> None:
-        """Send the thread's next request (`delay` from now), unless one is out or the thread is gone."""
-        f.kick_armed = False
-        if f.outstanding or self.fetchers.get(f.key) is not f:
-            return
-        self._request(f, delay)
-
-    def _request(self, f: Fetcher, delay: float) -> None:
-        """The thread's next request, `delay` from now (it is processing until then): OffsetsForLeaderEpoch for
-        the partitions that must truncate, else a fetch with the partitions whose offset changed."""
-        f.kick_armed = False
-        now = self.kernel.now
-        depart = now + delay
-        if f.delayed:
-            self._release_delayed(f, depart)
-        self.next_request += 1
-        req = self.next_request
-        if f.truncating:
-            entries = [(p, f.parts[p].log.last_epoch()) for p in f.truncating]
-            f.outstanding, f.sent_ms = req, depart
-            self.send(f.follower, f.leader, self.server.request,
-                      (f.leader, None, self.sessions.handle_epoch_query, (f.key, req, entries), len(entries), 0),
-                      refused=self.on_refused, delay=delay)
-            return
-        if not f.parts or (f.delayed and len(f.parts) <= len(f.delayed)):  # nothing to fetch until a delay ends
-            if f.delayed:
-                waiting = min(f.delayed.values())
-                if not f.wake_at or waiting < f.wake_at:
-                    f.wake_at = waiting
-                    self.timer(f.follower, waiting - now, self._wake, f)
-            return
-        parts, delayed = f.parts, f.delayed
-        full = f.full
-        entries = []  # (partition, fetch offset, leader epoch) of every partition it fetches (full) or of the changed
-        for p in (parts if full else f.changed):
-            rep = parts.get(p)
-            if rep is not None and p not in delayed:
-                entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
-        if f.forgotten:
-            forgotten, f.forgotten = f.forgotten, []
-        else:
-            forgotten = ()  # the usual fetch drops nothing: no new list for it
-        f.full = False
-        f.changed = {}
-        f.outstanding, f.sent_ms = req, depart
-        self.counters.fetch_requests += 1
-        self.send(f.follower, f.leader, self.server_request,
-                  (f.leader, None, self.sessions_handle_fetch, (f.key, req, entries, forgotten, full), len(entries), 0),
-                  True, self.on_refused, 0, 0, delay)
-
-    def _release_delayed(self, f: Fetcher, at: float) -> None:
-        """Partitions whose delay has ended by `at` are fetched (or truncated) again."""
-        for p, until in list(f.delayed.items()):
-            if until <= at:
-                del f.delayed[p]
-                rep = f.parts.get(p)
-                if rep is not None:
-                    rep.delayed_until = 0.0
-                    if rep.truncating:
-                        f.truncating[p] = True
-                    else:
-                        f.changed[p] = True
-
-    def refused(self, leader: int, conn, handler, args: tuple, partitions: int, nbytes: int) -> None:
-        """The leader's process is down: every partition of the thread waits replica.fetch.backoff.ms."""
-        key, req = args[0], args[1]
-        f = self.fetchers.get(key)
-        if f is None or f.outstanding != req:
-            return
-        self._hold_back(f)
-
-    def connection_reset(self, key: tuple, req: int) -> None:
-        """The leader's process died and its kernel reset the connection: as refused."""
-        f = self.fetchers.get(key)
-        if f is not None and f.outstanding == req:
-            self._hold_back(f)
-
-    def leader_died(self, b: int) -> None:
-        """Fetchers waiting on broker b hear its connections reset (each on its own broker's clock)."""
-        for key, f in self.fetchers.items():
-            if key[0] == b and f.outstanding:
-                self.send(f.follower, f.follower, self.connection_reset, (key, f.outstanding))
-
-    def _hold_back(self, f: Fetcher) -> None:
-        f.outstanding = 0
-        f.full = True
-        until = self.kernel.now + self.backoff_ms
-        for p, rep in f.parts.items():
-            rep.delayed_until = until
-            f.delayed[p] = until
-        f.truncating = {}
-        self._kick(f, 0.0)
-
-    def check_socket_timeout(self, b: int) -> None:
-        """A fetcher of broker b whose leader has not answered for replica.socket.timeout.ms gives up on that
-        request and starts again."""
-        timeout = self.socket_timeout_ms
-        now = self.kernel.now
-        for key, f in list(self.fetchers.items()):
-            if key[1] == b and f.outstanding and now - f.sent_ms >= timeout:
-                self._hold_back(f)
-        self.timer(b, timeout / 2, self.check_socket_timeout, b)
+    def wire(self, fetchers, leader) -> None:
+        self.fetchers, self.leader, self.threads = fetchers, leader, fetchers.fetchers
+        self.start_fetching, self.start_truncating = fetchers.start_fetching, fetchers.start_truncating
+        self.stop_fetching, self.drop_broker = fetchers.stop_fetching, fetchers.drop_broker
+        self.leader_died, self.busiest_ms = fetchers.leader_died, fetchers.busiest_ms
 
     # ---- the leader's answers -----------------------------------------------------------------------------------
 
     def handle_response(self, key: tuple, req: int, parts: list) -> None:
-        """A fetch response: records and the HW per partition, or an error."""
-        f = self.fetchers.get(key)
+        """FollowerReplicate: a fetch response, per partition (protocol.FETCH_RESPONSE_PARTITION) records and the
+        HW, or an error."""
+        f = self.threads.get(key)
         if f is None or f.outstanding != req:
             return
         f.outstanding = 0
@@ -282,14 +61,14 @@ class FollowerRole:
         appended = size = 0
         fsync = 0.0
         bytes_of = self.batches.bytes
-        for p, error, chunk, hw, value in parts:
+        for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
             rep = f.parts.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
                 continue
             if error == NONE:
                 log = rep.log
                 if chunk:
-                    if chunk[0][0] != log.log_end_offset:  # not where we are: fetch again from our LEO
+                    if chunk[0][BASE_OFFSET] != log.log_end_offset:  # not where we are: fetch again from our LEO
                         f.changed[p] = True
                         continue
                     log.extend(chunk, now)
@@ -303,44 +82,27 @@ class FollowerRole:
                     f.changed[p] = True
                     appended += 1
                     for e in chunk:
-                        b = e[3]
+                        b = e[BATCH]
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
-                self.truncate(rep, value, "offset out of range: to leader's log end offset")
+                self.truncate(rep, log_end_offset, "offset out of range: to leader's log end offset")
                 f.changed[p] = True
             elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
-                rep.restart_log_at(value)
-                self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {value}")
+                rep.restart_log_at(log_start_offset)
+                self.event(TRUNCATION, p, rep.broker,
+                           f"below the leader's log start: log restarts at {log_start_offset}")
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
-                self._delay(f, rep, now)
-        self._request(f, self._processing(f, appended, size, fsync))  # the answered thread goes on at once
-
-    def _delay(self, f: Fetcher, rep: Replica, now: float) -> None:
-        rep.delayed_until = now + self.backoff_ms
-        p = rep.partition
-        f.delayed[p] = rep.delayed_until  # sent again (re-added to the session) when the delay ends
-        f.changed.pop(p, None)
-        f.truncating.pop(p, None)
-        f.forgotten.append(p)
-
-    def _processing(self, f: Fetcher, partitions: int, nbytes: int, fsync: float = 0.0) -> float:
-        """How long the thread works on a response before its next request leaves (it works one at a time)."""
-        cost = self.response_ms + self.partition_ms * partitions + self.byte_ms * nbytes + fsync
-        if cost <= 0.0:
-            return 0.0
-        now = self.kernel.now
-        start = f.busy_until if f.busy_until > now else now
-        f.busy_until = start + cost
-        f.busy_ms += cost
-        return f.busy_until - now
+                self.fetchers.delay(f, rep, now)
+        # the thread processes the answer, then goes on at once
+        self.fetchers.request(f, self.response_ms + self.partition_ms * appended + self.byte_ms * size + fsync)
 
     def handle_epoch_answer(self, key: tuple, req: int, answers: list) -> None:
-        """OffsetsForLeaderEpoch answered: truncate each partition where the leader says (KIP-101, KIP-279)."""
-        f = self.fetchers.get(key)
+        """OffsetsForLeaderEpoch answered, an EpochEndOffset each: truncate where the leader says (KIP-101, KIP-279)."""
+        f = self.threads.get(key)
         if f is None or f.outstanding != req:
             return
         f.outstanding = 0
@@ -351,18 +113,20 @@ class FollowerRole:
             if rep is None or not rep.truncating:
                 continue
             if error:
-                self._delay(f, rep, now)
+                self.fetchers.delay(f, rep, now)
                 continue
             self.truncate(rep, rule.target(rep, epoch, end), f"to end of leader epoch {epoch}")
             if not rule.ask_again(rep, asked, epoch):  # KIP-279: else ask again with our new last epoch
                 rep.truncating = False
                 f.truncating.pop(p, None)
                 f.changed[p] = True
-        self._request(f, self._processing(f, 0, 0))
+        self.fetchers.request(f, self.response_ms)
 
     # ---- changes of role ---------------------------------------------------------------------------------------
 
     def become_follower_and_truncate(self, rep: Replica, leader: int, epoch: int) -> None:
+        """BecomeFollowerAndTruncateTo: follow `leader` in `epoch`; the version's truncation rule says where the log
+        is cut (at once to the HW, or after asking the leader where our last epoch ends) before fetching."""
         self.leader.resign(rep)
         self.stop_fetching(rep)
         rep.leader = leader
@@ -378,7 +142,7 @@ class FollowerRole:
             return 0
         i = log.entry_index(offset)
         committed, count = self.batches.committed, self.batches.count
-        gone = sum(count[e[3]] for e in log.entries[i:] if e[3] >= 0 and committed[e[3]])
+        gone = sum(count[b] for _, _, _, b in log.entries[i:] if b >= 0 and committed[b])
         removed = rep.truncate_to(offset)
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"

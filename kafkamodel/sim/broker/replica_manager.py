@@ -68,9 +68,9 @@ class ReplicaManager:
             timer(b, self.retention_check_ms, self.apply_retention, b)
         if self.flush_ms:
             timer(b, self.flush_ms, self.flush, b)
-        timer(b, self.lag_rule.check_every_ms, self.leader.shrink_isr, b)
+        timer(b, self.lag_rule.check_every_ms, self.leader.leader_shrink_isr, b)
         timer(b, self.checkpoint_ms, self.checkpoint_hw, b)
-        timer(b, self.socket_timeout_ms, self.follower.check_socket_timeout, b)
+        timer(b, self.socket_timeout_ms, self.follower.fetchers.check_socket_timeout, b)
 
     # ---- the controller's requests ------------------------------------------------------------------------------
 
@@ -87,7 +87,7 @@ class ReplicaManager:
         if leader == b:
             if rep.is_leader and epoch == rep.leader_epoch:
                 rep.lead.isr = set(isr)  # an ISR change made by the controller
-                self.leader.advance_high_watermark(rep)
+                self.leader.leader_advance_high_watermark(rep)
             else:
                 self.leader.become_leader(rep, epoch, isr)
         elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:

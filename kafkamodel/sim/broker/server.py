@@ -59,21 +59,25 @@ class Server:
 
     # ---- requests in -------------------------------------------------------------------------------------------
 
-    def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0) -> None:
-        """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch): handler(*args) runs
-        when a handler thread takes it; its response leaves when the thread is done (``departure``)."""
+    def request(self, broker: int, conn, handler, args: tuple, partitions: int = 1, nbytes: int = 0,
+                when_done: bool = False) -> None:
+        """A request read at `broker` (a fetch, a consumer's fetch, OffsetsForLeaderEpoch) waits for the handler
+        thread free first (a heap: the smallest first); handler(*args) runs when the thread takes it (`when_done`:
+        when the thread is done with it, as a produce request); its response leaves when the thread is done
+        (``departure``)."""
         if self.transport.check is not None:
             self.transport.check(handler)
         cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
         if cost > 0.0:
             free = self.io_free[broker]
-            start = free[0] if free[0] > now else now  # the thread free first (a heap: the smallest first)
+            start = free[0] if free[0] > now else now
             end = start + cost
             heapreplace(free, end)
             self.io_busy_ms[broker] += cost
-            if start > now:
-                self.timer(broker, start - now, self.on_run, end, handler, args)
+            runs = end if when_done else start
+            if runs > now:
+                self.timer(broker, runs - now, self.on_run, end, handler, args)
                 return
             self.departure = end
         else:
@@ -91,24 +95,7 @@ class Server:
             st.queue.append((handler, args, partitions, nbytes))
             return
         st.busy = True
-        self._start_produce(broker, handler, args, partitions, nbytes)
-
-    def _start_produce(self, broker: int, handler, args: tuple, partitions: int, nbytes: int) -> None:
-        if self.transport.check is not None:
-            self.transport.check(handler)
-        cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
-        now = self.kernel.now
-        if cost > 0.0:
-            free = self.io_free[broker]
-            start = free[0] if free[0] > now else now
-            end = start + cost
-            heapreplace(free, end)
-            self.io_busy_ms[broker] += cost
-            if end > now:
-                self.timer(broker, end - now, self.on_run, end, handler, args)
-                return
-        self.departure = now
-        handler(*args)
+        self.request(broker, conn, handler, args, partitions, nbytes, True)
 
     def hold(self, broker: int, end: float, extra: float) -> None:
         """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync in its path)."""
@@ -123,17 +110,6 @@ class Server:
         handler(*args)
 
     # ---- responses out -------------------------------------------------------------------------------------------
-
-    def leave_at(self, broker: int, ready: float, nbytes: int = 0) -> float:
-        """When a response ready at `ready` has been written by a network thread."""
-        cost = self.write_ms + self.write_byte_ms * nbytes
-        if cost <= 0.0:
-            return ready
-        free = self.net_free[broker]
-        start = free[0] if free[0] > ready else ready
-        heapreplace(free, start + cost)
-        self.net_busy_ms[broker] += cost
-        return start + cost
 
     def respond(self, broker: int, ready: float, dst: int, action, args: tuple, nbytes: int = 0, fetch: bool = False,
                 conn=None, kind: int = 0) -> None:
@@ -174,7 +150,7 @@ class Server:
             st.busy = False
             return
         handler, args, partitions, nbytes = st.queue.popleft()
-        self._start_produce(broker, handler, args, partitions, nbytes)
+        self.request(broker, conn, handler, args, partitions, nbytes, True)
 
     # ---- faults ----------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The leader's side of replication: follower fetch sessions (KIP-227), long polls, OffsetsForLeaderEpoch.
+"""The leader's side of follower fetches: fetch sessions (KIP-227) and long polls (DelayedFetch).
 
 A follower broker's replica fetcher keeps one session at each leader broker
 it fetches from. A fetch request carries only the partitions whose fetch
@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
 
-LOG_START_MOVED = 8  # the follower's offset is below the leader's log start: it starts over there
 _by_key = attrgetter("key")
 
 
@@ -42,13 +41,13 @@ class FetchSession:
         self.parked_at = 0.0
         self.timer_armed = False
         self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
-        self.errors: list = []  # error entries for the next answer
+        self.errors: list = []  # errors for the next answer (protocol.FETCH_RESPONSE_PARTITION)
 
 
 class SessionManager:
     """Every leader broker's fetch sessions (Kafka's FetchManager, and ReplicaManager.fetchMessages for followers)."""
 
-    MESSAGES = ("handle_fetch", "handle_epoch_query")  # through the server
+    MESSAGES = ("handle_fetch",)  # through the server
     TIMERS = ("_wait_expired",)
 
     def __init__(self, sim):
@@ -66,22 +65,22 @@ class SessionManager:
         self.read_partition_ms = costs.partition_us / 1000.0  # a handler thread reading one partition
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
         self.sessions: dict[tuple, FetchSession] = {}
-        self.epoch_answer = getattr(sim.truncation, "answer", None)  # OffsetsForLeaderEpoch, as the version answers
-        self.server = self.leader = self.follower = None  # wired
+        self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
-        self.advance_high_watermark = None  # wired: the leader's HW rule
+        self.leader_advance_high_watermark = self.leader_expand_isr = None  # wired: the leader's
 
     def wire(self, server, leader, follower) -> None:
-        self.server, self.leader, self.follower = server, leader, follower
+        self.server = server
         self.respond, self.follower_handle_response = server.respond, follower.handle_response
-        self.advance_high_watermark = leader.advance_high_watermark
+        self.leader_advance_high_watermark = leader.leader_advance_high_watermark
+        self.leader_expand_isr = leader.leader_expand_isr
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
     def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: list, full: bool) -> None:
-        """A follower's fetch request, read by a handler thread of the leader: entries (partition, fetch offset,
-        leader epoch) for what changed, partitions it no longer fetches here, or the whole set (`full`)."""
+        """A follower's fetch request, read by a handler thread of the leader: each partition whose offset changed
+        (protocol.FETCH_PARTITION), partitions it no longer fetches here, or the whole set (`full`)."""
         ready = self.server.departure
         leader, follower, _ = key
         s = self.sessions.get(key)
@@ -99,23 +98,24 @@ class SessionManager:
             rep = replicas[p][leader]
             if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
                 self._drop(s, [p])
-                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, None, -1, -1))
+                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, -1, (), -1, -1))
                 continue
             log = rep.log
             leo = log.log_end_offset
             if offset > leo:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
                 self._drop(s, [p])
-                s.errors.append((p, OFFSET_OUT_OF_RANGE, None, -1, leo))
+                s.errors.append((p, OFFSET_OUT_OF_RANGE, -1, (), -1, leo))
                 continue
             if offset < log.log_start_offset:  # retention deleted what it needs
                 self._drop(s, [p])
-                s.errors.append((p, LOG_START_MOVED, None, -1, log.log_start_offset))
+                s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
                 continue
             s.offsets[p] = offset
             lead = rep.lead
             lead.sessions[follower] = s
-            # updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was last caught up
-            # (at this fetch if it has everything; at its previous read if it has what was there then)
+            # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
+            # last caught up moves (at this fetch if it has everything; at its previous read if it has what was
+            # there then); the HW may advance, or the follower rejoin the ISR (inline: it runs at every fetch)
             if offset >= leo:
                 lead.last_caught_up_ms[follower] = now
             elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
@@ -125,9 +125,9 @@ class SessionManager:
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
             if self.fetch_counts(rep, follower):
-                self.advance_high_watermark(rep)
+                self.leader_advance_high_watermark(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
-                self.leader.expand_isr(rep, follower)
+                self.leader_expand_isr(rep, follower)
             if leo > offset:
                 dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
@@ -151,18 +151,17 @@ class SessionManager:
         got = 0
         for p in s.dirty:
             log = self.replicas[p][s.leader].log
-            offset = s.offsets[p]
-            if log.log_end_offset <= offset:
+            offset, leo = s.offsets[p], log.log_end_offset
+            if leo <= offset:
                 continue
             if need <= 1:
                 return True
-            bytes_of = self.batches.bytes
-            entries = log.entries
-            for i in range(log.entry_index(offset), len(entries)):
-                b = entries[i][3]
-                got += bytes_of[b] if b >= 0 else 0
-                if got >= need:
-                    return True
+            # a read capped at what is still missing: it stops short of the log's end only at a batch that
+            # would pass the cap, so there is enough if it stops short or its bytes reach the cap
+            _, end, size = log.read(offset, leo, need - got, False)
+            got += size
+            if got >= need or end < len(log.entries):
+                return True
         return False
 
     def _drop(self, s: FetchSession, parts: list) -> None:
@@ -183,7 +182,7 @@ class SessionManager:
         s.parked = 0
         now = self.kernel.now
         leader, follower = s.leader, s.follower
-        replicas, bytes_of = self.replicas, self.batches.bytes
+        replicas = self.replicas
         dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
@@ -197,19 +196,8 @@ class SessionManager:
             hw = rep.high_watermark
             chunk = ()
             if leo > offset and (budget > 0 or not total):
-                entries = log.entries
-                n = len(entries)
-                # the follower usually lacks just the last entry: found without a search (Log.entry_index)
-                i = j = n - 1 if n and entries[-1][0] == offset else log.entry_index(offset)
-                size, cap = 0, (budget if budget < partition_max else partition_max)
-                while j < n:
-                    b = entries[j][3]
-                    size += bytes_of[b] if b >= 0 else 0
-                    if size > cap and (j > i or total):
-                        size -= bytes_of[b] if b >= 0 else 0
-                        break
-                    j += 1
-                chunk = entries[i:j]
+                i, j, size = log.read(offset, leo, budget if budget < partition_max else partition_max, not total)
+                chunk = log.entries[i:j]
                 total += size
                 budget -= size
                 lead = rep.lead
@@ -220,7 +208,7 @@ class SessionManager:
                     del dirty[p]
                 continue
             hw_sent[p] = hw
-            parts.append((p, NONE, chunk, hw, 0))
+            parts.append((p, NONE, hw, chunk, -1, -1))
             if chunk:
                 again.append(p)
             elif leo <= offset:
@@ -297,19 +285,3 @@ class SessionManager:
         """Broker b's process died: the sessions it held as leader are gone."""
         for key in [k for k in self.sessions if k[0] == b]:
             del self.sessions[key]
-
-    # ---- OffsetsForLeaderEpoch --------------------------------------------------------------------------------------
-
-    def handle_epoch_query(self, key: tuple, req: int, entries: list) -> None:
-        """Where each asked epoch ends in the leader's log: (partition, epoch found, end offset) or NOT_LEADER."""
-        ready = self.server.departure
-        leader, follower, _ = key
-        answers = []
-        for p, epoch in entries:
-            rep = self.replicas[p][leader]
-            if not rep.is_leader:
-                answers.append((p, NOT_LEADER_OR_FOLLOWER, epoch, -1, -1))
-                continue
-            found, end = self.epoch_answer(rep, epoch)
-            answers.append((p, NONE, epoch, found, end))
-        self.server.respond(leader, ready, follower, self.follower.handle_epoch_answer, (key, req, answers))

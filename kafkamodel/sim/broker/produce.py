@@ -1,0 +1,193 @@
+"""The leader's side of produce requests: Kafka's ReplicaManager.appendRecords and its produce purgatory.
+
+A request (one batch per partition) is read by a handler thread; each batch
+is refused (not the leader; acks=all below min.insync.replicas, as the mode
+says; an idempotent batch out of sequence), recognised as a resend, or
+appended (KafkaReplication.tla's ``LeaderWrite``). Appends that reach
+``log.flush.interval.messages`` are fsynced by the handler thread before the
+request goes on. An acks=all request then waits in purgatory
+(``DelayedProduce``) until the HW covers every batch it appended, and is
+answered as a whole; acks=1 is answered at once, acks=0 not at all.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from itertools import count
+
+from ...config.settings import ACKS_ALL
+from ..protocol import (
+    NONE,
+    NOT_ENOUGH_REPLICAS,
+    NOT_LEADER_OR_FOLLOWER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+)
+from ..state import Replica
+from ..storage import producer_state as sequence
+from ..storage.producer_state import ProducerStateManager
+
+
+class DelayedProduce:
+    """An acks=all produce request in purgatory: answered as a whole once every batch in it is committed
+    (or failed), as Kafka's DelayedProduce."""
+
+    __slots__ = ("broker", "producer", "epoch", "req", "results", "remaining", "sealed")
+
+    def __init__(self, broker: int, producer: int, epoch: int, req: int, n: int):
+        self.broker = broker
+        self.producer = producer
+        self.epoch = epoch  # the producer's connection it came on
+        self.req = req
+        self.results: list = [None] * n  # per batch: its answer (protocol.PRODUCE_PARTITION_RESPONSE)
+        self.remaining = 0  # batches still waiting for the HW
+        self.sealed = False  # every batch of the request has been handled
+
+
+class ProduceHandler:
+    """Every leader broker's produce requests."""
+
+    MESSAGES = ("handle_produce",)  # through the server
+    TIMERS = ("_produce_handled",)
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.timer = sim.transport.timer
+        self.replicas = sim.replicas
+        self.batches = sim.batches
+        self.producer_settings = sim.settings.producers
+        self.producer_nodes = [sim.layout.client_node(p.client_rack) for p in sim.settings.producers]
+        self.mode = sim.mode
+        # the mode's rules asked at every append, bound once
+        self.refuses_acks_all, self.append_commits = sim.mode.refuses_acks_all, sim.mode.append_commits
+        self.counters = sim.recorder.counters
+        self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
+        self.fsync = sim.fsync  # one fsync's duration, draw after draw
+        self.retention_on = sim.retention_on  # keep segments (retention can act within the run)
+        self.producer_state = ProducerStateManager(sim.batches)
+        self.track_producers = any(p.enable_idempotence for p in sim.settings.producers)  # brokers keep producer state
+        self.seq = count()  # ties in the purgatory resolve by arrival
+        self.server = self.sessions = self.leader = None  # wired
+        self.producer_handle_response = None  # wired: where answers go
+
+    def wire(self, server, producer, sessions, leader) -> None:
+        self.server, self.sessions, self.leader = server, sessions, leader
+        self.producer_handle_response = producer.handle_response
+
+    def handle_produce(self, broker: int, producer: int, epoch: int, req: int, entries: list) -> None:
+        """A produce request (one (batch, attempt) per partition) read by a handler thread."""
+        ready = self.server.departure
+        acks = self.producer_settings[producer].acks
+        dp = DelayedProduce(broker, producer, epoch, req, len(entries)) if acks == ACKS_ALL else None
+        results = dp.results if dp is not None else [None] * len(entries)
+        woken: set = set()  # parked follower fetches that these appends give records to
+        flushes: list = []  # (replica, offset) of the logs these appends fsync (log.flush.interval.messages)
+        for i, (b, attempt) in enumerate(entries):
+            results[i] = self._append(broker, b, attempt, acks, dp, i, woken, flushes)
+        if flushes:  # Log.append -> flush: the handler thread fsyncs each log, then the request goes on
+            fsync = sum(next(self.fsync) for _ in flushes)
+            if fsync > 0.0:
+                self.server.hold(broker, ready, fsync)
+                self.timer(broker, fsync, self._produce_handled, broker, producer, epoch, req, results, dp, woken,
+                           flushes, ready + fsync)
+                return
+        self._produce_handled(broker, producer, epoch, req, results, dp, woken, flushes, ready)
+
+    def _produce_handled(self, broker, producer, epoch, req, results, dp, woken, flushes, ready) -> None:
+        """The request's appends are done (and fsynced): parked fetches wake, and it is answered or waits."""
+        for rep, offset in flushes:
+            rep.log.flushed(offset)
+            if rep.is_leader and self.mode.durable:  # the leader counts itself once durable
+                self.leader.leader_advance_high_watermark(rep)
+        if woken:
+            self.sessions.wake(woken)
+        if dp is not None:
+            dp.sealed = True
+            if dp.remaining:
+                return  # in purgatory: answered when the last batch is committed
+        conn = (producer, epoch, broker)
+        if self.producer_settings[producer].acks == 0:  # no answer: the next request may start
+            self.server.unmute(broker, conn, ready)
+            return
+        self.server.respond(broker, ready, self.producer_nodes[producer], self.producer_handle_response,
+                            (producer, broker, epoch, req, results), 0, False, conn)
+
+    def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set,
+                flushes: list) -> tuple:
+        """LeaderWrite: one batch of a produce request appended, refused, or recognised as a resend; its answer
+        (protocol.PRODUCE_PARTITION_RESPONSE)."""
+        batches = self.batches
+        rep = self.replicas[batches.partition[b]][broker]
+        if not rep.is_leader:
+            return (b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
+        if acks == ACKS_ALL and self.refuses_acks_all(rep):
+            self.counters.not_enough_replicas_errors += 1
+            return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
+        if self.producer_settings[batches.producer[b]].enable_idempotence:
+            found, base, end = self.producer_state.check_sequence(rep.log, b)
+            if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                return (b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+            if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
+                self._wait(rep, dp, i, end, (b, attempt, NONE, base))
+                return dp.results[i]
+            if found != sequence.IN_SEQUENCE:  # a duplicate: taken as written (with its offsets if remembered)
+                return (b, attempt, NONE, base)
+        log = rep.log
+        now = self.kernel.now
+        base = log.log_end_offset
+        end = base + batches.count[b]
+        entry = (base, end, rep.leader_epoch, b)  # a LogEntry
+        log.append(entry, now)
+        if self.retention_on:
+            log.segment_append(entry, now)
+        if self.track_producers:
+            self.producer_state.track(log, entry)
+        if self.flush_messages and log.needs_flush(self.flush_messages):
+            flushes.append((rep, log.begin_flush()))
+        result = (b, attempt, NONE, base)
+        if dp is not None:
+            self._wait(rep, dp, i, end, result)
+        self.sessions.appended(rep, woken)
+        if self.append_commits(rep):
+            self.leader.leader_advance_high_watermark(rep)
+        return result
+
+    # ---- the purgatory ---------------------------------------------------------------------------------------
+
+    def _wait(self, rep: Replica, dp: DelayedProduce, i: int, end: int, result: tuple) -> None:
+        dp.results[i] = result
+        dp.remaining += 1
+        insort(rep.lead.pending, (end, next(self.seq), dp, i))
+
+    def complete_delayed(self, rep: Replica, hw: int) -> None:
+        """The HW moved to `hw`: the waiting batches it covers are done (checkAndComplete)."""
+        lead = rep.lead
+        pending = lead.pending
+        if not pending or pending[0][0] > hw:
+            return
+        k = 0
+        while k < len(pending) and pending[k][0] <= hw:
+            k += 1
+        if k == len(pending):  # all of them (the usual case): no copies
+            done, lead.pending = pending, []
+        else:
+            done, lead.pending = pending[:k], pending[k:]
+        error = NOT_ENOUGH_REPLICAS if self.mode.committed_too_few(rep) else NONE  # before 3.7: ..._AFTER_APPEND
+        for _, _, dp, i in done:
+            self._settle(dp, i, error)
+
+    def fail_delayed(self, rep: Replica) -> None:
+        """The replica stops leading: its waiting batches hear NOT_LEADER_OR_FOLLOWER."""
+        pending, rep.lead.pending = rep.lead.pending, []
+        for _, _, dp, i in pending:
+            self._settle(dp, i, NOT_LEADER_OR_FOLLOWER)
+
+    def _settle(self, dp: DelayedProduce, i: int, error: int) -> None:
+        """A batch of a request in purgatory is done (committed, or its leader stepped down)."""
+        if error:
+            b, attempt, _, _ = dp.results[i]
+            dp.results[i] = (b, attempt, error, -1)
+        dp.remaining -= 1
+        if dp.sealed and not dp.remaining:
+            self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer],
+                                self.producer_handle_response, (dp.producer, dp.broker, dp.epoch, dp.req, dp.results),
+                                0, False, (dp.producer, dp.epoch, dp.broker))
