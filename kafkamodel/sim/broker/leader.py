@@ -51,7 +51,7 @@ class LeaderRole:
     """Every broker's leader replicas."""
 
     MESSAGES = ("handle_produce", "handle_consumer_fetch")  # through the server
-    TIMERS = ("shrink_isr", "_produce_handled")
+    TIMERS = ("shrink_isr", "_produce_handled", "_consumer_wait_expired")
 
     def __init__(self, sim):
         self.kernel = sim.kernel

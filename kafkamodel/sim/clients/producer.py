@@ -85,8 +85,9 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response", "handle_refused", "connection_reset")
+    TIMERS = ("_ready", "_reconnect", "_request_timeout", "_refresh")
 
-    def __init__(self, sim):
+    def __init__(self, sim, server, leader):
         self.kernel = sim.kernel
         self.heap, self.seq = sim.kernel.events()  # ready times go straight onto the kernel's heap (the hot path)
         self.send = sim.transport.send
@@ -104,12 +105,8 @@ class ProducerClient:
             self.states.append(ProducerState(i, node, config, acc, len(sim.partitions), n_brokers))
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
         self.on_refused = self.handle_refused  # bound once: every request carries it
-        self.server_produce = self.server_forget = None  # wired: the brokers' request intake, their disconnects
-        self.leader_handle_produce = None  # wired: the leaders' produce handler
-
-    def wire(self, server, leader) -> None:
-        self.server_produce = server.produce
-        self.server_forget = server.forget
+        self.server_produce = server.produce  # the brokers' request intake
+        self.server_forget = server.forget  # ... and their side of a closed connection
         self.leader_handle_produce = leader.handle_produce
 
     def start(self) -> None:
