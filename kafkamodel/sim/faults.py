@@ -34,7 +34,8 @@ class FaultInjector:
 
     TIMERS = ("fire", "fault_restart", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
 
-    def __init__(self, sim, *, producer, leader, follower, sessions, server, replica_manager, controller, consumer):
+    def __init__(self, sim, *, producer_network, leader, follower, sessions, server, replica_manager, controller,
+                 consumer):
         self.kernel = sim.kernel
         self.transport = sim.transport
         self.send = sim.transport.send
@@ -47,7 +48,7 @@ class FaultInjector:
         self.dirty_expire_ms = sim.settings.broker.os_dirty_expire_ms
         self.client_nodes = sim.layout.client_nodes()
         self.event = sim.recorder.event
-        self.producer, self.leader, self.follower = producer, leader, follower
+        self.producer_network, self.leader, self.follower = producer_network, leader, follower
         self.sessions, self.server = sessions, server
         self.replica_manager, self.controller, self.consumer = replica_manager, controller, consumer
         # each broker fault kind: what starts it, and what ends it after its duration.ms (a restart has no end)
@@ -128,10 +129,11 @@ class FaultInjector:
 
     def _reset_connections(self, b: int) -> None:
         """The dead process's kernel resets its TCP connections: whoever waits on it hears at once."""
-        for ps in self.producer.states:
+        network = self.producer_network
+        for ps in network.states:
             conn = ps.conns[b]
             if conn.inflight:
-                self.send(CLIENT, ps.node, self.producer.connection_reset, (ps.index, b, conn.epoch))
+                self.send(CLIENT, ps.node, network.connection_reset, (ps.index, b, conn.epoch))
         for p in self.partitions_of[b]:
             rep = self.replicas[p][b]
             if rep.is_leader:

@@ -22,19 +22,20 @@ from ..config.schema import BROKER_FAULTS
 from ..config.settings import Settings
 from .batches import Batches
 from .broker.follower import FollowerRole
+from .broker.group_coordinator import GroupCoordinator
 from .broker.leader import LeaderRole
 from .broker.replica_manager import ReplicaManager
 from .broker.server import Server
 from .broker.sessions import SessionManager
-from .broker.group_coordinator import GroupCoordinator
 from .clients.consumer import KafkaConsumer
 from .clients.fetcher import Fetcher
+from .clients.network_client import NetworkClient
 from .clients.producer import ProducerClient
 from .clients.workload import build_workload
 from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
-from .controller.replication import ReplicationControl
 from .controller.placement import assign
+from .controller.replication import ReplicationControl
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
@@ -113,25 +114,28 @@ class Simulation:
         channel = ControllerChannel(self, self.cluster, self.replica_manager)
         self.replication = ReplicationControl(self, self.cluster, channel)
         self.controller = Controller(self, self.cluster, self.replication, channel)
-        self.producer = ProducerClient(self, self.server, self.leader)
+        self.producer_network = NetworkClient(self, self.server)
+        self.producer = ProducerClient(self, self.server, self.leader, self.producer_network)
         self.group_coordinator = GroupCoordinator(self)
         self.fetcher = Fetcher(self, self.group_coordinator.groups, self.server, self.leader)
         self.consumer = KafkaConsumer(self, self.group_coordinator, self.fetcher)
-        self.faults = FaultInjector(self, producer=self.producer, leader=self.leader, follower=self.follower,
-                                    sessions=self.sessions, server=self.server, replica_manager=self.replica_manager,
-                                    controller=self.controller, consumer=self.consumer)
+        self.faults = FaultInjector(self, producer_network=self.producer_network, leader=self.leader,
+                                    follower=self.follower, sessions=self.sessions, server=self.server,
+                                    replica_manager=self.replica_manager, controller=self.controller,
+                                    consumer=self.consumer)
         self.timeline = Timeline(self)
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.producer, self.sessions, self.follower, self.replication, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.server, self.sessions, self.leader)
         self.replica_manager.wire(self.leader, self.follower)
+        self.producer_network.connect(self.producer)
         self.group_coordinator.connect(self.consumer)
         self.fetcher.connect(self.consumer)
         # every actor that declares handlers (MESSAGES, TIMERS)
-        self.actors = (self.server, self.producer, self.leader, self.sessions, self.follower, self.replica_manager,
-                       self.controller, self.replication, self.group_coordinator, self.fetcher, self.consumer,
-                       self.faults, self.timeline)
+        self.actors = (self.server, self.producer, self.producer_network, self.leader, self.sessions, self.follower,
+                       self.replica_manager, self.controller, self.replication, self.group_coordinator, self.fetcher,
+                       self.consumer, self.faults, self.timeline)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property

@@ -81,7 +81,8 @@ class GroupCoordinator:
 
     def heartbeats_stopped(self, g: Group, m, last_heartbeat: float) -> None:
         """The member's heartbeats stopped (its process died): session.timeout.ms after the last one it expires."""
-        self.kernel.schedule(max(last_heartbeat + g.config.session_timeout_ms, self.kernel.now), self.expire_member, g, m)
+        expires = last_heartbeat + g.config.session_timeout_ms
+        self.kernel.schedule(max(expires, self.kernel.now), self.expire_member, g, m)
 
     def expire_member(self, g: Group, m) -> None:
         m.expired = True

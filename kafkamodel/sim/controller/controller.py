@@ -128,7 +128,8 @@ class Controller:
         """controller_resync: read the broker registrations and partition states, and act on what changed."""
         alive = {b.id for b in self.brokers if self.session_alive(b.id)}  # registered now: a bounce is not seen
         for b in alive:
-            self.view.broker_epoch[b] = self.brokers[b].incarnation  # the registration it reads is the current process's
+            # the registration it reads is the current process's
+            self.view.broker_epoch[b] = self.brokers[b].incarnation
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
