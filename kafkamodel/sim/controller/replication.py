@@ -8,7 +8,10 @@ replicas hear it by LeaderAndIsr (``cluster.ControllerChannel``).
 Preferred-replica election (ISR mode): every
 ``leader.imbalance.check.interval.seconds``, a broker that leads fewer than
 (100 - ``leader.imbalance.per.broker.percentage``)% of the partitions it is
-preferred for takes them back where it is in the ISR.
+preferred for takes them back where it is in the ISR, by the same
+``partition_change`` (Kafka's PartitionChangeBuilder with Election.PREFERRED),
+so the election bumps the epoch, updates the ELR and clears the last known
+leader as any other does.
 """
 
 from __future__ import annotations
@@ -91,12 +94,14 @@ class ReplicationControl:
         else:
             self.apply(part, self.mode.election.choose(part, self.live_brokers, self.replicas[part.index]), "")
 
-    def change(self, part: Partition, target_isr: tuple, exclude: int = -1, unclean_shutdown: tuple = ()) -> Change:
-        """The partition with `target_isr` applied (electing if its leader no longer may lead); `exclude`: a broker
-        that may not lead (the one being fenced)."""
+    def change(self, part: Partition, target_isr: tuple, exclude: int = -1, unclean_shutdown: tuple = (),
+               preferred: bool = False) -> Change:
+        """The partition with `target_isr` applied (electing if its leader no longer may lead, or the preferred
+        replica if `preferred` and it may); `exclude`: a broker that may not lead (the one being fenced)."""
         live = self.live_brokers
         return partition_change(part, target_isr, lambda r: r in live and r != exclude, unclean=part.unclean,
-                                elr_enabled=self.elr_enabled, min_isr=part.min_isr, unclean_shutdown=unclean_shutdown)
+                                elr_enabled=self.elr_enabled, min_isr=part.min_isr, unclean_shutdown=unclean_shutdown,
+                                preferred=preferred)
 
     def apply(self, part: Partition, change: Change, why: str, broker: int = -1) -> None:
         """Store a partition change; a new leader (or none) is a new leader epoch; LeaderAndIsr to the replicas.
@@ -148,13 +153,7 @@ class ReplicationControl:
                 continue
             for part in elsewhere:
                 if b in part.isr and self.brokers[b].healthy:
-                    old = part.leader
-                    part.leader = b
-                    part.leader_epoch += 1
-                    part.last_leader = b
-                    self.counters.leader_elections += 1
-                    self.event(LEADER_ELECTION, part.index, b, f"preferred: epoch {part.leader_epoch}, was {old}")
-                    self.send_partition(part)
+                    self.apply(part, self.change(part, part.isr, preferred=True), "")
         self.note_availability()
 
     # ---- AlterPartition ------------------------------------------------------------------------------------------------
