@@ -144,7 +144,7 @@ def test_every_consumer_message_travels_on_the_consumers_connections(monkeypatch
         name = action.__func__.__qualname__
         if name == "Server.request":  # a request for a broker's handler threads: whose handler?
             name = args[2].__func__.__qualname__
-        return name.startswith("ConsumerGroups.") or name == "LeaderRole.handle_consumer_fetch"
+        return name.startswith(("KafkaConsumer.", "Fetcher.", "GroupCoordinator.", "ConsumerFetchHandler."))
 
     def spy(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0, delay=0.0):
         seen[(consumer_message(action, args), conn)] += 1

@@ -14,6 +14,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kafkamodel"
 
+_SERVER_SIDE = ("kafkamodel.sim.engine", "kafkamodel.sim.storage", "kafkamodel.sim.broker", "kafkamodel.sim.controller",
+                "kafkamodel.sim.rules", "kafkamodel.sim.results", "kafkamodel.sim.protocol", "kafkamodel.sim.state",
+                "kafkamodel.sim.batches", "kafkamodel.config")
 # a module (by prefix) -> the kafkamodel modules (by prefix) it may import; the longest prefix rules
 # the model reads configuration as resolved settings (and draws from its distributions): never the schema or the
 # version tables, so no rule of config is applied twice; only the simulation loads a scenario
@@ -26,6 +29,9 @@ ALLOWED = {
     "kafkamodel.sim.engine": ("kafkamodel.sim.engine", "kafkamodel.sim.protocol", *SETTINGS),
     "kafkamodel.sim.storage": ("kafkamodel.sim.storage", *SETTINGS),
     "kafkamodel.sim.protocol": (),
+    # the broker and the controller know nothing of the clients (the group coordinator is the broker's)
+    "kafkamodel.sim.broker": _SERVER_SIDE,
+    "kafkamodel.sim.controller": _SERVER_SIDE,
     "kafkamodel.study": ("kafkamodel.study", "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths",
                          "kafkamodel.folders", "kafkamodel.theory", "kafkamodel"),
     "kafkamodel.campaign": ("kafkamodel.campaign", "kafkamodel.study", "kafkamodel.sim", "kafkamodel.config",

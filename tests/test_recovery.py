@@ -138,6 +138,27 @@ def test_preferred_replica_election_moves_leadership_back():
     assert on.summary["acked_records_lost"] == off.summary["acked_records_lost"] == 0
 
 
+def test_the_preferred_election_is_a_partition_change():
+    """The rebalance elects as every election does (Kafka's PartitionChangeBuilder with Election.PREFERRED): one
+    epoch bump and one election counted; the ELR recomputed (maybePopulateTargetElr: empty once the ISR has
+    min.insync.replicas) and the last known leader cleared (maybeUpdateLastKnownLeader: the partition has a leader)."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario({
+        "name": "preferred-change", "seed": 1, "duration.ms": 1000, "brokers": 3, "kafka.version": "4.1",
+        "topics": [{"name": "t", "partitions": 1, "replication.factor": 3, "min.insync.replicas": 2}],
+        "producers": [{"topic": "t", "rate.per.s": 10, "acks": "all"}]}))
+    part = sim.partitions[0]
+    preferred, other = part.replicas[0], part.replicas[1]
+    part.leader, part.leader_epoch, part.isr = other, 5, tuple(part.replicas)
+    part.elr, part.last_known_elr = (part.replicas[2],), (other,)  # stale: as a change would leave neither
+    elections = sim.recorder.counters.leader_elections
+    sim.replication.check_preferred_leaders(1000.0)
+    assert (part.leader, part.leader_epoch, part.isr) == (preferred, 6, tuple(part.replicas))
+    assert part.elr == () and part.last_known_elr == ()
+    assert sim.recorder.counters.leader_elections == elections + 1
+
+
 def test_controller_failover_recovers_partition_state():
     # broker 0 holds the controller role and leads t-0; it crashes for good
     result = simulate({

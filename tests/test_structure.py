@@ -16,17 +16,20 @@ from kafkamodel.sim.simulation import Simulation, declared_handlers
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 # between them these reach every handler: consumers, epoch queries, isolation, power loss, timeouts, flushes
-COVERING = ("delivery-at-most-once", "delivery-exactly-once", "kip101-leader-epoch", "kip101-double-power-loss-leader-epoch",
+COVERING = ("delivery-exactly-once", "kip101-leader-epoch", "kip101-double-power-loss-leader-epoch",
             "jepsen-2013", "last-replica-standing-elr", "producer-timeout-idempotent", "producer-retry-idempotent",
-            "min-isr-refusal", "clean-election")
+            "min-isr-refusal", "clean-election", "quorum-paused-leader-resumes")
 # ... and these the rest: a follower back after retention deleted what it needs (and a crashed leader's
 # parked fetches), and a restarted old leader ahead of an uncleanly elected one (HW truncation, no new writes)
 CRASH_0_THEN_1 = [{"at.ms": 1000, "kind": "crash", "broker": 1}, {"at.ms": 1000, "kind": "crash", "broker": 2},
                   {"at.ms": 8000, "kind": "crash", "broker": 0}, {"at.ms": 9000, "kind": "restart", "broker": 1},
                   {"at.ms": 15000, "kind": "restart", "broker": 0}]
 COVERING_OVERRIDES = (
+    # a consumer fetch given up (request.timeout.ms), at most once
+    ("delivery-at-most-once", {"consumers[*].request.timeout.ms": 1000}),
+    # ... and the preferred leader taking its partitions back
     ("steady-state", {"duration.ms": 8000, "broker.log.segment.bytes": 100000, "broker.log.retention.bytes": 200000,
-                      "broker.log.retention.check.interval.ms": 500,
+                      "broker.log.retention.check.interval.ms": 500, "broker.leader.imbalance.check.interval.seconds": 1,
                       "faults": [{"at.ms": 1000, "kind": "crash", "broker": 1, "duration.ms": 3000}]}),
     ("unclean-election", {"producers[*].stop.ms": 7000, "kafka.version": "0.10", "broker.broker.session.timeout.ms": None,
                           "broker.zookeeper.session.timeout.ms": 6000, "faults": CRASH_0_THEN_1}),
@@ -53,7 +56,7 @@ def test_what_arrives_as_a_message_or_timer_is_exactly_what_the_actors_declare()
             check(action)  # raises for an action no actor declares
             arrived.add((type(action.__self__).__name__, action.__name__))
 
-        sim.transport.check = spy
+        sim.check_handlers(spy)
         sim.run()
     sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml"))
     declared = {(type(a).__name__, n) for a in sim.actors for n in (*getattr(a, "MESSAGES", ()), *getattr(a, "TIMERS", ()))}
@@ -66,6 +69,15 @@ def test_the_check_refuses_an_undeclared_handler():
     check(sim.produce.handle_produce)
     with pytest.raises(AssertionError, match="ProduceHandler._append .*not in its MESSAGES or TIMERS"):
         check(sim.produce._append)
+
+
+def test_an_event_scheduled_on_the_kernel_for_an_undeclared_handler_fails_the_run():
+    """Not only messages and broker timers: anything put on the kernel's heap is checked."""
+    sim = Simulation(load_scenario(SCENARIOS / "steady-state.yaml").with_overrides({"duration.ms": 100}))
+    sim.check_handlers(declared_handlers(sim.actors))
+    sim.kernel.schedule(50.0, sim.controller.resync)
+    with pytest.raises(AssertionError, match="Controller.resync .*not in its MESSAGES or TIMERS"):
+        sim.run()
 
 
 def test_streams_are_found_by_name_and_a_new_one_moves_no_other():

@@ -318,6 +318,7 @@ CONSUMER: dict[str, Key] = {
     "heartbeat.interval.ms": Key(3000, number(positive=True), "heartbeats to the group coordinator"),
     "auto.offset.reset": Key("latest", choice("latest", "earliest"), "where a member starts without a valid committed offset"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait after a failed fetch"),
+    "request.timeout.ms": Key(30000, number(positive=True), "a fetch unanswered this long after fetch.max.wait.ms is given up"),
     "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links"),
 }
 

@@ -272,6 +272,7 @@ class ConsumerSettings:
     heartbeat_interval_ms: float
     auto_offset_reset: str  # latest or earliest
     retry_backoff_ms: float
+    request_timeout_ms: float  # a fetch unanswered this long (after fetch.max.wait.ms) is given up
     client_rack: str | None  # the rack its members run in (network.links)
 
     @classmethod
@@ -285,7 +286,7 @@ class ConsumerSettings:
             max_partition_fetch_bytes=int(c["max.partition.fetch.bytes"]),
             session_timeout_ms=float(c["session.timeout.ms"]), heartbeat_interval_ms=float(c["heartbeat.interval.ms"]),
             auto_offset_reset=c["auto.offset.reset"], retry_backoff_ms=float(c["retry.backoff.ms"]),
-            client_rack=c["client.rack"],
+            request_timeout_ms=float(c["request.timeout.ms"]), client_rack=c["client.rack"],
         )
 
 

@@ -24,7 +24,12 @@ from .results.measures import (
 )
 
 class FaultInjector:
-    def __init__(self, sim):
+    """Every scheduled fault: ``fire`` starts one (``START``), ``END`` ends it after its duration.ms."""
+
+    TIMERS = ("fire", "fault_restart", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
+
+    def __init__(self, sim, *, producer_network, leader, follower, sessions, server, replica_manager, controller,
+                 consumer):
         self.kernel = sim.kernel
         self.transport = sim.transport
         self.send = sim.transport.send
@@ -37,23 +42,25 @@ class FaultInjector:
         self.dirty_expire_ms = sim.settings.broker.os_dirty_expire_ms
         self.client_nodes = sim.layout.client_nodes()
         self.event = sim.recorder.event
-        self.producer = self.leader = self.follower = self.replica_manager = self.controller = self.consumers = None
-
-    def wire(self, producer, leader, follower, sessions, server, replica_manager, controller, consumers) -> None:
-        self.producer, self.leader, self.follower = producer, leader, follower
+        self.producer_network, self.leader, self.follower = producer_network, leader, follower
         self.sessions, self.server = sessions, server
-        self.replica_manager, self.controller, self.consumers = replica_manager, controller, consumers
+        self.replica_manager, self.controller, self.consumer = replica_manager, controller, consumer
+        # each broker fault kind: what starts it, and what ends it after its duration.ms (a restart has no end)
+        self.start_of = {"crash": self.fault_crash, "power_loss": self.fault_power_loss, "restart": self.fault_restart,
+                         "isolate": self.fault_isolate, "pause": self.fault_pause, "slow": self.fault_slow}
+        self.end_of = {"crash": self.fault_restart, "power_loss": self.fault_restart, "isolate": self.fault_end_isolate,
+                       "pause": self.fault_end_pause, "slow": self.fault_end_slow}
 
     def start(self) -> None:
         for i, f in enumerate(self.faults):
-            self.kernel.schedule(f.at_ms, self._fire, i)
+            self.kernel.schedule(f.at_ms, self.fire, i)
 
     def _resolve(self, target) -> int:
         if isinstance(target, int):
             return target
         return self.partitions[self.topic_first[target.topic] + target.partition].leader  # a LeaderTarget
 
-    def _fire(self, i: int) -> None:
+    def fire(self, i: int) -> None:
         f = self.faults[i]
         kind = f.kind
         if f.consumer:
@@ -68,13 +75,13 @@ class FaultInjector:
             if b in hit:  # leader:T-P resolved to a broker the list already names
                 continue
             hit.add(b)
-            getattr(self, f"fault_{kind}")(b, f)
-            if f.duration_ms is not None and kind != "restart":
-                self.kernel.schedule(self.kernel.now + f.duration_ms, getattr(self, f"fault_end_{kind}"), b, f)
+            self.start_of[kind](b, f)
+            if f.duration_ms is not None and kind in self.end_of:
+                self.kernel.schedule(self.kernel.now + f.duration_ms, self.end_of[kind], b, f)
 
     def _consumer_fault(self, f: FaultSettings) -> None:
         """consumer_crash (restarts as a new member after duration.ms, if given), consumer_leave, consumer_join."""
-        consumers = self.consumers
+        consumers = self.consumer
         g = consumers.group_by_name(f.group)
         kind = f.kind
         if kind == "consumer_join":
@@ -115,10 +122,11 @@ class FaultInjector:
 
     def _reset_connections(self, b: int) -> None:
         """The dead process's kernel resets its TCP connections: whoever waits on it hears at once."""
-        for ps in self.producer.states:
+        network = self.producer_network
+        for ps in network.states:
             conn = ps.conns[b]
             if conn.inflight:
-                self.send(CLIENT, ps.node, self.producer.connection_reset, (ps.index, b, conn.epoch))
+                self.send(CLIENT, ps.node, network.connection_reset, (ps.index, b, conn.epoch))
         for p in self.partitions_of[b]:
             rep = self.replicas[p][b]
             if rep.is_leader:
@@ -154,11 +162,6 @@ class FaultInjector:
         self.brokers[b].unclean_shutdown = True
         self.event(FAULT_POWER_LOSS, -1, b, f"{lost} unflushed offsets lost")
         self.controller.health_changed(b)
-
-    def fault_end_crash(self, b: int, f: FaultSettings) -> None:
-        self.fault_restart(b, f)
-
-    fault_end_power_loss = fault_end_crash
 
     def fault_restart(self, b: int, f, held_from: float | None = None) -> None:
         """A new process starts on the old disk: log and checkpointed HW, no roles until the controller speaks.

@@ -3,12 +3,15 @@
 The shared state is declared here, once: the settings in force, the kernel
 and transport, the brokers, the partitions as the controller sees them,
 every replica, the batch table, the replication mode and strategies, the
-recorder of events and counters, availability. Each actor (``producer``,
-``leader``, ``follower``, ``replica_manager``, ``controller``, ``faults``,
-``consumer``) takes what it needs of it, and its handlers are declared in
-its ``MESSAGES`` and ``TIMERS`` (the model's ``Next``: with
-``debug.invariants`` every delivered message and fired timer is checked
-against them).
+recorder of events and counters, availability. Each actor takes what it
+needs of it and the actors it calls, all wired in ``Simulation.__init__``:
+the broker's (``server``, ``leader``, ``sessions``, ``follower``,
+``replica_manager``, ``group_coordinator``), the controller's (``controller``:
+liveness; ``replication``: partition changes; their ``cluster`` view), the
+clients' (``producer``; ``consumer`` and its ``fetcher``), ``faults`` and the
+``timeline``. Every action the kernel runs (a message, a timer, any scheduled
+event) is a handler its actor declares in ``MESSAGES`` or ``TIMERS`` (the
+model's ``Next``: with ``debug.invariants`` each is checked against them).
 """
 
 from __future__ import annotations
@@ -20,16 +23,21 @@ from .batches import Batches
 from .broker.consumer_fetch import ConsumerFetchHandler
 from .broker.fetcher import ReplicaFetcherManager
 from .broker.follower import FollowerRole
+from .broker.group_coordinator import GroupCoordinator
 from .broker.leader import LeaderRole
 from .broker.produce import ProduceHandler
 from .broker.replica_manager import ReplicaManager
 from .broker.server import Server
 from .broker.sessions import SessionManager
-from .clients.consumer import ConsumerGroups
+from .clients.consumer import KafkaConsumer
+from .clients.fetcher import Fetcher
+from .clients.network_client import NetworkClient
 from .clients.producer import ProducerClient
 from .clients.workload import build_workload
+from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
 from .controller.placement import assign
+from .controller.replication import ReplicationControl
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
@@ -38,6 +46,7 @@ from .results.invariants import check_all
 from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
 from .results.outcome import RunEnd, build_result
 from .results.result import Result
+from .results.timeline import Timeline
 from .rules.lag import make_lag_rule
 from .rules.modes import make_mode
 from .rules.truncation import make_truncation
@@ -96,10 +105,9 @@ class Simulation:
                                           kip279=settings.kafka.kip279 or self.mode.truncation is not None)
         self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
         self.availability = Availability(self.kernel, self.partitions, self.writable)
-        self.timeline: list[tuple] = []  # sampled per partition: leader, epoch, LEO, HW, ISR size
 
+        # the actors, each built with the shared state above and the actors it calls (built before it)
         self.server = Server(self)
-        self.producer = ProducerClient(self)
         self.leader = LeaderRole(self)
         self.produce = ProduceHandler(self)
         self.consumer_fetch = ConsumerFetchHandler(self)
@@ -107,28 +115,41 @@ class Simulation:
         self.follower = FollowerRole(self)
         self.fetchers = ReplicaFetcherManager(self)
         self.replica_manager = ReplicaManager(self)
-        self.controller = Controller(self)
-        self.consumers = ConsumerGroups(self)
-        self.faults = FaultInjector(self)
-        self.producer.wire(self.server, self.produce)
-        self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.controller)
+        self.cluster = ClusterView(self.brokers, settings.kafka.kraft)  # the brokers as the controller believes them
+        channel = ControllerChannel(self, self.cluster, self.replica_manager)
+        self.replication = ReplicationControl(self, self.cluster, channel)
+        self.controller = Controller(self, self.cluster, self.replication, channel)
+        self.producer_network = NetworkClient(self, self.server)
+        self.producer = ProducerClient(self, self.server, self.produce, self.producer_network)
+        self.group_coordinator = GroupCoordinator(self)
+        self.fetcher = Fetcher(self, self.group_coordinator.groups, self.server, self.consumer_fetch)
+        self.consumer = KafkaConsumer(self, self.group_coordinator, self.fetcher)
+        self.faults = FaultInjector(self, producer_network=self.producer_network, leader=self.leader,
+                                    follower=self.follower, sessions=self.sessions, server=self.server,
+                                    replica_manager=self.replica_manager, controller=self.controller,
+                                    consumer=self.consumer)
+        self.timeline = Timeline(self)
+        # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
+        self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
-        self.consumer_fetch.wire(self.server, self.consumers)
+        self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
         self.fetchers.wire(self.server, self.sessions, self.leader)
         self.replica_manager.wire(self.leader, self.follower)
-        self.controller.wire(self.replica_manager)
-        self.consumers.wire(self.server, self.consumer_fetch)
-        self.faults.wire(self.producer, self.leader, self.follower, self.sessions, self.server, self.replica_manager,
-                         self.controller, self.consumers)
-        self.actors = (self.server, self.producer, self.leader, self.produce, self.consumer_fetch, self.sessions,
-                       self.follower, self.fetchers, self.replica_manager, self.controller, self.consumers, self.faults)
+        self.producer_network.connect(self.producer)
+        self.group_coordinator.connect(self.consumer)
+        self.fetcher.connect(self.consumer)
+        # every actor that declares handlers (MESSAGES, TIMERS)
+        self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
+                       self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
+                       self.controller, self.replication, self.group_coordinator, self.fetcher, self.consumer,
+                       self.faults, self.timeline)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property
     def groups(self) -> list:
-        return self.consumers.groups
+        return self.group_coordinator.groups
 
     # ---- availability ----------------------------------------------------------------------------------------
 
@@ -142,21 +163,6 @@ class Simulation:
             return False
         return self.mode.writable(part, rep)
 
-    # ---- timeline ------------------------------------------------------------------------------------------------
-
-    def _sample_timeline(self, interval: float) -> None:
-        now = self.kernel.now
-        rows = self.timeline
-        for part in self.partitions:
-            leader = part.leader
-            if leader >= 0 and self.brokers[leader].up:
-                rep = self.replicas[part.index][leader]
-                leo, hw = rep.log.log_end_offset, rep.high_watermark
-            else:
-                leo = hw = -1
-            rows.append((now, part.topic, part.number, leader, part.leader_epoch, leo, hw, len(part.isr)))
-        self.kernel.schedule(now + interval, self._sample_timeline, interval)
-
     # ---- the run ---------------------------------------------------------------------------------------------------
 
     def run(self) -> Result:
@@ -164,14 +170,14 @@ class Simulation:
         duration = settings.duration_ms
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
-            self.transport.check = declared_handlers(self.actors)
+            self.check_handlers(declared_handlers(self.actors))
         self.transport.start(broker_faults=any(not f.consumer for f in settings.faults))
         self.replica_manager.start()
-        self.controller.start()
+        self.replication.start()
         self.producer.start()
-        self.consumers.start()
+        self.consumer.start()
         self.faults.start()
-        self.kernel.schedule(0.0, self._sample_timeline, settings.timeline_interval_ms)
+        self.timeline.start()
         self.availability.note()
         self.kernel.run(duration)
         self.availability.note()
@@ -179,11 +185,19 @@ class Simulation:
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
-            counters=self.recorder.counters, events=self.recorder.events, timeline=self.timeline,
+            counters=self.recorder.counters, events=self.recorder.events, timeline=self.timeline.rows,
             violations=check_all(self), unavailable_wall_ms=self.availability.wall_ms, end_ms=self.kernel.now,
             threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()}))
+
+    def check_handlers(self, check) -> None:
+        """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the
+        transport's envelopes (a message's delivery, a broker timer's firing), the handler each one carries."""
+        transport = self.transport
+        envelopes = (transport.deliver, transport.fire)
+        transport.check = check
+        self.kernel.check = lambda action: action in envelopes or check(action)
 
     def _debug_check(self) -> None:
         for name, problems in check_all(self).items():
@@ -195,7 +209,8 @@ class Simulation:
 
 
 def declared_handlers(actors):
-    """A check that every message delivered and timer fired is a handler its actor declares (MESSAGES, TIMERS)."""
+    """A check that every action run as a message, a timer or any other scheduled event is a handler its actor
+    declares (MESSAGES, TIMERS)."""
     declared = {(type(a), name) for a in actors for name in (*getattr(a, "MESSAGES", ()), *getattr(a, "TIMERS", ()))}
 
     def check(action) -> None:

@@ -5,12 +5,15 @@ What the controller believes (``Partition``) and what a replica believes
 storage is its ``Log``; what only a leader keeps (the ISR as it sees it,
 each follower's progress, requests waiting in purgatory) is its
 ``LeaderState``, new each time it becomes leader. LEO and HW are "next
-offset" values.
+offset" values. A consumer group (``Group``) is shared by its members (the
+clients) and its coordinator (on the broker side).
 """
 
 from __future__ import annotations
 
-from ..config.settings import TopicSettings
+import numpy as np
+
+from ..config.settings import ConsumerSettings, TopicSettings
 from .storage.log import Log
 
 
@@ -170,3 +173,46 @@ class Partition:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.number}"
+
+
+class Group:
+    """A consumer group: what its coordinator keeps (members, generation, committed offsets) and what its
+    members have processed (the application's output)."""
+
+    __slots__ = ("index", "name", "config", "node", "partitions", "members", "committed", "generation", "rebalancing",
+                 "joined", "previous", "processed", "first_processed_ms", "rebalances", "origin")
+
+    def __init__(self, index: int, config: ConsumerSettings, partitions: list[int], records: int, node: int):
+        self.index = index
+        self.name = config.group  # group.id
+        self.config = config  # its settings
+        self.node = node  # its members' network node (their client.rack's, or the clients')
+        self.partitions = partitions  # subscribed partitions (global indices)
+        self.members: list = []  # its members (clients.consumer.Member), in joining order
+        self.committed: dict[int, int] = {}  # partition -> committed offset (next record to read)
+        self.generation = 0  # bumps with every completed rebalance
+        self.rebalancing = False
+        self.joined: set[int] = set()  # members that revoked and rejoined in this rebalance
+        self.previous: dict[str, list[int]] = {}  # last assignment (the sticky assignor keeps it)
+        self.processed = np.zeros(records, dtype=np.int16)  # times each record was processed by the group
+        self.first_processed_ms = np.full(records, np.nan)  # when it was first processed
+        self.rebalances = 0
+        self.origin: dict[int, int] = {}  # partition -> where the group first started (auto.offset.reset)
+
+    def mark_processed(self, batch_lo, t0: float, slices: list, upto: int | None) -> None:
+        """Records of a poll are processed one after another from t0; only the first `upto` if given.
+        `batch_lo`: each batch's first record (Batches.lo)."""
+        proc = self.config.processing_ms
+        done = 0
+        for b, first, last, _ in slices:
+            n = last - first
+            if upto is not None:
+                n = min(n, upto - done)
+                if n <= 0:
+                    break
+            start = int(batch_lo[b]) + first
+            self.processed[start:start + n] += 1
+            finish = t0 + proc * np.arange(done + 1, done + n + 1)
+            seen = self.first_processed_ms[start:start + n]
+            self.first_processed_ms[start:start + n] = np.where(np.isnan(seen), finish, seen)
+            done += n

@@ -32,7 +32,7 @@ class ConsumerFetchHandler:
     """Every leader broker's consumer fetches."""
 
     MESSAGES = ("handle_consumer_fetch",)  # through the server
-    TIMERS = ()  # fetch.max.wait.ms goes straight on the kernel (as before the split)
+    TIMERS = ("_wait_expired",)  # fetch.max.wait.ms
 
     def __init__(self, sim):
         self.kernel = sim.kernel

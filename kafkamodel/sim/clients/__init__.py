@@ -1,2 +1,3 @@
-"""Clients: the producer (``producer``, ``accumulator``, ``partitioner``, ``workload``) and consumer groups
-(``consumer``, ``assignors``)."""
+"""Clients: the producer (``producer``, ``accumulator``, ``partitioner``, ``workload``) and the consumers
+(``consumer``: the poll loop and commits; ``fetcher``; ``assignors``). The group coordinator they talk to is
+the broker's (``broker.group_coordinator``)."""

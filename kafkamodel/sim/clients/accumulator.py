@@ -55,9 +55,6 @@ class Accumulator:
         self.batches = batches
         self.queues = [PartitionQueue(p, lo[p], hi[p]) for p in range(len(lo))]
 
-    def has_data(self, q: PartitionQueue) -> bool:
-        return bool(q.retry) or q.next < q.end
-
     def key(self, q: PartitionQueue) -> float:
         """The earliest time the queue has something a drain may take (INF: nothing)."""
         if q.retry:

@@ -1,19 +1,17 @@
-"""The producer client's Sender: produce requests per broker connection, answers, retries, timeouts.
+"""The producer client's Sender: produce requests per broker connection, answers, retries, metadata.
 
-Each producer keeps one connection per broker. When one of a broker's
-partitions is ready (``accumulator``) and the connection has fewer than
-``max.in.flight.requests.per.connection`` requests unanswered, the sender
-drains that broker: one batch from every partition it leads that has one (up
-to ``max.request.size``), in one request. The broker answers the request as a
-whole (acks=all: once every partition in it is committed). A request
-unanswered for ``request.timeout.ms`` closes the connection, failing every
-request in flight on it; a refused or reset connection fails them too, and
-the producer waits ``reconnect.backoff.ms`` (doubling up to
-``reconnect.backoff.max.ms``) before it connects again. A failed batch is
-retried ahead of newer records; a partition whose leader is unknown waits for
-a metadata refresh (``retry.backoff.ms``). The broker handles a connection's
-requests one at a time (``server``), so a plain producer's batches reorder
-only when one fails and a later one, already in flight, does not.
+Each producer keeps one connection per broker (``network_client``). When one
+of a broker's partitions is ready (``accumulator``) and the connection has
+fewer than ``max.in.flight.requests.per.connection`` requests unanswered, the
+sender drains that broker: one batch from every partition it leads that has
+one (up to ``max.request.size``), in one request. The broker answers the
+request as a whole (acks=all: once every partition in it is committed). A
+failed batch (an error in the answer, or its request failed with its
+connection) is retried ahead of newer records; a partition whose leader is
+unknown waits for a metadata refresh (``retry.backoff.ms``). The broker
+handles a connection's requests one at a time (``server``), so a plain
+producer's batches reorder only when one fails and a later one, already in
+flight, does not.
 """
 
 from __future__ import annotations
@@ -25,37 +23,16 @@ from heapq import heappop, heappush
 from ...config.settings import ProducerSettings
 from ..protocol import (
     ACKED,
-    CLIENT,
     DELIVERY_TIMEOUT,
     FAILED,
     INFLIGHT,
-    NETWORK_EXCEPTION,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     PENDING,
-    REQUEST_TIMED_OUT,
 )
 from .accumulator import INF, Accumulator, PartitionQueue
-
-RECONNECT_BACKOFF_MS = 50.0  # reconnect.backoff.ms
-RECONNECT_BACKOFF_MAX_MS = 1000.0  # reconnect.backoff.max.ms
-
-
-class Connection:
-    """A producer's connection to one broker, as the client sees it."""
-
-    __slots__ = ("node", "epoch", "inflight", "sent_ms", "backoff_until", "failures", "retry_armed", "timer_armed")
-
-    def __init__(self, node: int):
-        self.node = node
-        self.epoch = 0  # bumps when the connection is closed or reset; answers on an older one are void
-        self.inflight: dict[int, list] = {}  # request id -> its (batch, attempt) pairs, oldest first
-        self.sent_ms: dict[int, float] = {}  # request id -> when it was sent
-        self.timer_armed = False  # a request.timeout.ms check is scheduled
-        self.backoff_until = 0.0  # no connection attempt before this time
-        self.failures = 0  # consecutive refused connections
-        self.retry_armed = False  # a drain is scheduled for when the backoff ends
+from .network_client import Connection
 
 
 class ProducerState:
@@ -84,9 +61,10 @@ class ProducerState:
 class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
-    MESSAGES = ("handle_response", "handle_refused", "connection_reset")
+    MESSAGES = ("handle_response",)
+    TIMERS = ("_ready", "_reconnect", "_refresh")
 
-    def __init__(self, sim):
+    def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
         self.heap, self.seq = sim.kernel.events()  # ready times go straight onto the kernel's heap (the hot path)
         self.send = sim.transport.send
@@ -103,13 +81,9 @@ class ProducerClient:
             node = sim.layout.client_node(config.client_rack)
             self.states.append(ProducerState(i, node, config, acc, len(sim.partitions), n_brokers))
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
-        self.on_refused = self.handle_refused  # bound once: every request carries it
-        self.server_produce = self.server_forget = None  # wired: the brokers' request intake, their disconnects
-        self.leader_handle_produce = None  # wired: the leaders' produce handler
-
-    def wire(self, server, leader) -> None:
-        self.server_produce = server.produce
-        self.server_forget = server.forget
+        self.on_refused = network.handle_refused  # bound once: every request carries it
+        self.network = network  # the connections' in-flight requests, timeouts and failures
+        self.server_produce = server.produce  # the brokers' request intake
         self.leader_handle_produce = leader.handle_produce
 
     def start(self) -> None:
@@ -244,9 +218,7 @@ class ProducerClient:
         self.send(ps.node, node, self.server_produce,
                   (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
                   False, self.on_refused, nbytes)
-        if not conn.timer_armed:  # one check per connection, at its oldest request's deadline
-            conn.timer_armed = True
-            self.kernel.schedule(now + cfg.request_timeout_ms, self._request_timeout, ps, node)
+        self.network.sent(ps, conn, now)
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it."""
@@ -286,54 +258,17 @@ class ProducerClient:
             self._bump_epoch(ps, p)  # nothing earlier is pending: the broker lost our state (KIP-360)
         self._retry(ps, b, error)
 
-    def handle_refused(self, node: int, key, handler, args: tuple, partitions: int, nbytes: int) -> None:
-        """The connection to the broker was refused (its process is down): the request fails, and the
-        producer backs off before connecting again."""
-        _, pi, epoch, req, _ = args
-        self._connection_failed(self.states[pi], node, epoch, req, NETWORK_EXCEPTION)
-
-    def connection_reset(self, pi: int, node: int, epoch: int) -> None:
-        """The broker's process died and its kernel reset the connection: every request in flight fails."""
-        self._connection_failed(self.states[pi], node, epoch, None, NETWORK_EXCEPTION)
-
-    def _connection_failed(self, ps: ProducerState, node: int, epoch: int, req, error: int) -> None:
-        conn = ps.conns[node]
-        if conn.epoch != epoch or (req is not None and req not in conn.inflight):
-            return
-        conn.failures += 1
-        conn.backoff_until = self.kernel.now + min(RECONNECT_BACKOFF_MS * 2 ** (conn.failures - 1),
-                                                   RECONNECT_BACKOFF_MAX_MS)
-        self._close(ps, conn, error)
-
-    def _request_timeout(self, ps: ProducerState, node: int) -> None:
-        """request.timeout.ms: if the oldest request in flight has waited that long, the connection closes
-        (Kafka's NetworkClient), failing every request on it."""
-        conn = ps.conns[node]
-        conn.timer_armed = False
-        if not conn.sent_ms:
-            return
-        oldest = next(iter(conn.sent_ms.values()))
-        deadline = oldest + ps.config.request_timeout_ms
-        if self.kernel.now < deadline:
-            conn.timer_armed = True
-            self.kernel.schedule(deadline, self._request_timeout, ps, node)
-            return
-        self._close(ps, conn, REQUEST_TIMED_OUT)
-
-    def _close(self, ps: ProducerState, conn: Connection, error: int) -> None:
-        """Close the connection: every request in flight on it fails with `error`; metadata is refreshed."""
-        inflight, conn.inflight = conn.inflight, {}
-        conn.sent_ms = {}
-        self.server_forget((ps.index, conn.epoch, conn.node))  # what the broker had not read yet is gone
-        conn.epoch += 1
+    def requests_failed(self, ps: ProducerState, requests, error: int) -> None:
+        """Requests in flight on a connection that closed (``network_client``): their batches are retried, after a
+        metadata refresh (Kafka refreshes metadata after a disconnect)."""
         batches = self.batches
-        for entries in inflight.values():
+        for entries in requests:
             for b, attempt in entries:
                 if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:
                     continue
                 p = batches.partition[b]
                 ps.acc.queues[p].inflight -= 1
-                ps.metadata[p] = -1  # Kafka refreshes metadata after a disconnect
+                ps.metadata[p] = -1
                 self._retry(ps, b, error)
 
     # ---- retries and failures ---------------------------------------------------------------------------------

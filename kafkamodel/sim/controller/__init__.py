@@ -1,2 +1,3 @@
-"""The controller: liveness and metadata (``controller``), partition changes and elections (``elections``),
-replica placement (``placement``)."""
+"""The controller: broker liveness and the controller role (``controller``), partition changes
+(``replication``, whose elections are ``elections``), the registrations it believes and its LeaderAndIsr
+channel (``cluster``), replica placement (``placement``)."""

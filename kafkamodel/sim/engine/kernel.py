@@ -14,12 +14,13 @@ _LAST = float("inf")  # the stop entry's sequence number: after any event's
 
 
 class Kernel:
-    __slots__ = ("now", "_heap", "_seq", "after_event")
+    __slots__ = ("now", "_heap", "_seq", "check", "after_event")
 
     def __init__(self) -> None:
         self.now = 0.0  # simulated time, ms
         self._heap: list = []  # (time, sequence, action, args)
         self._seq = count()  # tie-breaker: scheduling order
+        self.check: Callable[[Callable], None] | None = None  # debug: called with each action before it runs
         self.after_event: Callable[[], None] | None = None  # debug hook run after each event
 
     def schedule(self, at: float, action: Callable[..., Any], *args: Any) -> None:
@@ -33,9 +34,9 @@ class Kernel:
         `until`, whenever scheduled (their sequence numbers are finite), and before every later one, so the
         loop pops until it meets it and needs no look at the heap's head per event."""
         heap = self._heap
-        hook = self.after_event
+        check, hook = self.check, self.after_event
         heappush(heap, (until, _LAST, None, ()))
-        if hook is None:  # the hot loop; the one below is the same with the debug hook (kept apart: no test per event)
+        if check is None and hook is None:  # the hot loop; the one below is the same with the debug hooks
             while True:
                 at, _, action, args = heappop(heap)
                 if action is None:
@@ -48,8 +49,11 @@ class Kernel:
                 if action is None:
                     break
                 self.now = at
+                if check is not None:
+                    check(action)
                 action(*args)
-                hook()
+                if hook is not None:
+                    hook()
         self.now = until
 
     def events(self) -> tuple:

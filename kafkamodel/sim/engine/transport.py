@@ -232,5 +232,7 @@ class Transport:
         for action, args in held:
             if not b.up or b.paused:
                 break
+            if self.check is not None:
+                self.check(action)
             action(*args)
         return len(held)

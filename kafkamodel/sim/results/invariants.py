@@ -1,4 +1,20 @@
-"""Safety properties, named as in the TLA+ specifications of Kafka's protocol.
+"""Safety properties, each a named function over the state, named for what it states.
+
+The TLA+ specification of Kafka's replication (hachikuji/kafka-specification,
+``KafkaReplication.tla``) names two invariants, ``WeakIsr`` and ``StrongIsr``;
+these properties are not those, but close to them:
+
+* ``leader_in_isr``: the controller's leader is in the controller's ISR (in the
+  spec, ``ControllerElectLeader`` chooses from the ISR, so it holds there by
+  construction; here an unclean or last-known-leader election keeps it by
+  setting the ISR to the new leader);
+* ``committed_prefixes_agree``: any two replicas hold the same batches below
+  both their high watermarks (what ``WeakIsr`` states for a presumed leader and
+  its ISR, here for every pair of replicas);
+* ``no_committed_record_lost``: what ``StrongIsr`` is for ("any data which has
+  been exposed to consumers will be present on any broker that becomes
+  leader"): every batch a leader's HW covered is in the current (or last)
+  leader's log.
 
 Each takes a running (or finished) simulation (its ``partitions``,
 ``replicas``, ``batches`` and replication ``mode``) and returns its violations as

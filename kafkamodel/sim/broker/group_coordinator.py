@@ -1,0 +1,109 @@
+"""The group coordinator (Kafka's GroupCoordinator and GroupMetadataManager): membership, rebalances,
+generations and committed offsets of every consumer group.
+
+It runs on the broker side, on a reliable node (``COORDINATOR``). It starts a
+rebalance on a join, a leave, and a member silent for ``session.timeout.ms``;
+each member rejoins (``KafkaConsumer.rejoin``: eager, it revokes everything
+first), and once every member in the group has, JoinGroup and SyncGroup take
+two round trips before the new generation's assignment (computed by the
+group leader's assignor, as in Kafka's classic protocol) reaches the members.
+OffsetCommit is refused from a member of an older generation. The members'
+side is ``clients.consumer``.
+"""
+
+from __future__ import annotations
+
+from ..protocol import CONSUMER_CONN, COORDINATOR
+from ..results.measures import CONSUMER_SESSION_EXPIRED, REBALANCE_START
+from ..state import Group
+
+
+class GroupCoordinator:
+    """Every consumer group's coordinator."""
+
+    MESSAGES = ("handle_commit", "handle_commit_sync")
+    TIMERS = ("complete_rebalance", "expire_member")
+
+    def __init__(self, sim):
+        self.kernel = sim.kernel
+        self.send = sim.transport.send
+        self.draw = sim.transport.draws[CONSUMER_CONN]
+        self.batch_lo = sim.batches.lo
+        self.event = sim.recorder.event
+        n = sim.workload.records
+        self.groups: list[Group] = []
+        for i, c in enumerate(sim.settings.consumers):
+            first = sim.topic_first[c.topic]
+            count = sim.settings.topic(c.topic).partitions
+            self.groups.append(Group(i, c, list(range(first, first + count)), n, sim.layout.client_node(c.client_rack)))
+
+    def connect(self, consumer) -> None:
+        """The members it answers and tells to rejoin (built after it: they send to it)."""
+        self.members = consumer
+
+    # ---- rebalances ---------------------------------------------------------------
+
+    def start_rebalance(self, g: Group, why: str) -> None:
+        if not g.rebalancing:
+            g.rebalancing = True
+            g.joined = set()
+            g.rebalances += 1
+            self.event(REBALANCE_START, -1, -1, f"group {g.name}: {why}")
+        self.members.rejoin_all(g)
+        self.maybe_complete(g)
+
+    def join_group(self, g: Group, member: int) -> None:
+        """The member revoked what it owned and rejoins."""
+        g.joined.add(member)
+        self.maybe_complete(g)
+
+    def maybe_complete(self, g: Group) -> None:
+        members = {m.index for m in g.members if m.in_group}
+        if g.rebalancing and members <= g.joined:
+            # JoinGroup and SyncGroup: two round trips to the coordinator
+            draw = self.draw
+            delay = draw() + draw() + draw() + draw()
+            self.kernel.schedule(self.kernel.now + delay, self.complete_rebalance, g, g.rebalances)
+
+    def complete_rebalance(self, g: Group, rebalance: int) -> None:
+        if not g.rebalancing or rebalance != g.rebalances:
+            return
+        if not {m.index for m in g.members if m.in_group} <= g.joined:
+            return  # someone joined meanwhile; it completes when that one has joined
+        members = [m for m in g.members if m.in_group]
+        plan = self.members.perform_assignment(g, [m.id for m in members])
+        g.generation += 1
+        g.rebalancing = False
+        for m in members:
+            self.members.on_assignment(g, m, plan.get(m.id, []))
+
+    # ---- membership -------------------------------------------------------------------
+
+    def heartbeats_stopped(self, g: Group, m, last_heartbeat: float) -> None:
+        """The member's heartbeats stopped (its process died): session.timeout.ms after the last one it expires."""
+        expires = last_heartbeat + g.config.session_timeout_ms
+        self.kernel.schedule(max(expires, self.kernel.now), self.expire_member, g, m)
+
+    def expire_member(self, g: Group, m) -> None:
+        m.expired = True
+        self.event(CONSUMER_SESSION_EXPIRED, -1, -1, f"group {g.name}: {m.id}")
+        g.joined.discard(m.index)
+        self.start_rebalance(g, f"{m.id} session expired")
+
+    # ---- offsets ------------------------------------------------------------------------
+
+    def handle_commit(self, gi: int, generation: int, offsets: dict, output) -> bool:
+        """OffsetCommit (with the output, for atomic): refused from a member of an older generation."""
+        g = self.groups[gi]
+        if generation != g.generation:
+            return False
+        g.committed.update(offsets)
+        if output is not None:
+            g.mark_processed(self.batch_lo, *output)
+        return True
+
+    def handle_commit_sync(self, gi, mi, token, generation, offsets, slices) -> None:
+        """commitSync: the member waits for the answer."""
+        accepted = self.handle_commit(gi, generation, offsets, None)
+        self.send(COORDINATOR, self.groups[gi].node, self.members.commit_answer,
+                  (gi, mi, token, accepted, slices, offsets), conn=CONSUMER_CONN)
