@@ -12,7 +12,7 @@ from ...config.schema import DISK, TOP
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, choice, fmt, num, part_overrides, value
+from .common import interval_method, choice, fmt, num, part_overrides, value
 
 MODES = ["isr", "quorum"]
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
@@ -81,10 +81,10 @@ def latency_table(agg: Aggregates) -> Table:
                         "one-way latency": _dist_label(dist),
                         "p50 simulated (ms)": r[P50], "p50 predicted (ms)": float(p["p50"].iloc[0]),
                         "p99 simulated (ms)": r[P99],
-                        "p99 95% interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"]),
+                        "p99 interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"]),
                         "p99 predicted (ms)": float(p["p99"].iloc[0])})
     seeds = int(agg.configs[agg.configs["part"].isin(["latency_rf", "latency_tail"])]["runs"].min())
-    notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + INTERVAL_NOTE,
+    notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + interval_method(agg),
              "Predicted: the order statistics of the one-way latency (kafkamodel.theory), no queueing; where replicas "
              "fsync each append before they count (a quorum, quorum.fsync) it adds one fsync on the leader and one "
              "on each awaited follower's round trip (disk.fsync.ms)."]

@@ -7,7 +7,7 @@ import pandas as pd
 from .. import plots
 from ..present import Table, interval, number
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, fmt, num, value
+from .common import interval_method, fmt, num, value
 
 # part -> (column, anomaly value, fix value, what the pair is)
 PAIRS = {
@@ -50,7 +50,7 @@ def display_table(agg: Aggregates) -> Table:
     for m in MEASURES:  # the mean, and its interval beside it in brackets
         shown[LABELS[m]] = [number(v) + (f" ({interval(lo, hi)})" if " – " in interval(lo, hi) else "")
                             for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
-    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {INTERVAL_NOTE}"])
+    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {interval_method(agg)}"])
 
 
 def pairs(agg: Aggregates):

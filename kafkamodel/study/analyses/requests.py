@@ -8,13 +8,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...config.scenario import load_scenario
 from ...config.settings import Settings
-from ...paths import scenario_path
 from .. import plots
 from ..present import Table
 from ..tables import Aggregates
-from .common import fmt, num, part_overrides
+from .common import fmt, num, part_settings
 from .requests_theory import (
     BACKLOG_GROWS,
     EVICTED,
@@ -39,13 +37,6 @@ ACKS_COLOR = {"all": plots.CYCLE[0], "1": plots.CYCLE[1]}
 
 
 # ---- the settings each part ran with -----------------------------------------------------------------------------
-
-def part_settings(agg: Aggregates, part: str) -> Settings:
-    """The settings a part's runs had: its base scenario with the part's overrides (the swept values aside)."""
-    base = next(p["base"] for p in agg.spec["parts"] if p["name"] == part)
-    scenario = load_scenario(scenario_path(base)).with_overrides(part_overrides(agg, part))
-    return Settings.of(scenario.to_dict())
-
 
 def _one_way(s: Settings) -> float:
     if not isinstance(s.latency_ms, (int, float)):

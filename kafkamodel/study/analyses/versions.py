@@ -11,7 +11,7 @@ from ...config.versions import at_least, order
 from .. import plots
 from ..present import Table, interval, number
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, fmt, num, value
+from .common import interval_method, fmt, num, value
 
 # part -> (what the schedule is, the anomaly's measure, the fix: the KIP and the release that brought it)
 SCHEDULES = {
@@ -155,7 +155,7 @@ def display_table(agg: Aggregates) -> Table:
                             for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
     gone = disappearances(t)
     notes = [f"{p}: gone from {v}" + (f", with {kip}" if kip else "") for p, (v, kip) in gone.items() if v]
-    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {INTERVAL_NOTE}",
+    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {interval_method(agg)}",
                          "Where each anomaly is gone for good: " + "; ".join(notes) + "." if notes else ""])
 
 

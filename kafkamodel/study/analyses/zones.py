@@ -7,7 +7,7 @@ import pandas as pd
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, fmt, num, value
+from .common import interval_method, fmt, num, value
 
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
 # (mode, fsync) -> what a reader calls that setting
@@ -74,9 +74,9 @@ def latency_table(agg: Aggregates) -> Table:
     rows = []
     for _, r in df.sort_values(["where", "rf", "order"]).iterrows():
         rows.append({"layout": LAYOUTS[r["layout"]], "RF": int(r["rf"]), "setting": r["setting"],
-                     "p50 (ms)": r[P50], "p99 (ms)": r[P99], "p99 95% interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"])})
+                     "p50 (ms)": r[P50], "p99 (ms)": r[P99], "p99 interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"])})
     seeds = int(agg.configs[agg.configs["part"] == "latency"]["runs"].min())
-    return Table(pd.DataFrame(rows), [f"Means over {seeds} seed(s) of each run's percentile. {INTERVAL_NOTE}"])
+    return Table(pd.DataFrame(rows), [f"Means over {seeds} seed(s) of each run's percentile. {interval_method(agg)}"])
 
 
 def power_loss_table(agg: Aggregates) -> Table:
@@ -92,7 +92,7 @@ def power_loss_table(agg: Aggregates) -> Table:
         "Power is lost at 8 s for 10 s. What survives a power loss is what was fsynced or written back by the OS "
         "(older than os.dirty.expire.ms, 30 s: nothing, in these runs). The controller declares a broker dead after "
         "its session timeout (6 s here); the producer gives up on a request to a powered-off leader after "
-        "request.timeout.ms (3 s here), so p99 holds the wait for the new leader. " + INTERVAL_NOTE])
+        "request.timeout.ms (3 s here), so p99 holds the wait for the new leader. " + interval_method(agg)])
 
 
 def headline(agg: Aggregates) -> tuple[dict, str]:
