@@ -16,6 +16,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 MIME = "application/vnd.kafkamodel.headline+json"
+MAX_FINDING = 300  # characters: a finding is one or two lines of the index
+
+
+def fit(sentences: list[str], limit: int = MAX_FINDING) -> str:
+    """The sentences, in order, as many as fit in `limit` characters (the first always)."""
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        if len(text) + 1 + len(sentence) <= limit:
+            text += " " + sentence
+    return text
 
 
 def _clean(value: Any) -> Any:

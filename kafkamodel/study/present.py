@@ -55,6 +55,26 @@ def interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
     return a if a == b else f"{a} – {b}"
 
 
+def percent(x: Any, digits: int = DIGITS) -> str:
+    """A share in percent for a reader: '9.2', '0.31', '< 0.01' (what rounding would print as 0 but is not), '0'."""
+    if missing(x):
+        return ""
+    x = float(x)
+    if x == 0:
+        return "0"
+    if 0 < x < 0.01:
+        return "< 0.01"
+    return number(round(x, 2), digits)
+
+
+def percent_interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
+    """'0 – 1.5' or '6.1 – 13': an interval of percentages, each end as `percent` writes it."""
+    if missing(lo) or missing(hi):
+        return ""
+    a, b = percent(lo, digits), percent(hi, digits)
+    return a if a == b else f"{a} – {b}"
+
+
 @dataclass
 class Table:
     """A table for readers: `df` holds the numbers; `notes` are footnotes; `na` is what a missing cell says."""

@@ -99,8 +99,11 @@ def num(x: float, digits: int = 1) -> float | None:
 
 
 def fmt(x) -> str:
-    """A number for a sentence, as in the tables: thousands separated, three significant digits (6,956; 3.7;
-    11.5; 0.0123), or n/a."""
+    """A number for a sentence: thousands separated, three significant digits (6,960; 16,300; 3.7; 11.5; 0.0123),
+    or n/a."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    return number(float(x))
+    x = float(x)
+    if abs(x) >= 1000:  # 16,264 -> 16,300: three significant digits, as every other number in a sentence
+        x = float(round(x, 2 - math.floor(math.log10(abs(x)))))
+    return number(x)

@@ -12,6 +12,7 @@ from ...config.versions import DEFAULTS, at_least, order
 from .. import plots
 from ..present import Table, number
 from ..tables import Aggregates
+from ..headline import fit
 from .common import fmt, interval_method, mean_and_interval, num, scaled_means, value
 
 # the defaults a fix changed (config/versions.py DEFAULTS): the release a fix came in is read from there
@@ -203,15 +204,19 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
                              ("unavailable_wall_ms", "unavailable_s"), ("produce_latency_ms_p99", "p99_s")):
                 numbers[f"{stem}_{short}"] = num(value(t, m, schedule=part, version=version), 2 if m in SECONDS else 1)
     gone = disappearances(t)
-    for (part, measure), (version, _kip) in gone.items():
-        numbers[f"{part}_{measure}_gone_from"] = version
-    fixed = [f"{part.replace('_', ' ')} from {version}" for (part, measure), (version, _) in gone.items()
-             if version and measure == SCHEDULES[part].anomalies[0]]
+    for (part, measure), (version, _kip) in gone.items():  # a schedule's own anomaly: PART_gone_from
+        first = measure == SCHEDULES[part].anomalies[0]
+        numbers[f"{part}_gone_from" if first else f"{part}_{measure}_gone_from"] = version
+    fixed = [f"{part.replace('_', ' ')} {version}" + (f" ({kip.split(chr(39))[0]})" if kip else "")
+             for (part, measure), (version, kip) in gone.items() if version and measure == SCHEDULES[part].anomalies[0]]
     kept = [(part, measure) for (part, measure), (version, _) in gone.items()
             if version is None and t.loc[t["schedule"] == part, measure].max() > 0]
-    finding = f"Each anomaly's fix, as the versions ran: {', '.join(fixed)}." if fixed else "No anomaly went away."
-    for part, measure in kept[:1]:  # what no release fixes
+    sentences = []
+    for part, measure in kept:  # what no release fixes: said first
         rows_ = t[t["schedule"] == part]
-        finding += (f" The {part.replace('_', ' ')} loses {fmt(rows_[measure].min())}–{fmt(rows_[measure].max())} "
-                    f"{LABELS[measure]} in every version" + (f": {SCHEDULES[part].kept}." if SCHEDULES[part].kept else "."))
-    return numbers, finding
+        lo, hi = fmt(rows_[measure].min()), fmt(rows_[measure].max())
+        sentences.append(f"The {part.replace('_', ' ')} loses {lo if lo == hi else f'{lo}–{hi}'} {LABELS[measure]} in "
+                         f"every version" + (f": {SCHEDULES[part].kept}." if SCHEDULES[part].kept else "."))
+    if fixed:
+        sentences.append(f"Each anomaly gone from: {', '.join(fixed)}.")
+    return numbers, fit(sentences or ["No anomaly went away."])
