@@ -66,7 +66,7 @@ def _dist_label(dist) -> str:
 
 
 def latency_table(agg: Aggregates) -> Table:
-    """Simulated (mean over seeds, 95% interval) against predicted p50/p99, per configuration."""
+    """Simulated (mean over seeds, interval over seeds) against predicted p50/p99, per configuration."""
     pred = predictions(agg)
     out = []
     for part, x in (("latency_rf", "rf"), ("latency_tail", "sigma")):

@@ -25,10 +25,26 @@ def layout_label(agg: Aggregates, layout: str) -> str:
     layout's network.links (or the base scenario's)."""
     links = [((tuple(l["between"])), l["latency.ms"]) for l in choice(agg, "layout", layout).get("network.links", [])]
     links = links or list(part_settings(agg, "latency").links)
-    d = next(dist for ends, dist in links if set(ends) == {"rack:a", "rack:c"})
-    spread = (f"{fmt(d['low'])}–{fmt(d['high'])} ms" if isinstance(d, dict) and "low" in d
-              else f"{fmt(d)} ms" if isinstance(d, (int, float)) else str(d))
-    return LAYOUTS[layout].format(spread)
+    return LAYOUTS[layout].format(_spread(next(dist for ends, dist in links if set(ends) == {"rack:a", "rack:c"})))
+
+
+def _spread(d) -> str:
+    """A latency distribution in words: '1–2 ms' (uniform), '0.5 ms' (constant), else its spec."""
+    if isinstance(d, dict) and "low" in d:
+        return f"{fmt(d['low'])}–{fmt(d['high'])} ms"
+    return f"{fmt(d)} ms" if isinstance(d, (int, float)) else str(d)
+
+
+def setup_text(agg: Aggregates) -> str:
+    """Markdown: the three-zone cluster the latency part ran, read from its settings."""
+    s = part_settings(agg, "latency")
+    p = s.producers[0]
+    between = next(dist for ends, dist in s.links if set(ends) == {"rack:a", "rack:b"})
+    return (f"{s.brokers} brokers in zones {', '.join(sorted(set(s.racks)))} (`racks`, Kafka's `broker.rack`), one "
+            f"partition placed rack-aware as Kafka places a new topic, so it has a replica in every zone; its leader "
+            f"(broker 0) and the clients are in zone a. One way takes {_spread(s.latency_ms)} inside a zone and "
+            f"{_spread(between)} between zones (`network.links`); the second panel has "
+            f"{layout_label(agg, 'far_zone_c')}. {fmt(p.rate_per_s)} records/s, `linger.ms` {fmt(p.linger_ms)}.")
 
 
 def _with_setting(df: pd.DataFrame) -> pd.DataFrame:
@@ -36,7 +52,7 @@ def _with_setting(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def latency(agg: Aggregates) -> pd.DataFrame:
-    """Per setting, RF and layout: p50 and p99 (means over seeds with 95% intervals)."""
+    """Per setting, RF and layout: p50 and p99 (means over seeds with their intervals)."""
     return _with_setting(agg.wide([P50, P99], "latency"))
 
 
