@@ -180,5 +180,17 @@ def test_intervals_stay_in_the_physical_range(aggregated, study_reports, study):
 
 def test_percentages_read_as_percentages():
     assert [percent(x) for x in (0.0, 5.55e-15, 0.004, 0.0123, 9.2345, 56.1, 100.0)] == [
-        "0", "< 0.01", "< 0.01", "0.01", "9.23", "56.1", "100"]
+        "0", "< 0.01", "< 0.01", "0.0123", "9.23", "56.1", "100"]
     assert percent_interval(5.55e-15, 56.1) == "< 0.01 – 56.1" and percent_interval(0.0, 1.5) == "0 – 1.5"
+
+
+def test_a_campaign_rate_of_zero_reads_as_zero():
+    """The campaign report once printed '0% (0.00000000000000555 – 56.1)': Wilson's lower end at k = 0 is exactly 0
+    (and the upper end at k = n exactly 1), and a share is written as a percentage."""
+    from kafkamodel.campaign import analysis
+
+    assert analysis.wilson(0, 5)[0] == 0.0 and analysis.wilson(5, 5)[1] == 1.0
+    z2 = 1.959963984540054 ** 2
+    top = number(100 * z2 / (5 + z2))  # Wilson's upper end at k = 0: z² / (n + z²)
+    assert analysis._percent(0, 5) == f"0% (0 – {top}%)" == "0% (0 – 43.4%)"
+    assert analysis._percent(5, 5) == f"100% ({number(100 - 100 * z2 / (5 + z2))} – 100%)"

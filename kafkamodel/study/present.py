@@ -56,7 +56,8 @@ def interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
 
 
 def percent(x: Any, digits: int = DIGITS) -> str:
-    """A share in percent for a reader: '9.2', '0.31', '< 0.01' (what rounding would print as 0 but is not), '0'."""
+    """A share in percent for a reader: '9.23', '0.0123', '< 0.01' (below a hundredth of a percent: what a
+    floating-point rest like 5.55e-15 would otherwise print as 0.00000000000000555), '0'."""
     if missing(x):
         return ""
     x = float(x)
@@ -64,7 +65,7 @@ def percent(x: Any, digits: int = DIGITS) -> str:
         return "0"
     if 0 < x < 0.01:
         return "< 0.01"
-    return number(round(x, 2), digits)
+    return number(x, digits)
 
 
 def percent_interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
