@@ -49,6 +49,19 @@ def shuttle_table(agg: Aggregates) -> Table:
     return Table(view, [EXPANDS_NOTE, interval_method(agg)])
 
 
+def eviction_text(agg: Aggregates) -> str:
+    """Markdown: the dead-follower part's schedule and settings, read from the spec."""
+    s = part_settings(agg, "evict_dead")
+    crash = next(f for f in s.faults if f.kind == "crash")
+    acks = {-1: "all"}.get(s.producers[0].acks, s.producers[0].acks)
+    return (f"A follower crashes at {seconds(crash.at_ms)} (`replica.lag.time.max.ms` = "
+            f"{seconds(s.broker.replica_lag_time_max_ms)}; producers with acks={acks}, as in 0.8). The count rule "
+            f"evicts it once enough messages pile up (at the next periodic check), so the time depends on the traffic; "
+            f"the time rule takes the same time at any rate. (With acks=all and at most "
+            f"{s.producers[0].max_in_flight} batches in flight, the producer blocks behind the dead follower, the log "
+            f"stops growing, and the count rule never fires.)")
+
+
 def eviction(agg: Aggregates):
     """Time from a follower's crash to its removal from the ISR, vs traffic rate."""
     df = agg.wide(["time_to_shrink_ms"], "evict_dead")
