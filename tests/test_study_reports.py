@@ -194,3 +194,15 @@ def test_a_campaign_rate_of_zero_reads_as_zero():
     top = number(100 * z2 / (5 + z2))  # Wilson's upper end at k = 0: z² / (n + z²)
     assert analysis._percent(0, 5) == f"0% (0 – {top}%)" == "0% (0 – 43.4%)"
     assert analysis._percent(5, 5) == f"100% ({number(100 - 100 * z2 / (5 + z2))} – 100%)"
+
+
+def test_recovery_protocols_says_leader_epochs_do_not_save_what_was_never_fsynced(study_reports):
+    """KIP-101's second scenario: 0.11 ends the divergence, but both replicas lost power and what neither had
+    fsynced is lost on 0.11 as on 0.10; the finding must say so, with the number the table shows."""
+    from kafkamodel.study.analyses.common import fmt
+
+    record = json.loads((study_reports / "recovery_protocols.json").read_text())
+    n = record["numbers"]
+    assert n["kip101_power_loss_fix_divergence"] == 0 < n["kip101_power_loss_anomaly_divergence"]
+    assert n["kip101_power_loss_fix_committed_lost"] > 0
+    assert f"not its {fmt(n['kip101_power_loss_fix_committed_lost'])} committed records lost" in record["finding"]

@@ -261,7 +261,7 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         numbers[f"slow_follower_lag{lag:g}_{mode}_max_ms"] = num(value(slow, "produce_latency_ms_max", mode=mode, lag_time_ms=lag), 1)
     finding = (f"Quorum commits at the median follower: at RF=5 its acks=all p99 is {fmt(numbers['rf5_quorum_p99_ms'])} ms "
                f"against {fmt(numbers['rf5_isr_p99_ms'])} ms for ISR (order statistics: {fmt(numbers['rf5_quorum_p99_predicted_ms'])} "
-               f"/ {fmt(numbers['rf5_isr_p99_predicted_ms'])}); surviving 2 failures took RF "
+               f"and {fmt(numbers['rf5_isr_p99_predicted_ms'])} ms); surviving 2 failures took RF "
                f"{fmt(numbers['replicas_to_survive_2_isr'])} under ISR and {fmt(numbers['replicas_to_survive_2_quorum'])} under quorum; "
                f"a slow follower stalled ISR writes for up to {fmt(numbers[f'slow_follower_lag{lag:g}_isr_max_ms'])} ms "
                f"(quorum: {fmt(numbers[f'slow_follower_lag{lag:g}_quorum_max_ms'])} ms).")

@@ -82,11 +82,11 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
     lo, hi = (value(t, f"committed_records_lost_{e}", pair=power, variant="anomaly") for e in ("lo", "hi"))
     alike = lo <= b <= hi if lo == lo and hi == hi else a == b  # the fix within the anomaly's seeds
     finding = (f"Leader epochs ({ran(power, 'fix')}) end the truncation loss ({n('kip101_truncation_anomaly_committed_lost')} "
-               f"committed records) and the double power loss's divergence ({n(f'{power}_anomaly_divergence')} offsets)"
-               + (f", not its loss: {n(f'{power}_fix_committed_lost')} committed records"
+               f"records) and the double power loss's divergence ({n(f'{power}_anomaly_divergence')} offsets)"
+               + (f", not its {n(f'{power}_fix_committed_lost')} committed records lost"
                   + (" as without them" if alike else f" ({n(f'{power}_anomaly_committed_lost')} without)")
-                  + ", never fsynced" if kept else "")
-               + f". ELR ({ran('last_replica_standing', 'fix')}) saves {n('last_replica_standing_anomaly_committed_lost')}; "
-               f"min.insync.replicas=2 Jepsen's {n('jepsen_2013_anomaly_acked_lost')}, at "
+                  + " (never fsynced)" if kept else "")
+               + f". ELR ({ran('last_replica_standing', 'fix')}) saves {n('last_replica_standing_anomaly_committed_lost')} "
+               f"records; min.insync.replicas=2 saves Jepsen's {n('jepsen_2013_anomaly_acked_lost')} records at "
                f"{n('jepsen_2013_fix_unavailable_s')} s unwritable.")
     return numbers, finding
