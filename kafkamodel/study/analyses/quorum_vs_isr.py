@@ -12,7 +12,7 @@ from ...config.schema import DISK, TOP
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import interval_method, choice, fmt, num, part_overrides, value
+from .common import choice, fmt, interval_method, num, part_overrides, part_settings, seconds, value
 
 MODES = ["isr", "quorum"]
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
@@ -125,6 +125,15 @@ def _crash(agg: Aggregates) -> tuple[float, float]:
     return float(faults[0].get("at.ms") or 0.0), float(faults[0].get("duration.ms") or math.inf)
 
 
+def failures_text(agg: Aggregates) -> str:
+    """Markdown: the failures part's schedule, read from the study's spec."""
+    at, lasting = _crash(agg)
+    return (f"f of RF brokers crash together (the leader among them) at {seconds(at)}"
+            + (f" for {seconds(lasting)}" if math.isfinite(lasting) else "")
+            + ". ISR elects any surviving in-sync replica after the session timeout; a quorum needs a live majority. "
+              "Dashed: f+1 (ISR) and 2f+1 (quorum). Labels: seconds unwritable (no leader, or no live majority).")
+
+
 def failure_table(agg: Aggregates) -> pd.DataFrame:
     """Per mode, RF and number of brokers crashed: time unwritable, records lost, and whether it survived.
 
@@ -221,14 +230,31 @@ def survival(agg: Aggregates):
     return fig
 
 
+def _slow(agg: Aggregates):
+    """The slow-follower part's slowdown: its fault settings."""
+    return next(f for f in part_settings(agg, "slow_follower").faults if f.kind == "slow")
+
+
+def slow_text(agg: Aggregates) -> str:
+    """Markdown: the slow follower's schedule, read from the part's settings."""
+    f = _slow(agg)
+    return (f"One follower fetches {fmt(f.factor)}× slower from {seconds(f.at_ms)} to {seconds(f.at_ms + f.duration_ms)}. "
+            f"ISR acks=all waits for it until it is evicted (`replica.lag.time.max.ms`, checked every half of it); the "
+            f"quorum never waits for it. A slow follower that still completes fetches now and then can refresh its "
+            f"\"caught up\" time, so it may stay in the ISR longer than a dead one would (the grey band is the dead "
+            f"follower's eviction window).")
+
+
 def slow_follower(agg: Aggregates):
     part = agg.part("slow_follower")
+    slow = _slow(agg)
     df = part.wide(["produce_latency_ms_max", P99])
     fig, axes = plots.figure(2)
     tl = part.timeline.assign(series=lambda d: d["mode"] + " lag=" + d["lag_time_ms"].astype(int).astype(str))
     order = [f"{m} lag={int(l)}" for m in MODES for l in sorted(part.configs["lag_time_ms"].unique())]
     plots.timeline(axes[0], tl, "latency_ms_max", "series", order=order)
-    plots.finish(axes[0], "worst produce latency per time bin (follower slow 5–15 s)", "simulated time (s)",
+    plots.finish(axes[0], f"worst produce latency per time bin (follower slow {fmt(slow.at_ms / 1000)}–"
+                 f"{fmt((slow.at_ms + slow.duration_ms) / 1000)} s)", "simulated time (s)",
                  "max latency (ms)", logy=True)
     plots.lines_with_ci(axes[1], df, "lag_time_ms", "produce_latency_ms_max", "mode", order=MODES, label="{}: max latency")
     lags = np.array(sorted(df["lag_time_ms"].unique()), dtype=float)
