@@ -12,14 +12,13 @@ zero or longer than the run), a finding of at most ~300 characters, and no
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 from conftest import STUDY_NAMES
-
-import json
 
 from kafkamodel.study.headline import MAX_FINDING
 from kafkamodel.study.present import Table, interval, number, percent, percent_interval
@@ -166,7 +165,7 @@ def test_intervals_stay_in_the_physical_range(aggregated, study_reports, study):
     assert "range over seeds" in _text(study_reports, study)
     # the tables' intervals: a latency's ends between 0 and the run's length
     longest_run = float(agg.runs["duration_ms"].max())
-    soup, tables = _tables((study_reports / f"{study}.html").read_text())
+    _, tables = _tables((study_reports / f"{study}.html").read_text())
     for table in tables:
         header = [th.get_text(" ", strip=True) for th in table.find("thead").find_all("th")]
         for tr in table.find("tbody").find_all("tr"):

@@ -10,7 +10,7 @@ import pandas as pd
 from ...config.scenario import load_scenario
 from ...config.settings import Settings
 from ...paths import scenario_path
-from ..aggregate import MIN_T_SEEDS, RANGE, T, T_CLIPPED, T_LOG
+from ..aggregate import MIN_T_SEEDS, RANGE, T_CLIPPED, T_LOG, T
 from ..present import interval, number
 from ..tables import Aggregates
 

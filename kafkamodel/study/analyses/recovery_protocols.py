@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .. import plots
@@ -80,7 +82,7 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
     kept = (numbers.get(f"{power}_fix_committed_lost") or 0) > 0  # leader epochs end the divergence, not the loss
     a, b = (value(t, "committed_records_lost", pair=power, variant=v) for v in ("anomaly", "fix"))
     lo, hi = (value(t, f"committed_records_lost_{e}", pair=power, variant="anomaly") for e in ("lo", "hi"))
-    alike = lo <= b <= hi if lo == lo and hi == hi else a == b  # the fix within the anomaly's seeds
+    alike = lo <= b <= hi if not (math.isnan(lo) or math.isnan(hi)) else a == b  # the fix within the anomaly's seeds
     finding = (f"Leader epochs ({ran(power, 'fix')}) end the truncation loss ({n('kip101_truncation_anomaly_committed_lost')} "
                f"records) and the double power loss's divergence ({n(f'{power}_anomaly_divergence')} offsets)"
                + (f", not its {n(f'{power}_fix_committed_lost')} committed records lost"

@@ -10,9 +10,9 @@ import pandas as pd
 
 from ...config.settings import Settings
 from .. import plots
+from ..headline import fit
 from ..present import Table
 from ..tables import Aggregates
-from ..headline import fit
 from .common import fmt, num, part_settings, seconds
 from .requests_theory import (
     BACKLOG_GROWS,
@@ -388,10 +388,10 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
 
 def _finding(n: dict, th: dict, parts: pd.DataFrame, slow: pd.DataFrame) -> str:
     """The capacity sentence, then the fetchers' and the slow follower's while the finding stays within MAX_FINDING."""
-    sentences = [f"One partition {fmt(th['one_way_ms'])} ms from its followers acknowledges at most "
-                 f"{fmt(n.get('capacity_acks_all_isr_measured_per_s'))} records/s with acks=all (a "
-                 f"{th['batch_records']}-record batch per 2L: {fmt(n.get('capacity_acks_all_predicted_per_s'))}) and "
-                 f"{fmt(n.get('capacity_acks_1_isr_measured_per_s'))} with acks=1; beyond that the backlog grows."]
+    sentences = [(f"One partition {fmt(th['one_way_ms'])} ms from its followers acknowledges at most "
+                  f"{fmt(n.get('capacity_acks_all_isr_measured_per_s'))} records/s with acks=all (a "
+                  f"{th['batch_records']}-record batch per 2L: {fmt(n.get('capacity_acks_all_predicted_per_s'))}) and "
+                  f"{fmt(n.get('capacity_acks_1_isr_measured_per_s'))} with acks=1; beyond that the backlog grows.")]
     if len(parts):
         m = 1000 if (parts["partitions"] == 1000).any() else int(parts["partitions"].max())
         at = parts[parts["partitions"] == m]

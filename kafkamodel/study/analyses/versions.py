@@ -10,9 +10,9 @@ import pandas as pd
 
 from ...config.versions import DEFAULTS, at_least, order
 from .. import plots
+from ..headline import fit
 from ..present import Table, number
 from ..tables import Aggregates
-from ..headline import fit
 from .common import fmt, interval_method, mean_and_interval, num, scaled_means, value
 
 # the defaults a fix changed (config/versions.py DEFAULTS): the release a fix came in is read from there
