@@ -70,6 +70,26 @@ def schedules_text(agg: Aggregates) -> str:
             "The schedules:\n\n" + "\n".join(said))
 
 
+def retries_text(agg: Aggregates) -> str:
+    """Markdown: the producer-retry part's schedule, read from its settings."""
+    s = part_settings(agg, RETRIES)
+    crash = next(f for f in s.faults if f.kind == "crash")
+    member = [f for f in s.faults if f.kind == "consumer_crash"]
+    bursts = [p.burst for p in s.producers if p.burst is not None]
+    when = f"at {seconds(crash.at_ms)}"
+    if bursts:
+        b = bursts[0]
+        last = b.start_ms + ((crash.at_ms - b.start_ms) // b.every_ms) * b.every_ms
+        when = f"{fmt(crash.at_ms - last)} ms after the {seconds(last)} burst"
+    text = (f"The leader of `{crash.targets[0].removeprefix('leader:')}` crashes {when}, while "
+            f"its followers hold batches it has not yet acknowledged; the producer resends them to the new leader. "
+            f"Without `enable.idempotence` the new leader appends them again: records twice in the log, which the group "
+            f"reads twice whatever its commit policy. With it, the broker recognises the sequence numbers and answers "
+            f"with the original offsets.")
+    return text + "".join(f" Member {f.member} also crashes mid-poll at {seconds(f.at_ms)}"
+                          + (f" and rejoins {seconds(f.duration_ms)} later." if f.duration_ms else ".") for f in member)
+
+
 def table(agg: Aggregates) -> pd.DataFrame:
     """Consumer crashes: one row per commit policy and schedule, means over seeds (and the worst seed)."""
     if CRASHES not in _parts(agg):
