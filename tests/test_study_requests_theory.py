@@ -36,3 +36,28 @@ def test_capacities_and_regimes():
     assert [rt.slow_regime("1", rtt, **regime) for rtt in (300, 4900, 5100, 6000)] == [
         rt.KEEPS_UP, rt.KEEPS_UP, rt.EVICTED, rt.EVICTED]
     assert rt.slow_regime("1", 300, **{**regime, "fetch_max_bytes": 16384}) == rt.EVICTED  # 16 KiB per 0.3 s < 200 kB/s
+
+
+def test_the_requests_specs_rates_are_the_stated_multiples_of_the_capacity_its_settings_give():
+    """data/studies/requests.yaml writes its offered loads out (a spec lists values); they must be the multiples
+    its comment names of the capacities that the part's own settings give (batch.size, record size, latency, in
+    flight), computed here with Kafka's rule, independently of the numbers in the file."""
+    from kafkamodel.config.scenario import load_scenario
+    from kafkamodel.config.settings import Settings
+    from kafkamodel.paths import scenario_path
+    from kafkamodel.study.specfile import load_spec
+
+    spec = load_spec("requests")
+    part = next(p for p in spec.parts if p.name == "load_one_partition")
+    s = Settings.of(load_scenario(scenario_path(part.base)).with_overrides(part.overrides).to_dict())
+    p = s.producers[0]
+    batch = p.batch_size // p.record_size_bytes  # Kafka: a batch holds what fits in batch.size
+    all_cap = batch / (2 * float(s.latency_ms)) * 1000.0  # one batch per 2L (leader append to follower's next fetch)
+    one_cap = p.max_in_flight * all_cap  # acks=1: every in-flight request carries a batch per round trip
+    multiples = {"all": {0.25, 0.5, 0.75, 0.9, 1.1, 1.5, 2.0}, "1": {0.25, 0.5, 1.1, 1.5, 2.0}}
+    rates = sorted({(str(c["acks"]), c["rate"]) for c in part.combos if "rate" in c})  # each under ISR and quorum
+    assert len(rates) == 15
+    for acks, rate in rates:
+        ok = [m for m in multiples[acks] if rate == pytest.approx(m * all_cap)]
+        ok += [m for m in ((0.9, 1.1, 1.5) if acks == "1" else ()) if rate == pytest.approx(m * one_cap)]
+        assert ok, f"acks={acks} rate {rate}: not a stated multiple of {all_cap:g} or {one_cap:g} records/s"

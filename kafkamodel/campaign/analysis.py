@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..paths import PROCESSED
 from ..study import plots
-from ..study.present import Table, interval, number
+from ..study.headline import fit
+from ..study.present import Table, number, percent, percent_interval
 from ..study.spec import StudyError
 from .properties import PROPERTIES, quantity
 
@@ -57,13 +58,14 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     p = k / n
     centre = (p + Z95 ** 2 / (2 * n)) / (1 + Z95 ** 2 / n)
     half = Z95 * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n)) / (1 + Z95 ** 2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at k = 0 (k = n) the lower (upper) end is exactly 0 (1); floating point leaves 1e-17 instead
+    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
 
 
 def _percent(k: int, n: int) -> str:
-    """'9.2% (6.1 – 13)' or '0% (0 – 1.5)'."""
+    """'9.2% (6.1 – 13%)' or '0% (0 – 1.5%)'."""
     lo, hi = wilson(k, n)
-    return f"{number(100 * k / n)}% ({interval(100 * lo, 100 * hi)})" if n else ""
+    return f"{percent(100 * k / n)}% ({percent_interval(100 * lo, 100 * hi)}%)" if n else ""
 
 
 def losses(data: CampaignData) -> pd.DataFrame:
@@ -101,16 +103,16 @@ def headline(data: CampaignData) -> tuple[dict, str]:
     elif broken.empty:
         runs = int(data.runs.setting.isin(safe).sum() / len(safe))
         said = (f"the safe settings ({', '.join(safe)}) broke no property: nothing acknowledged or committed was lost "
-                f"and committed prefixes agreed (so each property breaks in under {number(100 * wilson(0, runs)[1])}% "
+                f"and committed prefixes agreed (so each property breaks in under {percent(100 * wilson(0, runs)[1])}% "
                 f"of such schedules, 95% bound); ")
     else:
         parts = [f"{r.setting} broke {r.property} in {r.broken} of {r.runs} runs" for _, r in broken.iterrows()]
         said = "a safe setting broke its promise: " + "; ".join(parts) + " (shrunk counterexamples below); "
-    rates = [f"{r.setting} lost acknowledged records in {number(100 * r.rate)}% of them "
-             f"({number(100 * r.lost / r.acked if r.acked else 0, 2)}% of what it acknowledged, at most {r.worst:,} in one run)"
+    rates = [f"{r.setting} lost acknowledged records in {percent(100 * r.rate)}% of the schedules "
+             f"({percent(100 * r.lost / r.acked if r.acked else 0)}% of what it acknowledged, at most {r.worst:,} in one run)."
              for _, r in loss[loss.setting.isin(unsafe)].iterrows()]
-    finding = opening + said + ("; ".join(rates) + "." if rates else "no unsafe setting was run.")
-    return numbers, finding[0].upper() + finding[1:]
+    first = opening + said.rstrip("; ") + "."
+    return numbers, fit([first[0].upper() + first[1:], *rates] if rates else [first[0].upper() + first[1:]])
 
 
 def figure(data: CampaignData):
@@ -176,7 +178,7 @@ def violations_table(data: CampaignData) -> Table:
         row.update({p.name: int(mine.loc[mine.property == p.name, "broken"].sum()) for p in PROPERTIES})
         rows.append(row)
     df = pd.DataFrame(rows)
-    bound = ", ".join(f"{r.setting}: {number(100 * wilson(0, r.runs)[1])}%" for r in df.itertuples() if r.runs)
+    bound = ", ".join(f"{r.setting}: {percent(100 * wilson(0, r.runs)[1])}%" for r in df.itertuples() if r.runs)
     meaning = "; ".join(f"{p.name}: {p.meaning}" for p in PROPERTIES)
     return Table(df, [f"Runs in which the property broke. {meaning}.",
                       f"Never broken in n runs: the rate is below the 95% Wilson bound ({bound})."])
@@ -199,7 +201,7 @@ def loss_table(data: CampaignData) -> Table:
     shown = pd.DataFrame({
         "setting": loss.setting, "runs": loss.runs, "lost acknowledged records": loss.losing,
         "loss rate": [_percent(k, n) for k, n in zip(loss.losing, loss.runs)],
-        "records lost": loss.lost, "of acknowledged": [f"{number(100 * l / a if a else 0, 2)}%" for l, a in zip(loss.lost, loss.acked)],
+        "records lost": loss.lost, "of acknowledged": [f"{percent(100 * l / a if a else 0)}%" for l, a in zip(loss.lost, loss.acked)],
         "median per losing run": loss["median"], "worst run": loss.worst})
     return Table(shown, [WILSON_NOTE, "Median and worst: acknowledged records lost in the runs that lost some."])
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..folders import write_atomic
 from ..paths import NOTEBOOKS, REPORTS
-from ..study.headline import read_headline
-from ..study.report import execute_report_notebook, export_html, provenance, write_index
+from ..study.report import execute_report_notebook, publish
 from .spec import Campaign
 
 NOTEBOOK = NOTEBOOKS / "70_campaign.ipynb"
@@ -26,13 +24,8 @@ def report(campaign: Campaign, processed: Path, *, reports: Path | None = None, 
     reports = Path(reports or REPORTS)
     nb = execute_report_notebook(NOTEBOOK, Path(processed), {"campaign": campaign.name, "processed": str(processed)},
                                  timeout)
-    headline = read_headline(nb) or {}
     meta = json.loads((Path(processed) / "meta.json").read_text())
-    out = reports / f"{PREFIX}{campaign.name}.html"
-    write_atomic(out, export_html(nb, f"{campaign.title}: kafkamodel"))
-    record = {"campaign": campaign.name, "title": campaign.title, "question": campaign.question, "status": "done",
-              "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}), "runs": meta["runs"],
-              "schedules": meta["schedules"], "settings": len(meta["settings"]), "html": out.name, **provenance()}
-    write_atomic(reports / f"{PREFIX}{campaign.name}.json", json.dumps(record, indent=2) + "\n")
-    write_index(reports)
-    return out
+    record = publish(nb, reports, f"{PREFIX}{campaign.name}", f"{campaign.title}: kafkamodel", campaign=campaign.name,
+                     title=campaign.title, question=campaign.question, status="done", runs=meta["runs"],
+                     schedules=meta["schedules"], settings=len(meta["settings"]))
+    return reports / record["html"]

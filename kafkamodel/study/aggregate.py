@@ -8,11 +8,12 @@ edited spec's old configurations are counted and left out), and writes
 * ``runs/``: one row per run, the summary plus per-run measures derived from
   the events and records (``time_to_shrink_ms``, ``produce_latency_ms_max``);
 * ``stats/``: one row per configuration and numeric measure (every summary
-  number and the derived ones): ``n``, ``mean``, ``sd``, ``lo`` / ``hi`` (a 95%
-  interval over seeds that respects the measure's domain: Student t on the
-  log for latencies, Student t clipped at 0 for measures never negative;
-  ``interval`` names the method, see ``_intervals``), ``p50`` / ``min`` /
-  ``max`` over seeds;
+  number and the derived ones): ``n``, ``mean``, ``sd``, ``lo`` / ``hi`` (an
+  interval over seeds within the measure's physical range: below 5 seeds the
+  range over seeds, from 5 a 95% Student t interval, on the log for
+  latencies, clipped at 0 for measures never negative and at the run's
+  length for latencies and wall-clock times; ``interval`` names the method,
+  see ``_intervals``), ``p50`` / ``min`` / ``max`` over seeds;
 * ``configs/``: one row per configuration: runs, seeds, and
   ``pooled_latency_ms_p50/p90/p99/p999/max/mean``, percentiles of every
   acknowledged record's produce latency with all seeds pooled;
@@ -161,7 +162,8 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                        *[_col(m).cast("double").alias(m) for m in measures], *[_col(c) for c in rest]).cache()
 
     # statistics over seeds, one row per configuration and measure
-    stats = seed_stats(runs.unpivot([*keys, "seed"], [_col(m) for m in measures], "measure", "value"), keys)
+    stats = seed_stats(runs.unpivot([*keys, "seed", "duration_ms"], [_col(m) for m in measures], "measure", "value"),
+                       keys)
 
     pooled = latency.groupBy("config_id").agg(
         F.count(F.lit(1)).alias("pooled_latency_records"),
@@ -205,26 +207,41 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
 
 
 def seed_stats(long, keys: list[str]):
-    """Per `keys` and measure, over the seeds' ``value``: n, mean, sd, p50, min, max and the 95% interval."""
+    """Per `keys` and measure, over the seeds' ``value``: n, mean, sd, p50, min, max and the 95% interval.
+
+    `long` may carry ``duration_ms`` (each run's length): a latency's or a wall-clock time's interval then ends
+    at the longest run's length, as the measure does."""
     from pyspark.sql import functions as F
 
     positive_log = F.when(F.col("value") > 0, F.log("value"))
+    run_ms = [F.max("duration_ms").alias("run_ms")] if "duration_ms" in long.columns else [F.lit(None).alias("run_ms")]
     stats = long.groupBy(*keys, "measure").agg(
         F.count("value").alias("n"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"),
         F.percentile_approx("value", 0.5, ACCURACY).alias("p50"),
         F.min("value").alias("min"), F.max("value").alias("max"),
-        F.avg(positive_log).alias("log_mean"), F.stddev_samp(positive_log).alias("log_sd"))
-    return _intervals(stats).drop("log_mean", "log_sd")
+        F.avg(positive_log).alias("log_mean"), F.stddev_samp(positive_log).alias("log_sd"), *run_ms)
+    return _intervals(stats).drop("log_mean", "log_sd", "run_ms")
+
+
+MIN_T_SEEDS = 5  # below this many seeds a Student t interval is too wide to read (t95 with 1 df: 12.7)
+BOUNDED_BY_RUN = ("latency", "_wall_ms", "time_to_")  # measures no longer than the run: capped at its length
+RANGE = "range over seeds"
+T_LOG = "t on log"
+T_CLIPPED = "t, clipped at 0"
+T = "t"
 
 
 def _intervals(stats):
-    """``lo``/``hi``: a 95% interval over seeds that stays in the measure's domain, and ``interval``: which one.
+    """``lo``/``hi``: an interval over seeds in the measure's physical range, and ``interval``: which one.
 
-    * ``t on log``: a latency (every seed's value > 0): Student t on the log of the values, exponentiated; an
-      interval for the geometric mean, never below zero, and fit for 2-5 seeds (right-skewed values);
-    * ``t, clipped at 0``: a measure no seed saw below zero (counts, durations): Student t on the mean,
-      its lower end raised to 0 where the symmetric interval would reach below;
+    * ``range over seeds`` (2 to MIN_T_SEEDS - 1 seeds): the lowest and highest seed's value; with so few seeds a
+      95% Student t interval (12.7 standard errors either side with two) says nothing the seeds themselves do not;
+    * ``t on log`` (a latency, every seed's value > 0): Student t on the log of the values, exponentiated: an
+      interval for the geometric mean, never below zero;
+    * ``t, clipped at 0``: a measure no seed saw below zero (counts, durations): Student t on the mean, its
+      lower end raised to 0 where the symmetric interval would reach below;
     * ``t``: anything else (a measure that was negative in some seed).
+    A latency or a wall-clock time (``BOUNDED_BY_RUN``) never ends above the run's length (``run_ms``).
     With one seed there is no interval (``lo``/``hi`` null).
     """
     from pyspark.sql import functions as F
@@ -234,11 +251,17 @@ def _intervals(stats):
     half = _t95(n - 1) * F.col("sd") / F.sqrt(n)
     log_half = _t95(n - 1) * F.col("log_sd") / F.sqrt(n)
     floor = F.when(F.col("min") >= 0, F.lit(0.0))
-    lo = (F.when(n < 2, F.lit(None)).when(latency, F.exp(F.col("log_mean") - log_half))
+    few = n < MIN_T_SEEDS
+    lo = (F.when(n < 2, F.lit(None)).when(few, F.col("min")).when(latency, F.exp(F.col("log_mean") - log_half))
           .when(floor.isNotNull(), F.greatest(F.col("mean") - half, floor)).otherwise(F.col("mean") - half))
-    hi = F.when(n < 2, F.lit(None)).when(latency, F.exp(F.col("log_mean") + log_half)).otherwise(F.col("mean") + half)
-    method = (F.when(n < 2, F.lit(None)).when(latency, F.lit("t on log"))
-              .when(F.col("min") >= 0, F.lit("t, clipped at 0")).otherwise(F.lit("t")))
+    hi = (F.when(n < 2, F.lit(None)).when(few, F.col("max")).when(latency, F.exp(F.col("log_mean") + log_half))
+          .otherwise(F.col("mean") + half))
+    bounded = F.lit(False)
+    for fragment in BOUNDED_BY_RUN:
+        bounded = bounded | F.col("measure").contains(fragment)
+    hi = F.when(bounded & F.col("run_ms").isNotNull(), F.least(hi, F.col("run_ms"))).otherwise(hi)
+    method = (F.when(n < 2, F.lit(None)).when(few, F.lit(RANGE)).when(latency, F.lit(T_LOG))
+              .when(F.col("min") >= 0, F.lit(T_CLIPPED)).otherwise(F.lit(T)))
     return stats.withColumn("lo", lo).withColumn("hi", hi).withColumn("interval", method)
 
 

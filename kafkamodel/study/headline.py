@@ -3,8 +3,9 @@
 ``record_headline(numbers, finding)`` displays one output carrying two
 representations: ``application/vnd.kafkamodel.headline+json`` (the finding
 and the numbers, for machines) and Markdown (the finding, for readers of the
-report; ``headline_table`` shows the numbers, in an appendix).
-``read_headline`` finds it in an executed notebook.
+report). ``read_headline`` finds it in an executed notebook; the report
+writes the numbers to ``reports/<study>.json`` beside the HTML, never as a
+table in it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 MIME = "application/vnd.kafkamodel.headline+json"
+MAX_FINDING = 300  # characters: a finding is one or two lines of the index
+
+
+def fit(sentences: list[str], limit: int = MAX_FINDING) -> str:
+    """The sentences, in order, as many as fit in `limit` characters (the first always)."""
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        if len(text) + 1 + len(sentence) <= limit:
+            text += " " + sentence
+    return text
 
 
 def _clean(value: Any) -> Any:
@@ -33,16 +44,6 @@ def headline_bundle(numbers: Mapping[str, Any], finding: str) -> dict:
     """The display bundle: machine-readable numbers, and the finding in Markdown (what a reader sees first)."""
     data = {"finding": finding, "numbers": _clean(dict(numbers))}
     return {MIME: data, "text/markdown": f"**Finding.** {finding}\n"}
-
-
-def headline_table(numbers: Mapping[str, Any]):
-    """The recorded numbers as a table (a report's appendix: what the index and the tests read)."""
-    import pandas as pd
-
-    from .present import Table
-
-    rows = [(k, v) for k, v in _clean(dict(numbers)).items()]
-    return Table(pd.DataFrame(rows, columns=["headline number", "value"]), na="not run")
 
 
 def record_headline(numbers: Mapping[str, Any], finding: str) -> None:

@@ -18,7 +18,10 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, ScalarFormatter
 from matplotlib.transforms import Bbox
+
+from .present import number
 
 COLORS = {"isr": "#1f77b4", "quorum": "#ff7f0e", "time": "#2ca02c", "count": "#d62728"}
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -165,8 +168,9 @@ def lines_with_ci(ax, df: pd.DataFrame, x: str, y: str, series: str | None = Non
 
 def grouped_bars(ax, df: pd.DataFrame, group: str, series: str, y: str, *, lo: str | None = None,
                  hi: str | None = None, series_order: Iterable | None = None, group_order: Iterable | None = None,
-                 label: str = "{}") -> None:
-    """Bars of `y` per `group`, one bar per `series` value side by side, with CI whiskers."""
+                 label: str = "{}", values: bool = False) -> None:
+    """Bars of `y` per `group`, one bar per `series` value side by side, with whiskers (the interval over seeds);
+    `values`: each bar's value written above it (what a linear axis cannot show of a small bar beside a tall one)."""
     lo, hi = lo or f"{y}_lo", hi or f"{y}_hi"
     groups = list(group_order or sorted(df[group].unique(), key=str))
     keys = list(series_order or sorted(df[series].unique(), key=str))
@@ -176,6 +180,12 @@ def grouped_bars(ax, df: pd.DataFrame, group: str, series: str, y: str, *, lo: s
         xs = np.arange(len(groups)) + (i - (len(keys) - 1) / 2) * width
         ax.bar(xs, g[y].fillna(0), width, color=color(key, i), label=label.format(key),
                yerr=_yerr(g, y, lo, hi) if lo in g and hi in g else None, capsize=3)
+        if values:
+            tops = g[hi] if hi in g else g[y]
+            for x, v, top in zip(xs, g[y], tops.fillna(g[y])):
+                if pd.notna(v):
+                    ax.annotate(number(v), (x, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=8)
     ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
 
 
@@ -189,6 +199,9 @@ def finish(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy
     if logy:
         ax.set_yscale("log")
         plain_log_labels(ax.yaxis)
+    for axis in (ax.xaxis, ax.yaxis):  # linear axes: numbers as in the tables (25,000, not 25000)
+        if axis.get_scale() == "linear" and isinstance(axis.get_major_formatter(), ScalarFormatter):
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v, 3)))
     ax.grid(True, alpha=0.3)
     if legend and ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)  # place_legends moves it off the data when the figure is drawn
@@ -197,10 +210,6 @@ def finish(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy
 def plain_log_labels(axis) -> None:
     """Log-axis labels as plain numbers (1,000 not 10³; 5 not 5×10⁰); minor ticks 2 and 5 labelled within about a
     decade."""
-    from matplotlib.ticker import FuncFormatter
-
-    from .present import number
-
     def minor(v, _pos):  # within about a decade, label 2 and 5 times a power of ten (more would collide)
         lo, hi = sorted(axis.get_view_interval())
         lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0

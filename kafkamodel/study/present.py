@@ -55,6 +55,27 @@ def interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
     return a if a == b else f"{a} – {b}"
 
 
+def percent(x: Any, digits: int = DIGITS) -> str:
+    """A share in percent for a reader: '9.23', '0.0123', '< 0.01' (below a hundredth of a percent: what a
+    floating-point rest like 5.55e-15 would otherwise print as 0.00000000000000555), '0'."""
+    if missing(x):
+        return ""
+    x = float(x)
+    if x == 0:
+        return "0"
+    if 0 < x < 0.01:
+        return "< 0.01"
+    return number(x, digits)
+
+
+def percent_interval(lo: Any, hi: Any, digits: int = DIGITS) -> str:
+    """'0 – 1.5' or '6.1 – 13': an interval of percentages, each end as `percent` writes it."""
+    if missing(lo) or missing(hi):
+        return ""
+    a, b = percent(lo, digits), percent(hi, digits)
+    return a if a == b else f"{a} – {b}"
+
+
 @dataclass
 class Table:
     """A table for readers: `df` holds the numbers; `notes` are footnotes; `na` is what a missing cell says."""

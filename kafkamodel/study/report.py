@@ -51,11 +51,18 @@ class ReportOutcome:
         return f"{self.study}: {self.html} ({self.seconds:.1f} s)"
 
 
+INTERACTIVE = "interactive"  # the tag of a notebook's cells about its widget panel: not in a static report
+
+
 def export_html(notebook, title: str = "kafkamodel report") -> str:
-    """Offline HTML of an executed notebook node: outputs only, no external scripts."""
+    """Offline HTML of an executed notebook node: outputs only, no external scripts, and no cell tagged
+    ``interactive`` (the widget panel and its text: a static page has no panel)."""
+    import copy
+
     from nbconvert import HTMLExporter
 
-    nb = notebook
+    nb = copy.deepcopy(notebook)
+    nb.cells = [c for c in nb.cells if INTERACTIVE not in c.get("metadata", {}).get("tags", [])]
     nb.metadata.pop("widgets", None)  # saved widget state would pull the widget manager from a CDN
     exporter = HTMLExporter(template_name="lab", extra_template_paths=[str(TEMPLATES)],
                             template_file="report.html.j2", exclude_input=True, exclude_input_prompt=True,
@@ -98,18 +105,27 @@ def report(study: "str | Spec", *, processed: Path | None = None, reports: Path 
     source = notebook_path(spec.notebook, Path(spec.source).parent)
     nb = execute_report_notebook(source, folder, {"study": spec.study, "processed": str(folder), "interactive": False},
                                  timeout, label=spec.notebook)
-    headline = read_headline(nb) or {}
     meta = json.loads((folder / "meta.json").read_text())
-    out = reports / f"{spec.study}.html"
-    write_atomic(out, export_html(nb, f"{spec.title}: kafkamodel"))
-    record = {"study": spec.study, "title": spec.title, "question": spec.question, "status": "done",
-              "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}),
-              "runs": meta.get("runs"), "configs": meta.get("configs"), "aggregated_at": meta.get("generated_at"),
+    record = publish(nb, reports, spec.study, f"{spec.title}: kafkamodel", index=index, study=spec.study,
+                     title=spec.title, question=spec.question, status="done", runs=meta.get("runs"),
+                     configs=meta.get("configs"), aggregated_at=meta.get("generated_at"))
+    out = reports / record["html"]
+    return ReportOutcome(spec.study, out, record["finding"], time.perf_counter() - t0)
+
+
+def publish(nb, reports: Path, name: str, page_title: str, *, index: bool = True, **about) -> dict:
+    """Export an executed report notebook to ``reports/<name>.html`` and write ``reports/<name>.json`` beside it:
+    `about`, the finding and the headline numbers the notebook recorded (for machines: the page shows no table
+    of them), the HTML's name and how it was made; then the index. Returns that record."""
+    headline = read_headline(nb) or {}
+    out = reports / f"{name}.html"
+    write_atomic(out, export_html(nb, page_title))
+    record = {**about, "finding": headline.get("finding", ""), "numbers": headline.get("numbers", {}),
               "html": out.name, **provenance()}
-    write_atomic(reports / f"{spec.study}.json", json.dumps(record, indent=2) + "\n")
+    write_atomic(reports / f"{name}.json", json.dumps(record, indent=2) + "\n")
     if index:
         write_index(reports)
-    return ReportOutcome(spec.study, out, record["finding"], time.perf_counter() - t0)
+    return record
 
 
 def execute_report_notebook(source: Path, folder: Path, parameters: dict, timeout: float, label: str | None = None):

@@ -56,48 +56,65 @@ def table_view(agg: Aggregates) -> Table:
     return Table(view, notes, na="not run")
 
 
+def _with_setting(t: pd.DataFrame) -> pd.DataFrame:
+    """`setting`: min.insync.replicas and the election, as an axis label."""
+    return t.assign(setting=lambda d: "min.insync.replicas " + d["min_isr"].astype(int).astype(str)
+                    + np.where(d["unclean"].astype(bool), "\nunclean elections", "\nclean elections"))
+
+
+def _settings(g: pd.DataFrame) -> list[str]:
+    return list(g.sort_values(["min_isr", "unclean"])["setting"].drop_duplicates())
+
+
 def tradeoff(agg: Aggregates):
-    """Latency (no faults) vs acknowledged records lost; marker area = time unwritable."""
-    t = table(agg)
-    fig, axes = plots.figure(2, width=5.6, height=4.2)
-    offsets = {(1, False): -0.06, (1, True): -0.02, (2, False): 0.02, (2, True): 0.06}
+    """Acknowledged records lost per setting under each schedule, a bar per acks (its p99 without faults in the
+    legend); linear axes, each bar's value written above it."""
+    t = _with_setting(table(agg))
+    p99 = latency(agg).set_index("acks")["produce_latency_ms_p99"]
+    fig, axes = plots.figure(1, len(FAULT_PARTS), width=11.0, height=3.4)
     for ax, (part, title) in zip(axes, FAULT_PARTS.items()):
-        g = t[t["part"] == part]
-        for i, acks in enumerate(ACKS):
-            for (mi, unclean), dx in offsets.items():
-                r = g[(g["acks"] == acks) & (g["min_isr"] == mi) & (g["unclean"] == unclean)]
-                if r.empty:
-                    continue
-                x = float(r["produce_latency_ms_p99"].iloc[0]) * (1 + dx)
-                y = float(r["acked_records_lost"].iloc[0])
-                size = 20 + 12 * float(r["unavailable_s"].iloc[0])
-                ax.scatter([x], [max(y, 0.5)], s=size, marker="o" if mi == 1 else "s", alpha=0.75,
-                           facecolors=plots.color(acks, i) if unclean else "none", edgecolors=plots.color(acks, i),
-                           label=f"acks={acks}" if (mi, unclean) == (1, False) else None)
-                ax.annotate(f"mi{mi}{' U' if unclean else ''}", (x, max(y, 0.5)), fontsize=6, xytext=(4, 3),
-                            textcoords="offset points")
-        ax.set_yscale("log")
-        plots.plain_log_labels(ax.yaxis)
-        ax.set_ylim(0.3, max(float(t["acked_records_lost"].max()) * 3, 10))
-        plots.finish(ax, f"{part}: {title}", "produce p99 without faults (ms)",
-                     "acknowledged records lost (0 drawn at 0.5)")
-    axes[0].text(0.01, 0.01, "circle: min.insync 1, square: 2; filled: unclean elections; area: seconds unwritable",
-                 transform=axes[0].transAxes, fontsize=6)
+        g = t[t["part"] == part].assign(acks=lambda d: d["acks"].astype(str))
+        labels = {a: f"acks={a} (p99 {fmt(p99.get(a))} ms without faults)" for a in ACKS}
+        g = g.assign(series=g["acks"].map(labels))
+        plots.grouped_bars(ax, g, "setting", "series", "acked_records_lost", group_order=_settings(g),
+                           series_order=[labels[a] for a in ACKS], values=True)
+        ax.tick_params(axis="x", labelsize=9)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.5)
+        plots.finish(ax, f"{part.replace('_', ' ')}: {title}", "", "acknowledged records lost")
+        ax.legend(fontsize=8, loc="upper left")
     return fig
 
 
 def downtime(agg: Aggregates):
-    """Seconds unwritable (no leader, or acks=all writes refused), per setting, under each schedule."""
-    t = table(agg)
-    t = t.assign(setting=lambda d: "min.insync " + d["min_isr"].astype(int).astype(str)
-                 + np.where(d["unclean"].astype(bool), "\nunclean", "\nclean"))
-    fig, axes = plots.figure(2, width=5.6)
+    """Seconds unwritable (no leader, or acks=all writes refused), per setting, under each schedule: one bar per
+    setting when every acks setting was unwritable as long (the partition's, not the producer's), else a bar per acks."""
+    t = _with_setting(table(agg))
+    fig, axes = plots.figure(1, len(FAULT_PARTS), width=11.0, height=3.0)
     for ax, part in zip(axes, FAULT_PARTS):
-        g = t[t["part"] == part]
-        plots.grouped_bars(ax, g, "setting", "acks", "unavailable_s", series_order=ACKS, label="acks={}")
-        plots.finish(ax, f"{part}: time unwritable (no leader, or ISR below min.insync)", "", "seconds")
-        ax.tick_params(axis="x", labelsize=8)
+        g = t[t["part"] == part].assign(acks=lambda d: d["acks"].astype(str))
+        spread = g.groupby("setting")["unavailable_s"].agg(lambda v: v.max() - v.min()).max()
+        if spread < 0.01:  # the same to 10 ms for every acks
+            one = g.groupby("setting", as_index=False)["unavailable_s"].mean().assign(series="every acks setting")
+            plots.grouped_bars(ax, one, "setting", "series", "unavailable_s", group_order=_settings(g), values=True)
+        else:
+            plots.grouped_bars(ax, g, "setting", "acks", "unavailable_s", group_order=_settings(g), series_order=ACKS,
+                               label="acks={}", values=True)
+        ax.tick_params(axis="x", labelsize=9)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
+        plots.finish(ax, f"{part.replace('_', ' ')}: time unwritable", "", "seconds")
     return fig
+
+
+def downtime_text(agg: Aggregates) -> str:
+    """Markdown: whether the time unwritable depended on acks (it is the partition's: no leader, or an ISR below
+    min.insync.replicas), from the runs."""
+    t = table(agg)
+    spread = t.groupby(["part", "min_isr", "unclean"], observed=True)["unavailable_s"].agg(lambda v: v.max() - v.min())
+    if spread.max() < 0.01:
+        return (f"Every acks setting was unwritable as long, to within {fmt(spread.max() * 1000)} ms, in each setting "
+                "and schedule: the time without a leader, or with the ISR below `min.insync.replicas`, is the "
+                "partition's, not the producer's, so each setting has one bar.")
+    return "The time unwritable per setting, a bar per acks setting."
 
 
 def headline(agg: Aggregates) -> tuple[dict, str]:
@@ -114,11 +131,11 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         "isr_collapse_all_mi2_clean_unavailable_s": num(value(ic, "unavailable_s", acks="all", min_isr=2, unclean=False), 1),
         "isr_collapse_all_mi2_clean_refused": num(value(ic, "not_enough_replicas_errors", acks="all", min_isr=2, unclean=False), 1),
     })
-    finding = (f"acks=1 answers in {fmt(numbers['p99_ms_acks_1'])} ms at p99 against {fmt(numbers['p99_ms_acks_all'])} ms for acks=all, "
-               f"and lost {fmt(numbers['leader_crash_acks_1_lost'])} acknowledged records when the leader crashed ahead of slow "
-               f"followers (acks=all: {fmt(numbers['leader_crash_acks_all_lost'])}); once the ISR collapsed, an unclean election "
-               f"lost {fmt(numbers['isr_collapse_all_mi1_unclean_lost'])} acks=all records after "
-               f"{fmt(numbers['isr_collapse_all_mi1_unclean_unavailable_s'])} s unwritable, while min.insync.replicas=2 with clean "
-               f"elections lost {fmt(numbers['isr_collapse_all_mi2_clean_lost'])} and was unwritable "
-               f"{fmt(numbers['isr_collapse_all_mi2_clean_unavailable_s'])} s.")
+    n = {k: fmt(v) for k, v in numbers.items()}
+    finding = (f"acks=1 (p99 {n['p99_ms_acks_1']} ms; acks=all {n['p99_ms_acks_all']} ms) lost "
+               f"{n['leader_crash_acks_1_lost']} acknowledged records when the leader crashed ahead of slow followers, "
+               f"acks=all {n['leader_crash_acks_all_lost']}; after an ISR collapse an unclean election lost "
+               f"{n['isr_collapse_all_mi1_unclean_lost']} acks=all records ({n['isr_collapse_all_mi1_unclean_unavailable_s']} s "
+               f"unwritable), min.insync.replicas=2 with clean elections {n['isr_collapse_all_mi2_clean_lost']} "
+               f"({n['isr_collapse_all_mi2_clean_unavailable_s']} s).")
     return numbers, finding

@@ -7,11 +7,45 @@ from typing import Any
 
 import pandas as pd
 
+from ...config.scenario import load_scenario
+from ...config.settings import Settings
+from ...paths import scenario_path
+from ..aggregate import MIN_T_SEEDS, RANGE, T_CLIPPED, T_LOG, T
+from ..present import interval, number
 from ..tables import Aggregates
 
-INTERVAL_METHOD = ("Student t on the log of the per-seed values for latencies (an interval for the geometric mean, "
-                   "never below zero, fit for 2-5 seeds); Student t, clipped at zero, for counts and durations")
-INTERVAL_NOTE = f"95% intervals over seeds: {INTERVAL_METHOD}. Blank with a single seed."
+METHODS = {RANGE: "the range over seeds (lowest to highest seed's value; with fewer than "
+                  f"{MIN_T_SEEDS} seeds a 95% Student t interval would be too wide to read)",
+           T_LOG: "95% Student t intervals on the log of the per-seed values for latencies (never below zero)",
+           T_CLIPPED: "95% Student t intervals clipped at zero for counts and durations",
+           T: "95% Student t intervals for measures that can be negative"}
+
+
+def interval_method(agg: Aggregates) -> str:
+    """What the intervals of these aggregates are, read from the methods the aggregation used (a sentence)."""
+    used = [m for m in METHODS if m in set(agg.stats["interval"].dropna())] if "interval" in agg.stats else []
+    seeds = sorted({int(n) for n in agg.configs["runs"]}) if "runs" in agg.configs else []
+    many = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}" if seeds else "no"
+    if not used:
+        return f"{many} seed(s) per configuration: no interval (one seed)."
+    capped = " Latencies and wall-clock times never reach beyond the run's length." if RANGE not in used or len(used) > 1 else ""
+    return (f"{many} seeds per configuration; intervals and whiskers show " + "; ".join(METHODS[m] for m in used)
+            + "." + capped + " Blank with a single seed.")
+
+
+def mean_and_interval(mean, lo, hi) -> str:
+    """'4,846' or '4,846 (4,780 – 4,912)': a mean with its interval in brackets when the seeds differ."""
+    span = interval(lo, hi)
+    return number(mean) + (f" ({span})" if " – " in span else "")
+
+
+def scaled_means(r, measures: list[str], seconds: tuple = ()) -> dict:
+    """A row of `Aggregates.wide`: each measure's mean and interval ends, in seconds for those in `seconds`."""
+    row = {}
+    for m in measures:
+        scale = 1000.0 if m in seconds else 1.0
+        row[m], row[f"{m}_lo"], row[f"{m}_hi"] = r[m] / scale, r[f"{m}_lo"] / scale, r[f"{m}_hi"] / scale
+    return row
 
 
 def overview(agg: Aggregates) -> str:
@@ -21,7 +55,7 @@ def overview(agg: Aggregates) -> str:
     return (f"**{spec['title']}.** {spec.get('question', '')}\n\n"
             f"{meta['runs']} runs, {meta['configs']} configurations; parts: {parts}. "
             f"Aggregated on Spark {meta.get('spark_version', '')} ({meta.get('spark_master', '')}) at "
-            f"{meta['generated_at']}. Error bars and intervals are 95% over seeds: {INTERVAL_METHOD}.")
+            f"{meta['generated_at']}. {interval_method(agg)}")
 
 
 def part_overrides(agg: Aggregates, part: str) -> dict:
@@ -29,6 +63,18 @@ def part_overrides(agg: Aggregates, part: str) -> dict:
         if p["name"] == part:
             return p["overrides"]
     return {}
+
+
+def part_settings(agg: Aggregates, part: str) -> Settings:
+    """The settings a part's runs had: its base scenario with the part's overrides (the swept values aside)."""
+    base = next(p["base"] for p in agg.spec["parts"] if p["name"] == part)
+    scenario = load_scenario(scenario_path(base)).with_overrides(part_overrides(agg, part))
+    return Settings.of(scenario.to_dict())
+
+
+def seconds(ms: float) -> str:
+    """A time for a sentence, in seconds: '8 s', '0.5 s', '12.5 s'."""
+    return f"{number(float(ms) / 1000.0)} s"
 
 
 def choice(agg: Aggregates, param: str, value: Any) -> dict:
@@ -53,12 +99,11 @@ def num(x: float, digits: int = 1) -> float | None:
 
 
 def fmt(x) -> str:
-    """A number for a sentence: 6956, 3.7, 11.5, 8.31 (no trailing .0), or n/a."""
+    """A number for a sentence: thousands separated, three significant digits (6,960; 16,300; 3.7; 11.5; 0.0123),
+    or n/a."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     x = float(x)
-    if x.is_integer():
-        return f"{int(x):,}"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"
+    if abs(x) >= 1000:  # 16,264 -> 16,300: three significant digits, as every other number in a sentence
+        x = float(round(x, 2 - math.floor(math.log10(abs(x)))))
+    return number(x)

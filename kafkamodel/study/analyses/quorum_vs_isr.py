@@ -12,7 +12,7 @@ from ...config.schema import DISK, TOP
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, choice, fmt, num, part_overrides, value
+from .common import choice, fmt, interval_method, num, part_overrides, part_settings, seconds, value
 
 MODES = ["isr", "quorum"]
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
@@ -66,7 +66,7 @@ def _dist_label(dist) -> str:
 
 
 def latency_table(agg: Aggregates) -> Table:
-    """Simulated (mean over seeds, 95% interval) against predicted p50/p99, per configuration."""
+    """Simulated (mean over seeds, interval over seeds) against predicted p50/p99, per configuration."""
     pred = predictions(agg)
     out = []
     for part, x in (("latency_rf", "rf"), ("latency_tail", "sigma")):
@@ -81,10 +81,10 @@ def latency_table(agg: Aggregates) -> Table:
                         "one-way latency": _dist_label(dist),
                         "p50 simulated (ms)": r[P50], "p50 predicted (ms)": float(p["p50"].iloc[0]),
                         "p99 simulated (ms)": r[P99],
-                        "p99 95% interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"]),
+                        "p99 interval (ms)": interval(r[P99 + "_lo"], r[P99 + "_hi"]),
                         "p99 predicted (ms)": float(p["p99"].iloc[0])})
     seeds = int(agg.configs[agg.configs["part"].isin(["latency_rf", "latency_tail"])]["runs"].min())
-    notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + INTERVAL_NOTE,
+    notes = [f"Simulated: the mean over {seeds} seed(s) of each run's percentile. " + interval_method(agg),
              "Predicted: the order statistics of the one-way latency (kafkamodel.theory), no queueing; where replicas "
              "fsync each append before they count (a quorum, quorum.fsync) it adds one fsync on the leader and one "
              "on each awaited follower's round trip (disk.fsync.ms)."]
@@ -123,6 +123,15 @@ def _crash(agg: Aggregates) -> tuple[float, float]:
     """When the brokers of the failures part crash, and for how long."""
     faults = choice(agg, "failures", 1).get("faults") or [{}]
     return float(faults[0].get("at.ms") or 0.0), float(faults[0].get("duration.ms") or math.inf)
+
+
+def failures_text(agg: Aggregates) -> str:
+    """Markdown: the failures part's schedule, read from the study's spec."""
+    at, lasting = _crash(agg)
+    return (f"f of RF brokers crash together (the leader among them) at {seconds(at)}"
+            + (f" for {seconds(lasting)}" if math.isfinite(lasting) else "")
+            + ". ISR elects any surviving in-sync replica after the session timeout; a quorum needs a live majority. "
+              "Dashed: f+1 (ISR) and 2f+1 (quorum). Labels: seconds unwritable (no leader, or no live majority).")
 
 
 def failure_table(agg: Aggregates) -> pd.DataFrame:
@@ -221,14 +230,31 @@ def survival(agg: Aggregates):
     return fig
 
 
+def _slow(agg: Aggregates):
+    """The slow-follower part's slowdown: its fault settings."""
+    return next(f for f in part_settings(agg, "slow_follower").faults if f.kind == "slow")
+
+
+def slow_text(agg: Aggregates) -> str:
+    """Markdown: the slow follower's schedule, read from the part's settings."""
+    f = _slow(agg)
+    return (f"One follower fetches {fmt(f.factor)}× slower from {seconds(f.at_ms)} to {seconds(f.at_ms + f.duration_ms)}. "
+            f"ISR acks=all waits for it until it is evicted (`replica.lag.time.max.ms`, checked every half of it); the "
+            f"quorum never waits for it. A slow follower that still completes fetches now and then can refresh its "
+            f"\"caught up\" time, so it may stay in the ISR longer than a dead one would (the grey band is the dead "
+            f"follower's eviction window).")
+
+
 def slow_follower(agg: Aggregates):
     part = agg.part("slow_follower")
+    slow = _slow(agg)
     df = part.wide(["produce_latency_ms_max", P99])
     fig, axes = plots.figure(2)
     tl = part.timeline.assign(series=lambda d: d["mode"] + " lag=" + d["lag_time_ms"].astype(int).astype(str))
     order = [f"{m} lag={int(l)}" for m in MODES for l in sorted(part.configs["lag_time_ms"].unique())]
     plots.timeline(axes[0], tl, "latency_ms_max", "series", order=order)
-    plots.finish(axes[0], "worst produce latency per time bin (follower slow 5–15 s)", "simulated time (s)",
+    plots.finish(axes[0], f"worst produce latency per time bin (follower slow {fmt(slow.at_ms / 1000)}–"
+                 f"{fmt((slow.at_ms + slow.duration_ms) / 1000)} s)", "simulated time (s)",
                  "max latency (ms)", logy=True)
     plots.lines_with_ci(axes[1], df, "lag_time_ms", "produce_latency_ms_max", "mode", order=MODES, label="{}: max latency")
     lags = np.array(sorted(df["lag_time_ms"].unique()), dtype=float)
@@ -261,7 +287,7 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         numbers[f"slow_follower_lag{lag:g}_{mode}_max_ms"] = num(value(slow, "produce_latency_ms_max", mode=mode, lag_time_ms=lag), 1)
     finding = (f"Quorum commits at the median follower: at RF=5 its acks=all p99 is {fmt(numbers['rf5_quorum_p99_ms'])} ms "
                f"against {fmt(numbers['rf5_isr_p99_ms'])} ms for ISR (order statistics: {fmt(numbers['rf5_quorum_p99_predicted_ms'])} "
-               f"/ {fmt(numbers['rf5_isr_p99_predicted_ms'])}); surviving 2 failures took RF "
+               f"and {fmt(numbers['rf5_isr_p99_predicted_ms'])} ms); surviving 2 failures took RF "
                f"{fmt(numbers['replicas_to_survive_2_isr'])} under ISR and {fmt(numbers['replicas_to_survive_2_quorum'])} under quorum; "
                f"a slow follower stalled ISR writes for up to {fmt(numbers[f'slow_follower_lag{lag:g}_isr_max_ms'])} ms "
                f"(quorum: {fmt(numbers[f'slow_follower_lag{lag:g}_quorum_max_ms'])} ms).")

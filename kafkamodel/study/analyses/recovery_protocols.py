@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .. import plots
-from ..present import Table, interval, number
+from ..present import Table
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, fmt, num, value
+from .common import fmt, interval_method, mean_and_interval, num, scaled_means, value
 
 # part -> (column, anomaly value, fix value, what the pair is)
 PAIRS = {
@@ -24,7 +26,7 @@ LABELS = {"acked_records_lost": "acknowledged records lost", "committed_records_
 
 
 def table(agg: Aggregates) -> pd.DataFrame:
-    """One row per pair and variant: the four measures' means with 95% CIs over seeds."""
+    """One row per pair and variant: the four measures' means and intervals over seeds."""
     rows = []
     for part, (column, anomaly, fix, what) in PAIRS.items():
         if part not in set(agg.configs["part"]):
@@ -35,12 +37,8 @@ def table(agg: Aggregates) -> pd.DataFrame:
             if r.empty:
                 continue
             r = r.iloc[0]
-            row = {"pair": part, "what": what, "variant": variant, "setting": f"{column}={val}", "seeds": int(r["runs"])}
-            for m in MEASURES:
-                scale = 1000.0 if m == "unavailable_wall_ms" else 1.0
-                row[m] = r[m] / scale
-                row[f"{m}_lo"], row[f"{m}_hi"] = r[f"{m}_lo"] / scale, r[f"{m}_hi"] / scale
-            rows.append(row)
+            rows.append({"pair": part, "what": what, "variant": variant, "setting": f"{column}={val}",
+                         "seeds": int(r["runs"]), **scaled_means(r, MEASURES, ("unavailable_wall_ms",))})
     return pd.DataFrame(rows)
 
 
@@ -48,22 +46,19 @@ def display_table(agg: Aggregates) -> Table:
     t = table(agg)
     shown = t[["pair", "variant", "setting", "seeds"]].copy()
     for m in MEASURES:  # the mean, and its interval beside it in brackets
-        shown[LABELS[m]] = [number(v) + (f" ({interval(lo, hi)})" if " – " in interval(lo, hi) else "")
-                            for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
-    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {INTERVAL_NOTE}"])
+        shown[LABELS[m]] = [mean_and_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
+    return Table(shown, [f"Means over seeds, their interval in brackets. {interval_method(agg)}"])
 
 
 def pairs(agg: Aggregates):
-    """Four panels (one per measure): anomaly vs fix for each pair, 95% CI whiskers."""
+    """Four panels (one per measure): anomaly vs fix for each pair, whiskers: the interval over seeds."""
     t = table(agg)
     fig, axes = plots.figure(2, 2, width=5.6, height=3.4)
     for ax, m in zip(axes, MEASURES):
-        plots.grouped_bars(ax, t, "pair", "variant", m, series_order=["anomaly", "fix"], group_order=list(PAIRS))
-        ax.tick_params(axis="x", labelsize=7, rotation=15)
-        if m != "unavailable_wall_ms":  # counts from a hundred to tens of thousands, and zeros
-            ax.set_yscale("symlog", linthresh=1)
-            plots.plain_log_labels(ax.yaxis)
-            ax.set_ylim(bottom=0)
+        plots.grouped_bars(ax, t, "pair", "variant", m, series_order=["anomaly", "fix"], group_order=list(PAIRS),
+                           values=True)  # counts from a few to tens of thousands: each bar says its value
+        ax.set_xticks(range(len(PAIRS)), [p.replace("_", "\n", 1) for p in PAIRS], fontsize=8)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.12)  # room for the values
         plots.finish(ax, LABELS[m], "", LABELS[m])
     return fig
 
@@ -78,14 +73,22 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
                 numbers[f"{part}_{variant}_{short}"] = num(value(t, m, pair=part, variant=variant), 1)
 
     def n(key):
-        return numbers.get(key)
+        return fmt(numbers.get(key))
 
-    finding = (f"Truncating to the local HW lost {fmt(n('kip101_truncation_anomaly_committed_lost'))} committed records "
-               f"(leader epoch: {fmt(n('kip101_truncation_fix_committed_lost'))}) and after a double power loss left logs diverging "
-               f"on {fmt(n('kip101_power_loss_anomaly_divergence'))} offsets (leader epoch: {fmt(n('kip101_power_loss_fix_divergence'))}); "
-               f"re-electing the last replica standing lost {fmt(n('last_replica_standing_anomaly_committed_lost'))} committed "
-               f"records (ELR: {fmt(n('last_replica_standing_fix_committed_lost'))}); Kafka 0.8's defaults lost "
-               f"{fmt(n('jepsen_2013_anomaly_acked_lost'))} acknowledged writes in Jepsen's partition, min.insync.replicas=2 with "
-               f"clean elections {fmt(n('jepsen_2013_fix_acked_lost'))}, at the price of "
-               f"{fmt(n('jepsen_2013_fix_unavailable_s'))} s unwritable.")
+    def ran(part, variant):
+        return PAIRS[part][1 if variant == "anomaly" else 2]
+
+    power = "kip101_power_loss"
+    kept = (numbers.get(f"{power}_fix_committed_lost") or 0) > 0  # leader epochs end the divergence, not the loss
+    a, b = (value(t, "committed_records_lost", pair=power, variant=v) for v in ("anomaly", "fix"))
+    lo, hi = (value(t, f"committed_records_lost_{e}", pair=power, variant="anomaly") for e in ("lo", "hi"))
+    alike = lo <= b <= hi if not (math.isnan(lo) or math.isnan(hi)) else a == b  # the fix within the anomaly's seeds
+    finding = (f"Leader epochs ({ran(power, 'fix')}) end the truncation loss ({n('kip101_truncation_anomaly_committed_lost')} "
+               f"records) and the double power loss's divergence ({n(f'{power}_anomaly_divergence')} offsets)"
+               + (f", not its {n(f'{power}_fix_committed_lost')} committed records lost"
+                  + (" as without them" if alike else f" ({n(f'{power}_anomaly_committed_lost')} without)")
+                  + " (never fsynced)" if kept else "")
+               + f". ELR ({ran('last_replica_standing', 'fix')}) saves {n('last_replica_standing_anomaly_committed_lost')} "
+               f"records; min.insync.replicas=2 saves Jepsen's {n('jepsen_2013_anomaly_acked_lost')} records at "
+               f"{n('jepsen_2013_fix_unavailable_s')} s unwritable.")
     return numbers, finding

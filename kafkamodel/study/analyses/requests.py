@@ -8,13 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...config.scenario import load_scenario
 from ...config.settings import Settings
-from ...paths import scenario_path
 from .. import plots
+from ..headline import fit
 from ..present import Table
 from ..tables import Aggregates
-from .common import fmt, num, part_overrides
+from .common import fmt, num, part_settings, seconds
 from .requests_theory import (
     BACKLOG_GROWS,
     EVICTED,
@@ -39,13 +38,6 @@ ACKS_COLOR = {"all": plots.CYCLE[0], "1": plots.CYCLE[1]}
 
 
 # ---- the settings each part ran with -----------------------------------------------------------------------------
-
-def part_settings(agg: Aggregates, part: str) -> Settings:
-    """The settings a part's runs had: its base scenario with the part's overrides (the swept values aside)."""
-    base = next(p["base"] for p in agg.spec["parts"] if p["name"] == part)
-    scenario = load_scenario(scenario_path(base)).with_overrides(part_overrides(agg, part))
-    return Settings.of(scenario.to_dict())
-
 
 def _one_way(s: Settings) -> float:
     if not isinstance(s.latency_ms, (int, float)):
@@ -395,39 +387,71 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
 
 
 def _finding(n: dict, th: dict, parts: pd.DataFrame, slow: pd.DataFrame) -> str:
-    text = (f"One partition {fmt(th['one_way_ms'])} ms from its followers acknowledges at most "
-            f"{fmt(n.get('capacity_acks_all_isr_measured_per_s'))} records/s with acks=all (formula: a "
-            f"{th['batch_records']}-record batch per 2L, {fmt(n.get('capacity_acks_all_predicted_per_s'))}"
-            f"{'; ISR and quorum alike' if n.get('isr_vs_quorum_max_p99_difference_ms') == 0 else ''}) and "
-            f"{fmt(n.get('capacity_acks_1_isr_measured_per_s'))} with acks=1 ({th['in_flight']} "
-            f"batches per round trip, {fmt(n.get('capacity_acks_1_predicted_per_s'))}), and beyond that its backlog "
-            f"grows at offered − capacity")
+    """The capacity sentence, then the fetchers' and the slow follower's while the finding stays within MAX_FINDING."""
+    sentences = [(f"One partition {fmt(th['one_way_ms'])} ms from its followers acknowledges at most "
+                  f"{fmt(n.get('capacity_acks_all_isr_measured_per_s'))} records/s with acks=all (a "
+                  f"{th['batch_records']}-record batch per 2L: {fmt(n.get('capacity_acks_all_predicted_per_s'))}) and "
+                  f"{fmt(n.get('capacity_acks_1_isr_measured_per_s'))} with acks=1; beyond that the backlog grows.")]
     if len(parts):
         m = 1000 if (parts["partitions"] == 1000).any() else int(parts["partitions"].max())
         at = parts[parts["partitions"] == m]
         one, many = at[at["fetchers"] == 1], at[at["fetchers"] == at["fetchers"].max()]
         if len(one) and len(many) and int(many["fetchers"].iloc[0]) > 1:
             r = many.iloc[0]
-            text += (f"; {m:,} partitions per broker add {fmt(num(one['extra_ms'].iloc[0], 1))} ms to commit latency "
-                     f"with one replica fetcher (predicted {fmt(num(one['extra_predicted_ms'].iloc[0], 1))}) and "
-                     f"{fmt(num(r['extra_ms'], 1))} ms with {int(r['fetchers'])}, of which getFetcherId gives "
-                     f"partitions to {int(r['fetchers_used'])}")
-    acks_all, acks_1 = slow[slow["acks"] == "all"], slow[slow["acks"] == "1"]
-    pace, grows = acks_all[acks_all["measured"] == PACE], acks_all[acks_all["measured"] == BACKLOG_GROWS]
-    bits = []
-    if len(pace):
-        bits.append(f"a follower slowed {_range(pace['factor'])}× sets acks=all's pace at {th['in_flight']}.5 of its "
-                    f"round trips (p50 {', '.join(fmt(num(x, 0)) for x in pace[P50])} ms)")
+            sentences.append(f"{m:,} partitions per broker add {fmt(num(one['extra_ms'].iloc[0], 1))} ms to commit "
+                             f"latency with one fetcher, {fmt(num(r['extra_ms'], 1))} ms with {int(r['fetchers'])}.")
+    acks_all = slow[slow["acks"] == "all"]
+    grows = acks_all[acks_all["measured"] == BACKLOG_GROWS]
     if len(grows):
-        stays = "while it stays in the ISR" if (grows["isr_shrinks"] < 0.5).all() else "and it leaves the ISR"
-        bits.append(f"from {fmt(grows['factor'].min())}× on the backlog grows {stays}")
-    quiet, gone = acks_1[acks_1["measured"] == KEEPS_UP], acks_1[acks_1["measured"] == EVICTED]
-    if len(quiet):
-        bits.append(f"under acks=1 it shows nowhere up to {fmt(quiet['factor'].max())}×"
-                    + (f" and leaves the ISR at {fmt(gone['factor'].min())}×" if len(gone) else ""))
-    if bits:
-        text += "; " + ", ".join(bits)
-    return text + "."
+        sentences.append(f"A follower slowed {fmt(grows['factor'].min())}× builds an acks=all backlog.")
+    return fit(sentences)
+
+
+def knee_text(agg: Aggregates) -> str:
+    """Markdown: one partition's capacity, every number from the part's settings and the formulas."""
+    th = load_theory(agg)
+    s = part_settings(agg, "load_one_partition")
+    p = s.producers[0]
+    L, rpb, n = th["one_way_ms"], th["batch_records"], th["in_flight"]
+    all_, one = th["capacity"]["all"], th["capacity"]["1"]
+    return (f"So one partition commits at most one full batch (`batch.size` / record size = {fmt(p.batch_size)} / "
+            f"{fmt(p.record_size_bytes)} = {rpb} records) every 2L: with L = {fmt(L)} ms, {fmt(all_)} records/s. Below "
+            f"that, the {n} in-flight requests queue at the leader and batches grow to what arrives in a cycle, so "
+            f"latency is flat at ({n} + 0.5) × 2L = {fmt(queued_latency_ms(n, 2 * L))} ms; above it the producer's "
+            f"accumulator keeps the difference, and the backlog grows at offered − capacity (dotted, right). acks=1 "
+            f"does not wait for the commit: {n} requests in flight each carry a batch per round trip, {fmt(one / all_)} "
+            f"times the capacity ({fmt(one)} records/s); what limits it is `max.in.flight.requests.per.connection` × "
+            f"`batch.size` per round trip, not the broker. The offered loads of the sweep are fractions of these "
+            f"capacities (the table gives each as offered / capacity).")
+
+
+def slow_text(agg: Aggregates) -> str:
+    """Markdown: the slow follower's regimes, thresholds from the part's settings, the eviction from its runs."""
+    s = part_settings(agg, "slow_follower")
+    p, b, L, th = s.producers[0], s.broker, _one_way(s), slow_thresholds(s)
+    df = slow_df(agg)
+    gone = df[(df["acks"] == "1") & (df["measured"] == EVICTED)]
+    kept = df[(df["acks"] == "1") & (df["measured"] != EVICTED)]
+    produced = p.rate_per_s * p.record_size_bytes
+    text = (f"Broker 2's fetches take `factor` times longer for the whole run (one-way latency {fmt(L)} ms: its round "
+            f"trip is `factor` × {fmt(2 * L)} ms), {fmt(p.rate_per_s)} records/s, `replica.lag.time.max.ms` "
+            f"{seconds(b.replica_lag_time_max_ms)}. Under acks=all every commit waits for it. It is never evicted: Kafka "
+            f"counts a follower caught up when its fetch reaches the leader's LEO (or the LEO the leader had at its "
+            f"previous fetch), and under acks=all the leader's LEO waits for the slow follower, so each of its fetches "
+            f"catches up. It sets the pace instead: once its round trip outlasts the linger (from about "
+            f"{fmt(th['all_pace'])}×), the {p.max_in_flight} in-flight slots fill and a record waits "
+            f"({p.max_in_flight} + 0.5) of its round trips; once a batch per round trip carries less than is offered "
+            f"(from about {fmt(th['all_backlog'])}×), the backlog grows at the difference, and the latency of what does "
+            f"get acknowledged is mostly the wait.\n\n"
+            f"Under acks=1 the producer does not wait, so nothing shows in latency. The follower stays in the ISR as "
+            f"long as it fetches what is produced each round trip (`replica.fetch.max.bytes`, "
+            f"{fmt(b.replica_fetch_max_bytes)} bytes, per round trip against {fmt(produced)} bytes/s) and two of its "
+            f"round trips fit in `replica.lag.time.max.ms` (it is caught up only to the LEO of its previous fetch): "
+            f"with these settings it should leave from about {fmt(th['1_evicted'])}×.")
+    if len(gone):
+        text += (f" In the runs it left the ISR at {fmt(gone['factor'].min())}×"
+                 + (f" and not at {fmt(kept['factor'].max())}×." if len(kept) else "."))
+    return text
 
 
 def _range(values: pd.Series) -> str:

@@ -3,28 +3,58 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ...config.versions import at_least, order
+from ...config.versions import DEFAULTS, at_least, order
 from .. import plots
-from ..present import Table, interval, number
+from ..headline import fit
+from ..present import Table, number
 from ..tables import Aggregates
-from .common import INTERVAL_NOTE, fmt, num, value
+from .common import fmt, interval_method, mean_and_interval, num, scaled_means, value
 
-# part -> (what the schedule is, the anomaly's measure, the fix: the KIP and the release that brought it)
+# the defaults a fix changed (config/versions.py DEFAULTS): the release a fix came in is read from there
+EPOCHS = (("broker", "truncation"), "leader_epoch")  # KIP-101
+CLEAN = (("broker", "unclean.leader.election.enable"), False)  # KIP-106
+ELR = (("broker", "eligible.leader.replicas.enable"), True)  # KIP-966
+ACKS_ALL = (("producers", "acks"), "all")  # KIP-679
+
+
+@dataclass(frozen=True)
+class Schedule:
+    what: str  # what the schedule does
+    anomalies: tuple = ()  # the measures its anomaly shows in: the first is what the fix removes
+    fix: str = ""  # the KIPs that removed it
+    defaults: tuple = ()  # the defaults those KIPs changed
+    kept: str = ""  # why an anomaly measure after the first stays in every version
+
+    @property
+    def since(self) -> str:
+        """The release the fix arrived in: the latest of its defaults' changes."""
+        return max((since(*d) for d in self.defaults), key=order) if self.defaults else ""
+
+
+def since(key: tuple, value) -> str:
+    """The first release whose default of `key` (section, name) is `value` (config/versions.py DEFAULTS)."""
+    return next(v for v, default in DEFAULTS[key] if default == value)
+
+
 SCHEDULES = {
-    "follower_restart": ("a follower restarts, then the leader crashes (KIP-101 #1)", "committed_records_lost",
-                         "KIP-101's leader epochs and KIP-106's clean elections", "0.11"),
-    "double_power_loss": ("both replicas lose power (KIP-101 #2)", "replica_divergence", "KIP-101's leader epochs",
-                          "0.11"),
-    "jepsen_partition": ("the leader cut off from its followers (Jepsen 2013)", "acked_records_lost",
-                         "KIP-106's clean elections by default", "0.11"),
-    "last_replica_standing": ("the last ISR member loses power (KIP-966)", "committed_records_lost",
-                              "KIP-966's Eligible Leader Replicas, on by default", "4.1"),
-    "slow_follower": ("a follower 2000x slower for 10 s", None, "", ""),
-    "leader_bounce": ("the leader bounces under load", "acked_records_lost", "KIP-679's acks=all by default", "3.0"),
+    "follower_restart": Schedule("a follower restarts, then the leader crashes (KIP-101 #1)", ("committed_records_lost",),
+                                 "KIP-101's leader epochs and KIP-106's clean elections", (EPOCHS, CLEAN)),
+    # leader epochs end the divergence; the records neither replica had fsynced are lost on every release
+    "double_power_loss": Schedule("both replicas lose power (KIP-101 #2)",
+                                  ("replica_divergence", "committed_records_lost"), "KIP-101's leader epochs", (EPOCHS,),
+                                  "leader epochs end the divergence, not the loss of unfsynced records"),
+    "jepsen_partition": Schedule("the leader cut off from its followers (Jepsen 2013)", ("acked_records_lost",),
+                                 "KIP-106's clean elections by default", (CLEAN,)),
+    "last_replica_standing": Schedule("the last ISR member loses power (KIP-966)", ("committed_records_lost",),
+                                      "KIP-966's Eligible Leader Replicas, on by default", (ELR,)),
+    "slow_follower": Schedule("a follower 2000x slower for 10 s"),
+    "leader_bounce": Schedule("the leader bounces under load", ("acked_records_lost",), "KIP-679's acks=all by default",
+                              (ACKS_ALL,)),
 }
 MEASURES = ["acked_records_lost", "committed_records_lost", "replica_divergence", "records_duplicated",
             "unavailable_wall_ms", "produce_latency_ms_p99"]
@@ -40,22 +70,18 @@ def versions_of(agg: Aggregates) -> list[str]:
 
 
 def table(agg: Aggregates) -> pd.DataFrame:
-    """One row per schedule and version: each measure's mean over seeds and its 95% interval."""
+    """One row per schedule and version: each measure's mean over seeds and its interval."""
     rows = []
     parts = set(agg.configs["part"])
-    for part, (what, *_rest) in SCHEDULES.items():
+    for part, schedule in SCHEDULES.items():
         if part not in parts:
             continue
         df = agg.wide(MEASURES, part)
         df["version"] = df["version"].astype(str)
         for version in sorted(df["version"], key=order):
             r = df[df["version"] == version].iloc[0]
-            row = {"schedule": part, "what": what, "version": version, "seeds": int(r["runs"])}
-            for m in MEASURES:
-                scale = 1000.0 if m in SECONDS else 1.0
-                row[m] = r[m] / scale
-                row[f"{m}_lo"], row[f"{m}_hi"] = r[f"{m}_lo"] / scale, r[f"{m}_hi"] / scale
-            rows.append(row)
+            rows.append({"schedule": part, "what": schedule.what, "version": version, "seeds": int(r["runs"]),
+                         **scaled_means(r, MEASURES, SECONDS)})
     return pd.DataFrame(rows)
 
 
@@ -71,50 +97,61 @@ def gone_from(t: pd.DataFrame, part: str, measure: str) -> str | None:
 
 
 def disappearances(t: pd.DataFrame) -> dict:
-    """part -> (version it is gone from, the fix named if that version is where the fix arrived, else '')."""
+    """(part, measure) -> (version it is gone from, the fix named if that version is where the fix arrived, else '');
+    a schedule's first anomaly is the one its fix removes, the others are shown as they are."""
     out = {}
-    for part, (_what, measure, fix, since) in SCHEDULES.items():
-        if measure is None or part not in set(t["schedule"]):
+    for part, schedule in SCHEDULES.items():
+        if part not in set(t["schedule"]):
             continue
         ran = sorted(set(t.loc[t["schedule"] == part, "version"]), key=order)  # the versions this schedule ran
-        gone = gone_from(t, part, measure)
-        if gone is None:
-            out[part] = (None, "")
-            continue
-        before = ran[ran.index(gone) - 1]
-        arrived = at_least(since, before) and since != before and at_least(gone, since)  # between the two runs
-        out[part] = (gone, f"{fix}, {since}" if arrived else "")
+        for k, measure in enumerate(schedule.anomalies):
+            gone = gone_from(t, part, measure)
+            if gone is None:
+                out[part, measure] = (None, "")
+                continue
+            before, fixed = ran[ran.index(gone) - 1], schedule.since
+            arrived = k == 0 and at_least(fixed, before) and fixed != before and at_least(gone, fixed)
+            out[part, measure] = (gone, f"{schedule.fix}, {fixed}" if arrived else "")
     return out
 
 
+def rows(t: pd.DataFrame) -> list[tuple[str, str]]:
+    """The heatmap's rows: (schedule, measure) for each anomaly of each schedule run (acknowledged records lost for a
+    schedule with no anomaly of its own)."""
+    return [(p, m) for p, s in SCHEDULES.items() if p in set(t["schedule"]) for m in (s.anomalies or ("acked_records_lost",))]
+
+
+COLOURED = "red: above 0; green: 0"
+
+
 def losses(agg: Aggregates):
-    """Each schedule's anomaly across the versions (a cell per version: its mean; red where it is there), boxed from
-    the version it is gone from, with the KIP that made it go."""
+    """Each schedule's anomaly measures across the versions (a cell per version: its mean over seeds; red above 0,
+    green at 0), boxed from the version it is gone from, with the KIP that made it go."""
     t = table(agg)
     ran = versions_of(agg)
     gone = disappearances(t)
-    parts = [p for p in SCHEDULES if p in set(t["schedule"])]
-    fig, axes = plots.figure(1, 1, width=10.4, height=3.6)
+    shown = rows(t)
+    fig, axes = plots.figure(1, 1, width=10.4, height=0.5 * len(shown) + 1.4)
     ax = axes[0]
-    grid = np.full((len(parts), len(ran)), np.nan)
-    for i, part in enumerate(parts):
+    grid = np.full((len(shown), len(ran)), np.nan)
+    for i, (part, measure) in enumerate(shown):
         for j, version in enumerate(ran):
-            grid[i, j] = value(t, _anomaly(part), schedule=part, version=version)
+            grid[i, j] = value(t, measure, schedule=part, version=version)
     ax.imshow(np.where(np.isnan(grid), np.nan, np.where(grid > 0, 1.0, 0.0)), cmap="RdYlGn_r", vmin=-0.6, vmax=1.6,
-              aspect="auto")  # red: the anomaly is there; green: it is not; blank: not run
-    for i, part in enumerate(parts):
-        mark, kip = gone.get(part, (None, ""))
+              aspect="auto")  # red: the measure is above 0; green: it is 0; blank: not run
+    for i, key in enumerate(shown):
+        mark, kip = gone.get(key, (None, ""))
         for j, version in enumerate(ran):
             v = grid[i, j]
             text = "–" if math.isnan(v) else number(v, 3)
             if version == mark:
                 ax.add_patch(_box(j, i))
                 text += "  (" + (kip.split("'")[0] if kip else "gone") + ")"
-            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+            ax.text(j, i, text, ha="center", va="center", fontsize=9)
     ax.set_xticks(range(len(ran)), ran)
-    ax.set_yticks(range(len(parts)), [f"{p}: {LABELS[_anomaly(p)]}" for p in parts], fontsize=8)
-    plots.finish(ax, "each schedule's anomaly per version (boxed: gone from here on, and the KIP that did it)",
-                 "kafka.version", "", legend=False)
+    ax.set_yticks(range(len(shown)), [f"{p}: {LABELS[m]}" for p, m in shown], fontsize=9)
+    plots.finish(ax, f"each schedule's anomaly per version, mean over seeds\n{COLOURED}; boxed: 0 from here on, "
+                 "with the KIP that did it", "kafka.version", "", legend=False)
     ax.grid(False)
     return fig
 
@@ -136,27 +173,35 @@ def costs(agg: Aggregates):
     return fig
 
 
-def _anomaly(part: str) -> str:
-    """The measure a schedule's anomaly shows in (acknowledged records lost where it has none of its own)."""
-    return SCHEDULES[part][1] or "acked_records_lost"
-
-
 def _box(j: int, i: int):
     from matplotlib.patches import Rectangle
 
     return Rectangle((j - 0.48, i - 0.45), 0.96, 0.9, fill=False, edgecolor="black", linewidth=2)
 
 
+def seeds_text(agg: Aggregates) -> str:
+    """Markdown: how many seeds each schedule ran (the aggregates' own count)."""
+    seeds = agg.configs.groupby("part")["runs"].min()
+    counts = {}
+    for part in SCHEDULES:
+        if part in seeds:
+            counts.setdefault(int(seeds[part]), []).append(part.replace("_", " "))
+    said = "; ".join(f"{n} for {', '.join(parts)}" for n, parts in sorted(counts.items(), reverse=True))
+    return (f"Every measure per schedule and version, means over seeds ({said}: the double power loss's divergence "
+            f"depends on where the last fsync falls, the other schedules are nearly deterministic).")
+
+
 def display_table(agg: Aggregates) -> Table:
     t = table(agg)
     shown = t[["schedule", "version", "seeds"]].copy()
     for m in MEASURES:  # the mean, and its interval beside it in brackets when there is one
-        shown[LABELS[m]] = [number(v) + (f" ({interval(lo, hi)})" if " – " in interval(lo, hi) else "")
-                            for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
+        shown[LABELS[m]] = [mean_and_interval(v, lo, hi) for v, lo, hi in zip(t[m], t[f"{m}_lo"], t[f"{m}_hi"])]
     gone = disappearances(t)
-    notes = [f"{p}: gone from {v}" + (f", with {kip}" if kip else "") for p, (v, kip) in gone.items() if v]
-    return Table(shown, [f"Means over seeds, their 95% interval in brackets. {INTERVAL_NOTE}",
-                         "Where each anomaly is gone for good: " + "; ".join(notes) + "." if notes else ""])
+    notes = [f"{p}'s {LABELS[m]}: gone from {v}" + (f", with {kip}" if kip else "") for (p, m), (v, kip) in gone.items() if v]
+    kept = [f"{p}'s {LABELS[m]}" for (p, m), (v, _) in gone.items() if v is None and t.loc[t["schedule"] == p, m].max() > 0]
+    return Table(shown, [f"Means over seeds, their interval in brackets. {interval_method(agg)}",
+                         ("Where each anomaly is gone for good: " + "; ".join(notes) + "." if notes else "")
+                         + (" In every version run: " + "; ".join(kept) + "." if kept else "")])
 
 
 def headline(agg: Aggregates) -> tuple[dict, str]:
@@ -171,32 +216,21 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
                              ("unavailable_wall_ms", "unavailable_s"), ("produce_latency_ms_p99", "p99_s")):
                 numbers[f"{stem}_{short}"] = num(value(t, m, schedule=part, version=version), 2 if m in SECONDS else 1)
     gone = disappearances(t)
-    for part, (version, _kip) in gone.items():
-        numbers[f"{part}_gone_from"] = version
+    for (part, measure), (version, _kip) in gone.items():  # a schedule's own anomaly: PART_gone_from
+        first = measure == SCHEDULES[part].anomalies[0]
+        numbers[f"{part}_gone_from" if first else f"{part}_{measure}_gone_from"] = version
+    fixed = [f"{part.replace('_', ' ')}" + ("'s divergence" if measure == "replica_divergence" else "") + f" {version}"
+             for (part, measure), (version, _) in gone.items()
+             if version and measure == SCHEDULES[part].anomalies[0]]  # the KIPs: in the heatmap and the table
+    kept = [(part, measure) for (part, measure), (version, _) in gone.items()
+            if version is None and t.loc[t["schedule"] == part, measure].max() > 0]
     sentences = []
-    for part, (version, kip) in gone.items():
-        what, measure, _fix, _since = SCHEDULES[part]
-        what = what[0].upper() + what[1:]
-        worst = t[(t["schedule"] == part)][measure].max()
-        label = LABELS[measure].replace("records", "record").replace("offsets", "offset") if worst == 1 else LABELS[measure]
-        had = [v for v in ran if value(t, measure, schedule=part, version=v) > 0]
-        if not had:
-            sentences.append(f"{what}: no {LABELS[measure]} in any version run.")
-        elif version is None:
-            sentences.append(f"{what}: up to {fmt(num(worst, 0))} {label}, in {', '.join(had)}.")
-        else:
-            ran_here = sorted(set(t.loc[t["schedule"] == part, "version"]), key=order)
-            before = ran_here[ran_here.index(version) - 1]
-            u0, u1 = (value(t, "unavailable_wall_ms", schedule=part, version=v) for v in (before, version))
-            price = f", at the price of {fmt(num(u1, 1))} s unwritable instead of {fmt(num(u0, 1))} s" if u1 > u0 + 1 else ""
-            sentences.append(f"{what}: up to {fmt(num(worst, 0))} {label} in {', '.join(had)}, none from "
-                             f"{version} on" + (f" ({kip})" if kip else "") + price + ".")
-    bounce = [v for v in ran if value(t, "records_duplicated", schedule="leader_bounce", version=v) > 0]
-    if bounce:
-        sentences.append(f"The bounce writes records twice in {', '.join(bounce)} (retries without idempotence).")
-    unavailable = [(v, value(t, "unavailable_wall_ms", schedule="leader_bounce", version=v)) for v in ran]
-    if all(not math.isnan(u) for _, u in unavailable):
-        sentences.append("The bounce leaves its partitions unwritable for "
-                         + ", ".join(f"{fmt(num(u, 1))} s ({v})" for v, u in unavailable)
-                         + ": the session timeout of each era.")
-    return numbers, " ".join(sentences)
+    for part, measure in kept:  # what no release fixes: said first
+        rows_ = t[t["schedule"] == part]
+        lo, hi = fmt(rows_[measure].min()), fmt(rows_[measure].max())
+        sentences.append(f"The {part.replace('_', ' ')} loses {lo if lo == hi else f'{lo}–{hi}'} "
+                         f"{LABELS[measure].removesuffix(' lost')} in every version"
+                         + (f": {SCHEDULES[part].kept}." if SCHEDULES[part].kept else "."))
+    if fixed:
+        sentences.append(f"Each anomaly gone from: {', '.join(fixed)}.")
+    return numbers, fit(sentences or ["No anomaly went away."])
