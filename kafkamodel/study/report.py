@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..folders import write_atomic
-from ..paths import PROCESSED, REPORTS, ROOT
+from ..paths import CHECKOUT, PROCESSED, REPORTS, ROOT
 from .engines.papermill import KERNEL_ARGS
 from .headline import read_headline
 from .spec import Spec, StudyError
@@ -76,10 +76,13 @@ def export_html(notebook, title: str = "kafkamodel report") -> str:
 
 
 def provenance() -> dict:
+    """When, how and from which kit a report was made: the commit only when the kit runs from its own clone
+    (an installed kit must not name the commit of whatever repository the user happens to be in)."""
     commit = None
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=5).stdout.strip() or None
+        if CHECKOUT is not None:
+            commit = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True, timeout=5).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         pass
     from .. import __version__
