@@ -200,7 +200,7 @@ def test_a_batch_records_a_failing_and_a_slow_point_and_goes_on(tmp_path, monkey
     outcomes = tmp_path / "outcomes.jsonl"
     rows = point_module.execute_batch(points, study_dir, timeout=1.0, outcomes=outcomes)
     assert [r["ok"] for r in rows] == [False, False, True, True]
-    assert "deliberate failure" in rows[0]["error"] and "past --timeout (1 s)" in rows[1]["error"]
+    assert "deliberate failure" in rows[0]["error"] and "longer than the 1 s timeout" in rows[1]["error"]
     assert [json.loads(line) for line in outcomes.read_text().splitlines()] == rows
     for r in rows:
         assert (study_dir / r["run_id"] / "summary.json").is_file() == r["ok"]

@@ -17,8 +17,7 @@ import pytest
 
 from kafkamodel.paths import ROOT
 from kafkamodel.study.aggregate import aggregate
-from kafkamodel.study.engines.spark import deadline
-from kafkamodel.study.point import execute_point
+from kafkamodel.study.point import deadline, execute_point
 from kafkamodel.study.specfile import load_spec
 from kafkamodel.study.sweep import run_sweeps
 

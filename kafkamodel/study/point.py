@@ -15,6 +15,7 @@ import gc
 import json
 import shutil
 import signal
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,19 +114,16 @@ def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | 
     return result
 
 
-class PointTimeout(Exception):
-    """A point of a batch ran past the sweep's --timeout."""
-
-
 @contextmanager
-def _time_limit(seconds: float | None):
-    """Raise PointTimeout in the main thread after `seconds` (a POSIX interval timer); no limit if None."""
-    if not seconds or not hasattr(signal, "setitimer"):
+def deadline(seconds: float | None):
+    """Raise TimeoutError in this block after `seconds` (a POSIX interval timer; papermill kernels and Spark's
+    Python workers run points on their main thread); no limit if None or off the main thread."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum, frame):
-        raise PointTimeout(f"the point ran past --timeout ({seconds:g} s)")
+        raise TimeoutError(f"the point ran longer than the {seconds:g} s timeout")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -136,8 +134,30 @@ def _time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
+def publish_point(point: dict, study_dir: "str | Path", *, replace: bool = False, timeout: float | None = None,
+                  base_text: str | None = None, **timing) -> dict:
+    """Run one point into a staging folder beside its run folder and publish it with one rename, or record its
+    failure (an error, or past `timeout` seconds) under ``_failed/``; the outcome row. What every engine's
+    worker does per point; `timing`: the engine's fields for timing.json."""
+    study_dir = Path(study_dir)
+    staging = staging_dir(study_dir, point["run_id"])
+    t0 = time.perf_counter()
+    try:
+        with deadline(timeout):
+            execute_point(point, staging, base_text)
+        done = amend_timing(staging, time.perf_counter() - t0, **timing)
+        commit_run(staging, study_dir / point["run_id"], replace=replace)
+        clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "error": None, **done}
+    except Exception as exc:  # recorded, and the other points go on
+        record_failure(study_dir, point, error_line(exc), None)
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def execute_batch(points: list, study_dir: "str | Path", *, replace: bool = False, timeout: float | None = None,
-                  engine: str = "papermill", outcomes: "str | Path | None" = None) -> list[dict]:
+                  outcomes: "str | Path | None" = None) -> list[dict]:
     """Run `points` one after another in this process, publishing each run folder as it finishes.
 
     The unit a papermill kernel runs: one kernel start serves a whole batch,
@@ -150,25 +170,9 @@ def execute_batch(points: list, study_dir: "str | Path", *, replace: bool = Fals
     the engine learns them even if the kernel dies later; the rows are also
     returned.
     """
-    study_dir = Path(study_dir)
     rows = []
     for point in points:
-        point = as_point(point).to_dict() if not isinstance(point, dict) else point
-        staging = staging_dir(study_dir, point["run_id"])
-        t0 = time.perf_counter()
-        try:
-            with _time_limit(timeout):
-                result = execute_point(point, staging)
-            del result
-            timing = amend_timing(staging, time.perf_counter() - t0, engine=engine, batch=len(points))
-            commit_run(staging, study_dir / point["run_id"], replace=replace)
-            clear_failure(study_dir, point["run_id"])
-            row = {"run_id": point["run_id"], "ok": True, **timing}
-        except Exception as exc:  # recorded, and the batch carries on
-            record_failure(study_dir, point, error_line(exc), None)
-            row = {"run_id": point["run_id"], "ok": False, "error": error_line(exc)}
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        row = publish_point(point, study_dir, replace=replace, timeout=timeout, engine="papermill", batch=len(points))
         rows.append(row)
         if outcomes is not None:
             with open(outcomes, "a") as f:

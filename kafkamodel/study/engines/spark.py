@@ -25,18 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import sys
-import threading
-import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
-from ..point import execute_point
-from ..runs import amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
+from ..point import publish_point
 
 MAX_TASKS = 10_000  # one point per task up to this many; beyond, points share tasks
 POLL_S = 0.5  # progress bar refresh
@@ -44,45 +38,11 @@ RESULT_FIELDS = (("run_id", "string"), ("ok", "boolean"), ("error", "string"), (
                  ("write_s", "double"))
 
 
-@contextmanager
-def deadline(seconds: float):
-    """Raise TimeoutError in this block after `seconds` (a Python worker runs tasks on its main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise TimeoutError(f"the point ran longer than the {seconds:g} s timeout")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def run_task_point(row: dict, timeout: float, replace: bool) -> dict:
     """Executor side: run one point into its staging folder and publish it, or record its failure."""
-    point = json.loads(row["point"])
-    study_dir = Path(row["study_dir"])
-    staging = staging_dir(study_dir, point["run_id"])
-    t0 = time.perf_counter()
-    try:
-        with deadline(timeout):
-            execute_point(point, staging, base_text=row["base"])
-        timing = amend_timing(staging, time.perf_counter() - t0, engine="spark",
-                              executor=f"{socket.gethostname()}:{os.getpid()}")
-        commit_run(staging, study_dir / point["run_id"], replace=replace)
-        clear_failure(study_dir, point["run_id"])
-        return {"run_id": point["run_id"], "ok": True, "error": None, "model_s": timing["model_s"],
-                "write_s": timing["write_s"]}
-    except Exception as exc:  # recorded, and the other tasks go on
-        record_failure(study_dir, point, error_line(exc), None)
-        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    r = publish_point(json.loads(row["point"]), row["study_dir"], replace=replace, timeout=timeout,
+                      base_text=row["base"], engine="spark", executor=f"{socket.gethostname()}:{os.getpid()}")
+    return {name: r.get(name) for name, _ in RESULT_FIELDS}
 
 
 def _task(timeout: float, replace: bool):
