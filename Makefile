@@ -15,7 +15,9 @@ SCHEDULES ?= 2500
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[study,test]'
+	# setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
+	# to act on here: hidden, so the install prints nothing unless something goes wrong
+	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[study,test]'
 	touch $(STAMP)
 
 ## study: set up, run every study (sweeps, Spark aggregation, HTML reports); SCALE=4 for 4x the seeds,
