@@ -12,11 +12,11 @@ SCHEDULES ?= 2500
 
 .PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign
 
+# setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
+# to act on here: hidden, so the install prints nothing unless something goes wrong
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
-	# to act on here: hidden, so the install prints nothing unless something goes wrong
 	PYTHONWARNINGS='ignore:Editable installation' $(PY) -m pip install --quiet -e '.[study,test]'
 	touch $(STAMP)
 
