@@ -20,6 +20,7 @@ from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
+from ..storage.log import BASE_OFFSET
 
 _by_key = attrgetter("key")
 
@@ -246,7 +247,7 @@ class SessionManager:
         if not lead.sessions:
             return
         p = rep.partition
-        old = rep.log.entries[-1][0]  # the LEO before this append
+        old = rep.log.entries[-1][BASE_OFFSET]  # the LEO before this append
         for f, s in lead.sessions.items():
             if p not in s.dirty:
                 if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from ..state import Replica
+from ..storage.log import LEADER_EPOCH
 
 
 class HighWatermarkTruncation:
@@ -47,7 +48,7 @@ class LeaderEpochTruncation:
         if self.kip279 or found < 0:
             return found, end
         log = leader.log
-        oldest = log.entries[0][2] if log.entries else leader.leader_epoch
+        oldest = log.entries[0][LEADER_EPOCH] if log.entries else leader.leader_epoch
         return (-1, -1) if epoch < oldest else (found, end)  # 0.11: older than its log: undefined
 
     def target(self, rep: Replica, epoch: int, end: int) -> int:
