@@ -239,19 +239,29 @@ def test_explorer_runs_interactively_in_jupyterlab(browser, lab, tmp_path):
     page.wait_for_function("src => document.querySelector('.widget-output img').src !== src", arg=second["img"])
     page.screenshot(path=str(tmp_path / "explorer-3-acks1.png"))
 
-    # min.insync.replicas above RF, typed into the slider's readout: one line, not run
+    # min.insync.replicas above RF, typed into the slider's readout: Kafka 4.1 caps it at the replication factor
+    # (Partition.effectiveMinIsr, from 3.7) and the panel runs it; 2.8 refuses every acks=all write: one line, not run
     _control(page, "replication").locator("select").select_option("isr")
     _control(page, "acks").locator("select").select_option("all")
     _wait_status(page, lambda s: s["status"].startswith("run 5:"), "the isr, acks=all run")
-    readout = _control(page, "min.insync.replicas").locator(".widget-readout")
-    readout.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.type("4")
-    page.keyboard.press("Enter")
-    refused = _wait_status(page, lambda s: s["status"].startswith("not run:"), "the refusal")
-    assert refused["status"] == ("not run: min.insync.replicas: 4 exceeds the replication factor (3); every acks=all "
-                                 "write would be refused (NOT_ENOUGH_REPLICAS). Lower it to 3 or less, or raise the "
-                                 "replication factor.")
+
+    def type_min_isr(value: str) -> None:
+        readout = _control(page, "min.insync.replicas").locator(".widget-readout")
+        readout.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.type(value)
+        page.keyboard.press("Enter")
+
+    type_min_isr("4")
+    capped = _wait_status(page, lambda s: s["status"].startswith("run 6:"), "the capped run on 4.1")
+    assert "min.insync.replicas 4" in capped["status"] and "NOT_ENOUGH_REPLICAS 0" in capped["status"]
+    _control(page, "kafka.version").locator("select").select_option("2.8")
+    _wait_status(page, lambda s: s["status"].startswith("run 7:"), "the run on 2.8")
+    type_min_isr("4")
+    refused = _wait_status(page, lambda s: s["status"].startswith("not run:"), "the refusal on 2.8")
+    assert refused["status"] == ("not run: min.insync.replicas: 4 exceeds the replication factor (3); Kafka 2.8 "
+                                 "refuses every acks=all write (NOT_ENOUGH_REPLICAS; from 3.7 it is capped at the "
+                                 "replication factor). Lower it to 3 or less, or raise the replication factor.")
     page.screenshot(path=str(tmp_path / "explorer-4-refused.png"))
 
     # saving writes the notebook clean: what the repository holds, with the one line the user edited

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...config.settings import LeaderTarget
 from .. import plots
 from ..present import Table
 from ..tables import Aggregates
@@ -81,7 +82,10 @@ def retries_text(agg: Aggregates) -> str:
         b = bursts[0]
         last = b.start_ms + ((crash.at_ms - b.start_ms) // b.every_ms) * b.every_ms
         when = f"{fmt(crash.at_ms - last)} ms after the {seconds(last)} burst"
-    text = (f"The leader of `{crash.targets[0].removeprefix('leader:')}` crashes {when}, while "
+    target = crash.targets[0]  # a LeaderTarget (leader:TOPIC-P, resolved when the fault fires) or a broker id
+    who = (f"The leader of `{target.topic}-{target.partition}`" if isinstance(target, LeaderTarget)
+           else f"Broker {target}")
+    text = (f"{who} crashes {when}, while "
             f"its followers hold batches it has not yet acknowledged; the producer resends them to the new leader. "
             f"Without `enable.idempotence` the new leader appends them again: records twice in the log, which the group "
             f"reads twice whatever its commit policy. With it, the broker recognises the sequence numbers and answers "
