@@ -290,3 +290,39 @@ def test_a_sweep_cleans_only_the_leftovers_it_names(tmp_path):
         (tmp_path / name).write_text(text)
     clean_staging(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(mine)
+
+
+class _Untouchable:
+    """Stands in for a Spark session or a sweep that must not be reached."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"used ({name}) before the output folder was checked")
+
+
+def test_aggregate_refuses_a_users_folder_before_any_spark_work(tmp_path, monkeypatch):
+    from kafkamodel.study import aggregate as agg
+    from kafkamodel.study.spec import StudyError
+    from kafkamodel.study.specfile import load_spec
+
+    spec = load_spec("recovery_protocols")
+    mine = tmp_path / "processed" / spec.study / "mine.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep")
+    monkeypatch.setattr(agg, "finished_runs", lambda study_dir: [study_dir / "a-run"])  # as if swept
+    with pytest.raises(StudyError, match="aggregates folder: .* holds files kafkamodel did not write"):
+        agg.aggregate(spec, spark=_Untouchable(), runs=tmp_path / "runs", processed=tmp_path / "processed")
+    assert mine.read_text() == "keep"
+
+
+def test_a_campaign_refuses_a_users_results_folder_before_it_runs(tmp_path, monkeypatch):
+    from kafkamodel.campaign import run as campaign_run
+    from kafkamodel.campaign.spec import SpecError
+
+    mine = tmp_path / "processed" / "campaigns" / "safety" / "mine.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep")
+    monkeypatch.setattr(campaign_run, "run_sweeps", _Untouchable())
+    with pytest.raises(SpecError, match="aggregates folder: .* holds files kafkamodel did not write"):
+        campaign_run.run_campaign("safety", schedules=1, runs=tmp_path / "runs", processed=tmp_path / "processed",
+                                  report=False, progress=False)
+    assert mine.read_text() == "keep"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..folders import staged
+from ..folders import FolderError, check_replaceable, staged
 from ..paths import PROCESSED, REPORTS, counterexamples
 from ..study.progress import progress_bar
 from ..study.sweep import SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
@@ -90,6 +90,8 @@ class CampaignOutcome:
         return out
 
 
+RESULT_NAMES = ("runs.parquet", "tally.parquet", "events", "counterexamples.json", "meta.json")  # a results folder
+
 def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill", master: str | None = None,
                  workers: int | None = None, timeout: float = 600.0, runs: Path | None = None, resume: bool = True,
                  spark=None, progress: bool = True, processed: Path | None = None, reports: Path | None = None,
@@ -105,6 +107,10 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
     check_timeout(timeout)
     root = check_runs(runs) / "campaigns"  # every folder it writes, checked before any run
     processed = check_folder(processed or PROCESSED, "aggregates folder")
+    try:  # the campaign's results folder: one the kit may not replace is refused now, not after the sweep
+        check_replaceable(processed / "campaigns" / campaign.name, "aggregates folder", RESULT_NAMES)
+    except FolderError as exc:
+        raise SpecError([str(exc)]) from None
     if report:
         reports = check_folder(reports or REPORTS, "reports folder")
     folder = check_folder(counterexamples(campaign.source, campaign.name), "counterexamples folder")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..folders import staged
+from ..folders import FolderError, check_replaceable, staged
 from ..paths import PROCESSED, RUNS
 from ..sim.results.measures import FAULT_STARTS
 from .point import SUMMARY_TABLE
@@ -39,6 +39,7 @@ from .specfile import load_spec
 
 BINS = 100  # timeline bins per run
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
+AGGREGATE_NAMES = ("runs", "configs", "stats", "timeline", "spec.json", "meta.json")  # what an aggregate holds
 ACCURACY = 5000  # percentile_approx: rank error at most 1/ACCURACY of the records (p99 of 100k: ±20)
 # two-sided 95% Student t quantiles for 1..30 degrees of freedom
 T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -82,6 +83,10 @@ def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, run
     if not dirs:
         raise StudyError([f"{spec.study}: no finished runs in {study_dir}; run `python -m kafkamodel sweep {spec.study}` first"])
     out = Path(processed or PROCESSED) / spec.study
+    try:  # a folder the kit may not replace is refused now, before any Spark work
+        check_replaceable(out, "aggregates folder", AGGREGATE_NAMES)
+    except FolderError as exc:
+        raise StudyError([str(exc)]) from None
     if spark is None:
         from .spark import spark_session
 
