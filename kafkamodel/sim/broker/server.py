@@ -129,13 +129,19 @@ class Server:
         if conn is not None:
             self.unmute(broker, conn, leave)
 
-    def unmute(self, broker: int, conn, at: float) -> None:
-        """The connection's response has left (or there is none, acks=0): the next request read may start."""
+    def _waiting(self, conn):
+        """The muted connection's state if a request waits on it; else None (an idle connection is marked so)."""
         st = self.muted.get(conn)
         if st is None:
-            return
+            return None
         if not st.queue:
             st.busy = False
+            return None
+        return st
+
+    def unmute(self, broker: int, conn, at: float) -> None:
+        """The connection's response has left (or there is none, acks=0): the next request read may start."""
+        if self._waiting(conn) is None:
             return
         if at > self.kernel.now:
             self.timer(broker, at - self.kernel.now, self._resume, broker, conn)
@@ -143,11 +149,8 @@ class Server:
             self._resume(broker, conn)
 
     def _resume(self, broker: int, conn) -> None:
-        st = self.muted.get(conn)
+        st = self._waiting(conn)
         if st is None:
-            return
-        if not st.queue:
-            st.busy = False
             return
         handler, args, partitions, nbytes = st.queue.popleft()
         self.request(broker, conn, handler, args, partitions, nbytes, True)
