@@ -58,6 +58,41 @@ def _fault(f: dict) -> str:
     return f"{f['kind']} at {at}"
 
 
+def _last_burst(burst, at_ms: float) -> float:
+    """When the last of a producer's periodic bursts before `at_ms` went out."""
+    return burst.start_ms + ((at_ms - burst.start_ms) // burst.every_ms) * burst.every_ms
+
+
+def setup_text(agg: Aggregates) -> str:
+    """Markdown: the group, its topic and its load, and where the crash falls, read from the crash part's settings."""
+    s = part_settings(agg, CRASHES)
+    c, p = s.consumers[0], s.producers[0]
+    partitions = next(x.partitions for x in s.topics if x.name == c.topic)
+    load = f"{fmt(p.rate_per_s)} records/s"
+    if p.burst is not None:
+        load += f" plus a burst of {fmt(p.burst.records)} every {seconds(p.burst.every_ms)}"
+    crash = next(f for f in choice(agg, "schedule", "crash").get("faults") or [] if f["kind"] == "consumer_crash")
+    after = (f"{seconds(crash['at.ms'] - _last_burst(p.burst, crash['at.ms']))} after a burst" if p.burst is not None
+             else f"at {seconds(crash['at.ms'])}")
+    return (f"Above: group `{c.group}` ({c.members} members, {fmt(c.processing_ms)} ms per record, polls of up to "
+            f"{fmt(c.max_poll_records)}) reads a topic of {partitions} partitions fed {load}. *Lost*: in the log below "
+            f"the group's committed offset and never processed (the group will not come back for it). *Processed "
+            f"twice*: processed more than once, counted per record. A crash {after} finds member {crash['member']} in "
+            f"the middle of a poll: what it processed of that poll is done, the rest is not. The producer is "
+            f"{'idempotent' if p.enable_idempotence else 'not idempotent'} and no broker fails here.")
+
+
+def policies_text(agg: Aggregates) -> str:
+    """Markdown: what each commit policy does, with the group's auto.commit.interval.ms from its settings."""
+    interval = part_settings(agg, CRASHES).consumers[0].auto_commit_interval_ms
+    return ("The commit policies: `auto` commits, at a poll every `auto.commit.interval.ms` "
+            f"({seconds(interval)}), what earlier polls returned; `before_processing` commits a poll's offsets "
+            "(synchronously) before processing it; `after_processing` processes, then commits; `atomic` stores the "
+            "output and the offsets in one transaction. With processing done inside the poll loop, Kafka documents "
+            "auto commit as at least once. The worst run is over every consumer fault schedule and the "
+            "producer-retry runs with an idempotent producer.")
+
+
 def schedules_text(agg: Aggregates) -> str:
     """Markdown: each consumer fault schedule as the study's spec has it, and the group's session timeout."""
     session = part_settings(agg, CRASHES).consumers[0].session_timeout_ms
@@ -79,8 +114,7 @@ def retries_text(agg: Aggregates) -> str:
     bursts = [p.burst for p in s.producers if p.burst is not None]
     when = f"at {seconds(crash.at_ms)}"
     if bursts:
-        b = bursts[0]
-        last = b.start_ms + ((crash.at_ms - b.start_ms) // b.every_ms) * b.every_ms
+        last = _last_burst(bursts[0], crash.at_ms)
         when = f"{fmt(crash.at_ms - last)} ms after the {seconds(last)} burst"
     target = crash.targets[0]  # a LeaderTarget (leader:TOPIC-P, resolved when the fault fires) or a broker id
     who = (f"The leader of `{target.topic}-{target.partition}`" if isinstance(target, LeaderTarget)
