@@ -23,7 +23,7 @@ import pytest
 
 from kafkamodel import simulate
 
-from shipped import ZERO_COSTS
+from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 RECORD, BATCH = 100, 16384
 CAP = BATCH // RECORD  # records in a full batch
@@ -148,7 +148,7 @@ def test_service_times_of_zero_reduce_to_pure_network_latency(mode):
     latency = 2.0
     s = simulate({
         "name": "hops", "seed": 1, "duration.ms": 20000, "brokers": 3, "replication": mode, "costs": ZERO_COSTS,
-        "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
+        "hardware": UNLIMITED_MACHINE, "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
         "network": {"latency.ms": latency, "bandwidth.mbps": None},
         "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
         "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "burst": {"records": 1, "every.ms": 100}}],
