@@ -163,3 +163,10 @@ def test_an_unknown_profile_exits_2_with_one_line(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: hardware.broker.profile: unknown profile 'i3en.3xl'")
+
+
+def test_the_nic_comes_from_the_broker_machine_unless_network_bandwidth_mbps_is_given():
+    assert settings().bandwidth_mbps == 8400.0  # i3en.2xlarge's 8.4 Gbps baseline, in Mbps
+    assert settings(hardware={"broker": {"profile": "linkedin-2014"}}).bandwidth_mbps == 1000.0  # 1 GbE
+    assert settings(hardware={"broker": {"nic.gbps": None}}).bandwidth_mbps is None  # unlimited
+    assert settings(network={"bandwidth.mbps": 10000}).bandwidth_mbps == 10000.0  # a number given wins
