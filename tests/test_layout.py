@@ -69,7 +69,7 @@ ZONES = [{"between": ["*", "*"], "latency.ms": NEAR},
 def zoned(mode: str, rf: int, brokers: int, **extra) -> dict:
     return {"name": "zones", "seed": 2, "duration.ms": 10000, "brokers": brokers, "replication": mode,
             "racks": ["a", "b", "c"], "costs": ZERO_COSTS, "disk": {"fsync.ms": 0}, "hardware": UNLIMITED_MACHINE,
-            "network": {"latency.ms": 99.0, "bandwidth.mbps": None, "links": ZONES},
+            "network": {"latency.ms": 99.0, "links": ZONES},
             "topics": [{"name": "t", "partitions": 1, "replication.factor": rf}],
             "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "client.rack": "a",
                            "burst": {"records": 1, "every.ms": 100, "start.ms": 1000}}], **extra}
@@ -112,7 +112,7 @@ def test_an_fsync_per_message_adds_its_latency_on_the_leader_and_on_the_follower
 def test_without_links_every_link_is_network_latency():
     plain = zoned("isr", 3, 3)
     del plain["racks"]
-    plain["network"] = {"latency.ms": 2.0, "bandwidth.mbps": None}
+    plain["network"] = {"latency.ms": 2.0}
     del plain["producers"][0]["client.rack"]
     assert simulate(plain).summary["produce_latency_ms_p50"] == pytest.approx(4 * 2.0, abs=1e-6)
 

@@ -46,7 +46,8 @@ def scenario(rf: int, mode: str, records: int) -> dict:
         "replication": mode,
         "brokers": rf,
         "broker": {"replica.fetch.wait.max.ms": 10**9},  # a parked fetch never expires mid-test
-        "network": {"latency.ms": {"dist": "exponential", "mean": MEAN}, "bandwidth.mbps": None},
+        "network": {"latency.ms": {"dist": "exponential", "mean": MEAN}},
+        "hardware": {"broker": {"nic.gbps": None}},  # no NIC limit: messages take no transfer time
         # brokers spend no time on requests (the prediction is about the network alone)
         "costs": ZERO_COSTS,
         "hardware": UNLIMITED_MACHINE, "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
