@@ -23,10 +23,11 @@ import pytest
 
 from kafkamodel import simulate
 
+from kafka_format import v2_capacity
 from shipped import ZERO_COSTS
 
 RECORD, BATCH = 100, 16384
-CAP = BATCH // RECORD  # records in a full batch
+CAP = v2_capacity(BATCH, RECORD)  # records in a full batch (Kafka's record format: 148 of 100 bytes)
 
 
 def one_partition(rate: float, latency: float = 10.0, duration: float = 20000.0, seed: int = 3, **producer) -> dict:

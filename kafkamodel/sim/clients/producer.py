@@ -74,6 +74,8 @@ class ProducerClient:
         self.counters = sim.recorder.counters
         w = sim.workload
         times = array("d", w.send_ms.tobytes())  # every record's send time: 8 bytes each, read as Python floats
+        for f in sim.batches.formats:
+            f.attach(times, w.key)
         n_brokers = len(sim.brokers)
         self.states = []
         for i, config in enumerate(sim.settings.producers):

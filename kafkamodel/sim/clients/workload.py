@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config.settings import ProducerSettings, Settings
+from ..batches import record_format
 from .partitioner import partition_for_keys
 
 
@@ -85,7 +86,7 @@ def _sticky_runs(times: np.ndarray, cap: int, linger: float | None) -> np.ndarra
 
 
 def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, partitions: int,
-                      rng: np.random.Generator, custom=None) -> np.ndarray:
+                      rng: np.random.Generator, custom=None, cap: int | None = None) -> np.ndarray:
     """Kafka's partitioners, for one producer's records in send order."""
     n = len(key)
     if custom is not None:  # a Python callable through the API: (key or None, partitions) -> partition
@@ -115,7 +116,7 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
         if name == "legacy":  # before 2.4: round robin over null-key records
             out[nulls] = np.arange(null_count) % partitions
         else:
-            cap = p.records_per_batch
+            cap = cap or p.records_per_batch  # records a batch holds (the record format's, from build_workload)
             linger = p.linger_ms if name == "sticky" else None
             lengths = _sticky_runs(times[nulls], cap, linger)
             choice, last = [0] * len(lengths), -1
@@ -147,7 +148,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             key = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64)
         else:
             key = np.full(n, -1, dtype=np.int64)
-        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner)
+        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner,
+                                  record_format(settings, p).records_per_batch)
         send.append(times)
         prod.append(np.full(n, i, dtype=np.int16))
         part.append(local + topic_first[p.topic])
