@@ -100,7 +100,7 @@ class RecordFormat:
     batch.size holds."""
 
     __slots__ = ("magic", "value", "keyed", "ratio", "header", "static", "vbody", "per", "legacy", "times", "keys",
-                 "records_per_batch", "record_bytes")
+                 "records_per_batch", "record_bytes", "record_size")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
         self.magic = magic
@@ -127,6 +127,7 @@ class RecordFormat:
         if self.keyed:
             n = max(1, key_cardinality)
             mean_key = 4 + float(_key_digits(np.arange(n, dtype=np.int64)).mean())
+        self.record_size = self.per + mean_key  # one record's bytes, uncompressed (what compression works through)
         self.records_per_batch = self._capacity(batch_size, mean_key)
         # buffer.memory per record: Kafka's BufferPool gives each batch batch.size (or one record's size, if larger)
         self.record_bytes = max(batch_size, self.header + self.per + mean_key) / self.records_per_batch
@@ -189,7 +190,7 @@ class RecordFormat:
 def record_format(settings, producer) -> RecordFormat:
     """The record format of one producer (ProducerSettings) under the run's settings (the version's magic)."""
     return RecordFormat(settings.kafka.magic, producer.record_size_bytes, producer.key_cardinality,
-                        getattr(producer, "compression_type", "none"), producer.batch_size)
+                        producer.compression_type, producer.batch_size)
 
 
 class Batches:

@@ -182,6 +182,7 @@ class Simulation:
         self.kernel.run(duration)
         self.availability.note()
         self.availability.close(duration)
+        self.producer.finish()
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
