@@ -82,7 +82,7 @@ REFERENCES: dict[str, str] = {
                    "(docs/validation-sources.md section 7.3)"),
     "callaghan-2026": ("M. Callaghan, \"SSDs, power loss protection and fsync latency\", Small Datum blog, 2026: a "
                        "16 KB write + fsync takes about 0.89 ms on a consumer NVMe SSD without power-loss protection "
-                       "(Samsung 990 Pro), 12-58 us on enterprise drives with it (docs/calibration.md)"),
+                       "(Samsung 990 Pro), 12-58 us on enterprise drives with it"),
     "hgst-7k4000": ("HGST, \"Ultrastar 7K4000 Hard Disk Drive Specification\" (7200 RPM), section 4.4.1.1: "
                     "average seek 8.2 ms typical, read and write (read in a copy: "
                     "https://www.easymanua.ls/hgst/hus724040als640/manual?p=25)"),
