@@ -294,6 +294,9 @@ def _cmd_hardware(args) -> int:
                                                                 for k in PARTS}, "references": p.references()}
                           for p in chosen}, indent=2))
         return 0
+    if args.markdown:
+        print("\n\n".join(profile_markdown(p) for p in chosen))
+        return 0
     for i, p in enumerate(chosen):
         print(("\n" if i else "") + f"{p.name}: {p.about}")
         print(f"  {'part':<21} {'value':<32} source")
@@ -302,6 +305,17 @@ def _cmd_hardware(args) -> int:
         for key, citation in p.references().items():
             print(f"  [{key}] {citation}")
     return 0
+
+
+def profile_markdown(p) -> str:
+    """One profile as docs/calibration.md shows it: a heading, a table of part, value and source, its references."""
+    from .config.hardware import PARTS
+
+    rows = [f"### `{p.name}`", "", p.about[0].upper() + p.about[1:] + ".", "", "| part | value | source |",
+            "|---|---|---|"]
+    rows += [f"| `{k}` | {part_value(p.parts[k].value)} | {p.parts[k].source} |" for k in PARTS]
+    rows += [""] + [f"- [{key}] {citation}" for key, citation in p.references().items()]
+    return "\n".join(rows)
 
 
 def part_value(value) -> str:
@@ -444,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "parts and each part's source")
     hw.add_argument("name", nargs="?", default=None, help="only this profile")
     hw.add_argument("--json", action="store_true", help="print the profiles as JSON")
+    hw.add_argument("--markdown", action="store_true", help="print the profiles as docs/calibration.md's tables")
     hw.set_defaults(func=_cmd_hardware)
 
     measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")

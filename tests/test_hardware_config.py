@@ -208,3 +208,14 @@ def test_hardware_with_an_unknown_name_exits_2_with_one_line(capsys):
     assert main(["hardware", "i3en.2xl"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown profile 'i3en.2xl'" in err and "'i3en.2xlarge'" in err
+
+
+def test_calibration_md_carries_every_profile_as_the_data_has_it(capsys):
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
+    assert main(["hardware", "--markdown"]) == 0
+    tables = capsys.readouterr().out.strip()
+    start = page.index("<!-- hardware profiles: generated")
+    generated = page[page.index("\n", start) + 1:page.index("<!-- end of hardware profiles -->")].strip()
+    assert generated == tables  # regenerate with: python -m kafkamodel hardware --markdown

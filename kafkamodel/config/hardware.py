@@ -65,12 +65,16 @@ REFERENCES: dict[str, str] = {
     "aws-storage": ("AWS, Amazon EC2 User Guide, \"Storage optimized instances\": hardware, network (baseline and "
                     "burst bandwidth) and instance-store IOPS tables, "
                     "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/storage-optimized-instances.html (read in "
-                    "awsdocs/amazon-ec2-user-guide, doc_source/storage-optimized-instances.md at commit 1300242)"),
+                    "awsdocs/amazon-ec2-user-guide, doc_source/storage-optimized-instances.md at commit 1300242, "
+                    "2023-04-25)"),
     "aws-bandwidth": ("AWS, Amazon EC2 User Guide, \"Amazon EC2 instance network bandwidth\": instances sized "
                       "\"up to\" a bandwidth have a baseline and burst on network I/O credits \"typically from 5 to "
                       "60 minutes\", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-network-bandwidth.html"),
-    "aws-compute": ("AWS, Amazon EC2 User Guide, \"Compute optimized instances\": hardware table, "
-                    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/compute-optimized-instances.html"),
+    "aws-compute": ("AWS, Amazon EC2 User Guide, \"Compute optimized instances\": hardware and network (baseline "
+                    "and burst bandwidth) tables, "
+                    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/compute-optimized-instances.html (read in "
+                    "awsdocs/amazon-ec2-user-guide, doc_source/compute-optimized-instances.md at commit d289961, "
+                    "2023-05-11)"),
     "confluent-2020": ("A. Nikhil, \"Benchmarking Apache Kafka, Apache Pulsar, and RabbitMQ: Which is the Fastest?\", "
                        "Confluent blog, 2020, https://www.confluent.io/blog/kafka-fastest-messaging-system/, and its "
                        "repository confluentinc/openmessaging-benchmark (docs/validation-sources.md section 2)"),
@@ -82,7 +86,7 @@ REFERENCES: dict[str, str] = {
                    "(docs/validation-sources.md section 7.3)"),
     "callaghan-2026": ("M. Callaghan, \"SSDs, power loss protection and fsync latency\", Small Datum blog, 2026: a "
                        "16 KB write + fsync takes about 0.89 ms on a consumer NVMe SSD without power-loss protection "
-                       "(Samsung 990 Pro), 12-58 us on enterprise drives with it (docs/calibration.md)"),
+                       "(Samsung 990 Pro), 12-58 us on enterprise drives with it"),
     "hgst-7k4000": ("HGST, \"Ultrastar 7K4000 Hard Disk Drive Specification\" (7200 RPM), section 4.4.1.1: "
                     "average seek 8.2 ms typical, read and write (read in a copy: "
                     "https://www.easymanua.ls/hgst/hus724040als640/manual?p=25)"),
@@ -168,12 +172,12 @@ LINKEDIN_2014 = Profile("linkedin-2014", "the brokers of Kreps 2014: one six-cor
     "jvm.heap.gib": Part(4, "[kafka-java]: the 0.8 documentation's -Xmx4g; Kreps 2014 does not give the brokers' heap"),
 })
 
-C5N_2XLARGE = Profile("c5n.2xlarge", "AWS c5n.2xlarge: 8 vCPUs, 21 GiB, up to 25 Gbps, EBS only (Confluent 2020's "
-                      "clients; the default client)", {
+C5N_2XLARGE = Profile("c5n.2xlarge", "AWS c5n.2xlarge: 8 vCPUs, 21 GiB, 10 Gbps (burst 25), EBS only (Confluent "
+                      "2020's clients; the default client)", {
     "cores": Part(8, "[aws-compute]: 8 vCPUs; [confluent-2020]: \"8 vCores\""),
     "memory.gib": Part(21, "[aws-compute]: 21 GiB; [confluent-2020]: \"21 GB RAM\""),
-    "nic.gbps": Part(25.0, ("[confluent-2020]: \"Upto 25 Gbps\"; judgement: the burst figure, because AWS's baseline "
-                            "for this size is not in the sources read")),
+    "nic.gbps": Part(10.0, ("[aws-compute]: baseline 10 Gbps, burst 25 Gbps ([confluent-2020]: \"Upto 25 Gbps\"); "
+                            "the baseline is what a sustained load gets once the credits are spent ([aws-bandwidth])")),
     "disk.write.mib.per.s": Part(None, "judgement: a client writes no log (not modelled)"),
     "disk.read.mib.per.s": Part(None, "judgement: a client reads no log (not modelled)"),
     "disk.latency.ms": Part(0, "judgement: a client does no disk I/O in the model"),
