@@ -83,7 +83,7 @@ class Case:
 
 
 def load_cases(folder: Path) -> list[Case]:
-    """Every case in `folder` (``*.yaml``), by name; ValidationError lists every problem in every file."""
+    """Every case in `folder` (``*.yaml``), oldest source first; ValidationError lists every problem in every file."""
     cases, problems = [], []
     for path in sorted(Path(folder).glob("*.yaml")):
         try:
@@ -94,7 +94,7 @@ def load_cases(folder: Path) -> list[Case]:
         raise ValidationError(problems)
     if not cases:
         raise ValidationError([f"{folder}: no validation cases (*.yaml)"])
-    return cases
+    return sorted(cases, key=lambda c: (c.source["year"], c.case))
 
 
 def load_case(path: "str | Path") -> Case:

@@ -24,7 +24,7 @@ EXTRA_STYLE = (".in{color:#116611;font-weight:600}.out{color:#a11;font-weight:60
 
 
 def _model_text(f: dict) -> str:
-    return "no value" if f["model"] is None else number(f["model"])
+    return "no value" if f["model"] is None else f"{number(f['model'])} {f['unit']}"
 
 
 def _band_text(f: dict) -> str:
@@ -42,7 +42,7 @@ def figure_sentence(f: dict) -> str:
         why = f" ({f['note']})" if f["note"] else ""
         return f"The model gives no value{why}, against {published} published: {verdict} the band."
     if f["band"]["on"] == "value":
-        return (f"The model's ratio is {number(f['model'])} against {published} published; the band is "
+        return (f"The model's ratio is {number(f['model'])} against {number(f['published']['value'])} published; the band is "
                 f"{f['band']['text']}: {verdict}.")
     return (f"The model gives {number(f['model'])} {f['unit']} against {published} published: "
             f"{number(f['ratio'])}× the published value, {verdict} the band ({f['band']['text']}, "
@@ -82,7 +82,7 @@ def html_page(doc: dict) -> str:
     bands = "; ".join(f"{KIND_LABEL[k]}: model/published {b.text}" for k, b in BANDS.items())
     summary = "".join(
         f"<tr><td>{esc(f['title'])}</td><td>{esc(c['source']['authors'][0])} {c['source']['year']}</td>"
-        f"<td class='n'>{number(f['published']['value'])} {esc(f['unit'])}</td><td class='n'>{_model_text(f)}</td>"
+        f"<td class='n'>{number(f['published']['value'])} {esc(f['unit'])}</td><td class='n'>{esc(_model_text(f))}</td>"
         f"<td class='n'>{number(f['ratio'], na='–')}</td><td class='n'>{_band_text(f)}</td>"
         f"<td class='{'in' if f['inside'] else 'out'}'>{'inside' if f['inside'] else 'outside'}</td></tr>"
         for c, f in _rows(doc))
