@@ -285,7 +285,10 @@ def _cmd_keys(args) -> int:
                     default = f"(not in {version})"
                 elif (section, name) == ("producers", "enable.idempotence") and value is None:
                     default = "derived"
-            print(f"{prefix}{name:<52} {default:<16} {key.doc}")
+            print(f"{prefix + name:<56} {default:<16} {key.doc}")
+            nested = getattr(key.check, "keys", None)
+            if nested is not None:  # burst.records, hardware.broker.nic.gbps, ...
+                show(f"{prefix}{name}.", nested)
 
     show("", TOP)
     for section, keys in SECTIONS.items():

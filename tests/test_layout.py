@@ -122,8 +122,8 @@ def test_without_links_every_link_is_network_latency():
 
 def power_loss(mode: str, victims: list, **extra) -> dict:
     return {"name": "power", "seed": 4, "duration.ms": 12000, "brokers": 3, "replication": mode,
-            "broker": {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500, "os.dirty.expire.ms": 30000,
-                       **extra.pop("broker", {})},
+            "broker": {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500, **extra.pop("broker", {})},
+            "os": {"vm.dirty_expire_centisecs": 3000},
             "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
             "producers": [{"topic": "t", "rate.per.s": 2000, "acks": "all", "request.timeout.ms": 3000,
                            "stop.ms": 5000}],

@@ -18,8 +18,8 @@ from typing import Any, Iterable, Iterator, Mapping
 import yaml
 
 from . import versions
-from .schema import CONSUMER_FAULTS, LISTS, REQUIRED, SECTIONS, TOP, Key
-from .settings import authored, delivery_timeout_floor, derive, idempotence_conflicts, leader_target
+from .schema import CLOSED_LOOP, CONSUMER_FAULTS, LISTS, MOVED, REQUIRED, SECTIONS, TOP, Key
+from .settings import authored, delivery_timeout_floor, derive, idempotence_conflicts, leader_target, resolved_machines
 from .version_checks import idempotence_defaults, resolve_version, version_checks
 
 
@@ -57,7 +57,9 @@ def did_you_mean(name: Any, choices: Iterable[str], otherwise: str = "") -> str:
 
 
 def unknown_key(key: Any, valid: Iterable[str], path: str) -> str:
-    """`path: unknown key` with the nearest valid key, or all of them."""
+    """`path: unknown key` with the nearest valid key, or all of them (a key that moved: where it went)."""
+    if path in MOVED:
+        return f"{path}: {MOVED[path]}"
     valid = list(valid)
     return f"{path}: unknown key" + did_you_mean(key, valid, f"; valid keys: {', '.join(valid)}")
 
@@ -120,12 +122,15 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
     if not s["topics"] and (s["producers"] or s["faults"]):
         problems.append("topics: at least one topic is needed")
     _check_racks_and_links(s, brokers, problems)
+    _check_machines_and_os(s, given, problems)
     for i, (p, mine) in enumerate(zip(s["producers"], authored(given, "producers", len(s["producers"])))):
         where = f"producers[{i}]"
         if p["topic"] is not None and p["topic"] not in topics:
             problems.append(_unknown_topic(p["topic"], topics, where))
         if p["rate.per.s"] == 0 and p["burst"] is None:
             problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
+        if p["rate.per.s"] == CLOSED_LOOP and p["burst"] is not None:
+            problems.append(f"{where}.burst: not used with rate.per.s: max (a closed-loop producer sends as fast as it can)")
         if mine.get("delivery.timeout.ms") is not None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
             problems.append(  # a value the author set (an unset one is raised to the floor: settings.derive)
                 f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
@@ -187,6 +192,18 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
             problems.append(f"{where}.duration.ms: required for kind {f['kind']}")
         if f["kind"] == "restart" and f["duration.ms"] is not None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
+
+
+def _check_machines_and_os(s: dict, given: Mapping, problems: list[str]) -> None:
+    """The JVM heap fits in the machine's memory; vm.dirty_background_ratio below vm.dirty_ratio (Linux halves a
+    background ratio at or above dirty_ratio, domain_dirty_limits(); a scenario says what it means instead)."""
+    for role, machine in resolved_machines(s, given).items():
+        heap, memory = machine["jvm.heap.gib"], machine["memory.gib"]
+        if heap >= memory:
+            problems.append(f"hardware.{role}.jvm.heap.gib: must be below memory.gib ({memory:g}), got {heap:g}")
+    ratio, background = s["os"]["vm.dirty_ratio"], s["os"]["vm.dirty_background_ratio"]
+    if background >= ratio:
+        problems.append(f"os.vm.dirty_background_ratio: must be below vm.dirty_ratio ({ratio}), got {background}")
 
 
 def _check_racks_and_links(s: dict, brokers: int, problems: list[str]) -> None:
@@ -354,7 +371,10 @@ def _set_path(given: dict, path: str, value: Any) -> None:
     if head in SECTIONS and rest:
         section = given.setdefault(head, {}) or {}
         given[head] = section
-        section[rest] = value
+        if rest in SECTIONS[head]:
+            section[rest] = value
+        else:  # hardware.broker.nic.gbps reaches into a nested section (or names the unknown key)
+            _set_nested(section, rest, value, SECTIONS[head], head)
         return
     if path in TOP or path in SECTIONS or path in LISTS:
         given[path] = value

@@ -9,10 +9,12 @@ defaults and says which properties it lacks (docs/versions.md).
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from . import hardware
 from .distributions import check_distribution
 from .versions import KRAFT, NEWEST, ZOOKEEPER, check_version
 
@@ -159,6 +161,29 @@ def unknown_link_key(key: Any, where: str) -> str:
     return f"{where}.{key}: unknown key; a link has between and latency.ms"
 
 
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+CLOSED_LOOP = "max"  # rate.per.s: max
+
+
+def rate(v: Any, path: str) -> list[str]:
+    """rate.per.s: a number of records per second (0 .. 1e8), or max (closed loop)."""
+    if v == CLOSED_LOOP:
+        return []
+    if not _is_number(v):
+        return [f"{path}: must be a number of records per second or max, got {v!r}"]
+    return _bounds(v, path, 0, 1e8)
+
+
+def profile_name(v: Any, path: str) -> list[str]:
+    """A hardware profile (config/hardware.py), named with the nearest valid names if unknown."""
+    names = list(hardware.PROFILES)
+    if isinstance(v, str) and v in hardware.PROFILES:
+        return []
+    near = difflib.get_close_matches(str(v), names, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return [f"{path}: unknown profile {v!r}{hint} (profiles: {', '.join(names)})"]
+
+
 def _section(keys: Mapping[str, Key]) -> Check:
     """A nested mapping of keys (for burst: and keys:), checked by the loader."""
 
@@ -201,7 +226,6 @@ BROKER: dict[str, Key] = {
     "truncation": Key("leader_epoch", choice("high_watermark", "leader_epoch"), "follows kafka.version (KIP-101 brought leader epochs; docs/versions.md); given, it must agree"),
     "log.flush.interval.messages": Key(None, optional(integer(1)), "fsync after this many appended records; null = never forced (Kafka's default)"),
     "log.flush.interval.ms": Key(None, optional(number(positive=True)), "fsync every this many ms; null = never forced (Kafka's default)"),
-    "os.dirty.expire.ms": Key(30000, number(lo=0), "the OS writes page-cache data back this long after it was written (Linux: 30 s)"),
     "auto.leader.rebalance.enable": Key(True, boolean, "periodic preferred-replica election"),
     "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
@@ -220,12 +244,51 @@ BROKER: dict[str, Key] = {
 NETWORK: dict[str, Key] = {
     "latency.ms": Key({"dist": "lognormal", "median": 0.5, "sigma": 0.5}, distribution, "one-way message latency"),
     "links": Key([], lambda v, p: link_list(v, p), "[{between: [X, Y], latency.ms: DIST}]: X, Y a broker id, rack:NAME, clients or *; later entries win"),
-    "bandwidth.mbps": Key(10000, optional(number(positive=True)), "each broker's NIC (10 GbE), shared by all its traffic, each direction; null = unlimited"),
+    "bandwidth.mbps": Key(10000, optional(number(positive=True)), "each broker's NIC, shared by all its traffic, each direction; null = unlimited"),
 }
 
 DISK: dict[str, Key] = {
-    "fsync.ms": Key({"dist": "lognormal", "median": 0.9, "sigma": 0.5}, distribution,
-                    "one fsync of a log (a consumer NVMe SSD without power-loss protection; docs/calibration.md)"),
+    "fsync.ms": Key(None, optional(distribution), "one fsync of a log; null = hardware.broker.fsync.ms (a value here wins)"),
+}
+
+
+
+def machine_keys(default_profile: str) -> dict[str, Key]:
+    """hardware.broker / hardware.client: a profile and its parts; a part written beside the profile overrides the
+    profile's (settings.derive). Defaults shown are the default profile's."""
+    parts = hardware.profile(default_profile).values()
+    return {
+        "profile": Key(default_profile, profile_name, "a machine profile (python -m kafkamodel hardware lists them)"),
+        "cores": Key(parts["cores"], optional(integer(1, 100000)), "hardware threads (vCPUs) shared by every thread of the process; null = unlimited"),
+        "memory.gib": Key(parts["memory.gib"], number(positive=True), "RAM in GiB: the JVM heap, and the page cache in what is left"),
+        "nic.gbps": Key(parts["nic.gbps"], optional(number(positive=True)), "the NIC in Gbps (10^9 bit/s), each direction; null = unlimited"),
+        "disk.write.mib.per.s": Key(parts["disk.write.mib.per.s"], optional(number(positive=True)), "sequential write bandwidth of the log disks together, MiB/s; null = unlimited"),
+        "disk.read.mib.per.s": Key(parts["disk.read.mib.per.s"], optional(number(positive=True)), "sequential read bandwidth of the log disks together, MiB/s; null = unlimited"),
+        "disk.latency.ms": Key(parts["disk.latency.ms"], distribution, "one read's access time on the log disks (seek, or an NVMe read)"),
+        "fsync.ms": Key(parts["fsync.ms"], distribution, "one fsync of a log segment"),
+        "jvm.heap.gib": Key(parts["jvm.heap.gib"], number(positive=True), "the JVM heap (-Xmx) in GiB: memory that is not page cache"),
+    }
+
+
+BROKER_MACHINE = machine_keys(hardware.DEFAULT_BROKER)
+CLIENT_MACHINE = machine_keys(hardware.DEFAULT_CLIENT)
+
+HARDWARE: dict[str, Key] = {
+    "broker": Key({"profile": hardware.DEFAULT_BROKER}, _section(BROKER_MACHINE), "each broker's machine: {profile, parts...}"),
+    "client": Key({"profile": hardware.DEFAULT_CLIENT}, _section(CLIENT_MACHINE), "each producer instance's machine: {profile, parts...}"),
+}
+
+# Linux's dirty-page writeback sysctls (Documentation/admin-guide/sysctl/vm.rst; defaults from mm/page-writeback.c)
+OS: dict[str, Key] = {
+    "vm.dirty_background_ratio": Key(10, integer(0, 100), "percent of dirtyable memory at which the flusher threads start writing dirty pages back"),
+    "vm.dirty_ratio": Key(20, integer(0, 100), "percent of dirtyable memory at which a writing process is throttled to write back itself"),
+    "vm.dirty_expire_centisecs": Key(3000, integer(0, MAX_INT), "dirty data older than this (1/100 s) is written back when the flusher wakes"),
+    "vm.dirty_writeback_centisecs": Key(500, integer(0, MAX_INT), "the flusher threads wake this often (1/100 s); 0 = never periodically"),
+}
+
+# keys that moved: their old path -> where they went (named in the error)
+MOVED: dict[str, str] = {
+    "broker.os.dirty.expire.ms": "removed; use os: {vm.dirty_expire_centisecs: N} (N = milliseconds / 10; Linux's default 3000 = 30 s)",
 }
 
 # a broker's CPU per request, in microseconds (the model's calibration, not Kafka properties; docs/calibration.md)
@@ -238,6 +301,12 @@ COSTS: dict[str, Key] = {
     "fetcher.response.us": Key(10, number(lo=0), "a follower's replica fetcher thread, per fetch response"),
     "fetcher.partition.us": Key(10, number(lo=0), "a replica fetcher thread, per partition appended"),
     "fetcher.kib.us": Key(0.25, number(lo=0), "a replica fetcher thread, per KiB appended"),
+    "producer.record.us": Key(0.5, number(lo=0), "a producer's sender thread, per record (serialise, append to a batch)"),
+    "producer.batch.us": Key(5, number(lo=0), "a producer's sender thread, per batch (close it, checksum it)"),
+    "producer.request.us": Key(20, number(lo=0), "a producer's sender thread, per produce request (build, send, complete)"),
+    "gc.young.mib": Key(1024, number(positive=True), "a broker's JVM runs a young collection each time it has allocated this many MiB"),
+    "gc.pause.ms": Key({"dist": "lognormal", "median": 12, "sigma": 0.45}, distribution, "one young-collection pause; it stops every thread of the broker"),
+    "gc.request.kib": Key(4, number(lo=0), "KiB a broker allocates per request, besides the bytes of its records"),
 }
 
 TOPIC: dict[str, Key] = {
@@ -263,7 +332,11 @@ KEYS: dict[str, Key] = {
 
 PRODUCER: dict[str, Key] = {
     "topic": Key(REQUIRED, text, "topic written to"),
-    "rate.per.s": Key(0, number(lo=0, hi=1e8), "Poisson arrival rate of records"),
+    "rate.per.s": Key(0, lambda v, p: rate(v, p), "Poisson arrival rate of records, or max: closed loop, as fast as buffer.memory and in-flight requests allow"),
+    "instances": Key(1, integer(1, 10000), "copies of this producer, each on its own client machine"),
+    "buffer.memory": Key(33554432, integer(0, 2**63 - 1), "bytes of records waiting to be sent; send() blocks when they are used up"),
+    "max.block.ms": Key(60000, number(lo=0), "send() fails after blocking this long for buffer.memory"),
+    "compression.type": Key("none", choice(*COMPRESSION_TYPES), "none, gzip, snappy, lz4 or zstd (2.1+)"),
     "burst": Key(None, optional(_section(BURST)), "periodic bursts: {records, every.ms, start.ms}"),
     "start.ms": Key(0, number(lo=0), "first possible send"),
     "stop.ms": Key(None, optional(number(lo=0)), "no sends from here on (default: end of run)"),
@@ -322,5 +395,6 @@ CONSUMER: dict[str, Key] = {
     "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links"),
 }
 
-SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS}
+SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS,
+                                       "hardware": HARDWARE, "os": OS}
 LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT}

@@ -21,11 +21,13 @@ look a scenario key up themselves.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .schema import CONSUMER_FAULTS
+from .hardware import PARTS, profile
+from .schema import CLOSED_LOOP, CONSUMER_FAULTS
 from .versions import MAX_INT, Mechanisms, mechanisms
 
 # acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
@@ -67,8 +69,23 @@ def authored(given: Mapping, name: str, count: int) -> list[Mapping]:
     return [items[i] if i < len(items) and isinstance(items[i], Mapping) else {} for i in range(count)]
 
 
+def resolved_machines(s: Mapping, given: Mapping) -> dict[str, dict]:
+    """hardware.broker and hardware.client with every part: the profile's, except those the author wrote beside it
+    (null included: unlimited)."""
+    written = given.get("hardware")
+    written = written if isinstance(written, Mapping) else {}
+    machines = {}
+    for role, machine in s["hardware"].items():
+        mine = written.get(role)
+        mine = mine if isinstance(mine, Mapping) else {}
+        parts = profile(machine["profile"]).values()
+        machines[role] = {"profile": machine["profile"], **{k: machine[k] if k in mine else copy.deepcopy(parts[k]) for k in PARTS}}
+    return machines
+
+
 def derive(s: dict, given: Mapping, kafka: Mechanisms) -> dict:
     """Fill the defaults that depend on other settings, in place; returns `s`. `given`: what the author wrote."""
+    s["hardware"] = resolved_machines(s, given)
     for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
             p["enable.idempotence"] = not idempotence_conflicts(p, kafka)
@@ -118,7 +135,6 @@ class BrokerSettings:
     heartbeat_interval_ms: float | None  # KRaft: a broker heartbeats this often; None: ZooKeeper (expiry counts from silence)
     log_flush_interval_messages: int  # fsync after this many appended records; 0: never forced
     log_flush_interval_ms: float | None  # fsync every this many ms; None: never forced
-    os_dirty_expire_ms: float  # the OS writes page-cache data back this long after it was written
     auto_leader_rebalance_enable: bool
     leader_imbalance_check_interval_ms: float
     leader_imbalance_per_broker_percentage: float
@@ -144,7 +160,6 @@ class BrokerSettings:
             heartbeat_interval_ms=_ms(None if b["zookeeper.session.timeout.ms"] else b["broker.heartbeat.interval.ms"]),
             log_flush_interval_messages=b["log.flush.interval.messages"] or 0,
             log_flush_interval_ms=_ms(b["log.flush.interval.ms"] or None),
-            os_dirty_expire_ms=float(b["os.dirty.expire.ms"]),
             auto_leader_rebalance_enable=bool(b["auto.leader.rebalance.enable"]),
             leader_imbalance_check_interval_ms=float(b["leader.imbalance.check.interval.seconds"]) * 1000.0,
             leader_imbalance_per_broker_percentage=float(b["leader.imbalance.per.broker.percentage"]),
@@ -159,8 +174,54 @@ class BrokerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MachineSettings:
+    """A broker's or a client's machine (hardware.broker / hardware.client; profiles in config/hardware.py)."""
+
+    profile: str
+    cores: int | None  # hardware threads (vCPUs); None: unlimited
+    memory_gib: float
+    nic_gbps: float | None  # each direction; None: unlimited
+    disk_write_mib_per_s: float | None  # None: unlimited (no writeback limit, no disk time)
+    disk_read_mib_per_s: float | None  # None: unlimited
+    disk_latency_ms: Any  # one read's access time (a distribution, as config.distributions takes it)
+    fsync_ms: Any  # one fsync (a distribution)
+    jvm_heap_gib: float  # -Xmx: memory that is not page cache
+
+    @classmethod
+    def of(cls, m: Mapping) -> "MachineSettings":
+        def bound(v):
+            return None if v is None else float(v)
+
+        return cls(
+            profile=m["profile"], cores=None if m["cores"] is None else int(m["cores"]),
+            memory_gib=float(m["memory.gib"]), nic_gbps=bound(m["nic.gbps"]),
+            disk_write_mib_per_s=bound(m["disk.write.mib.per.s"]), disk_read_mib_per_s=bound(m["disk.read.mib.per.s"]),
+            disk_latency_ms=m["disk.latency.ms"], fsync_ms=m["fsync.ms"], jvm_heap_gib=float(m["jvm.heap.gib"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OsSettings:
+    """Linux's dirty-page writeback (os.vm.*), times in ms."""
+
+    dirty_background_ratio: float  # percent of dirtyable memory: background writeback starts
+    dirty_ratio: float  # percent of dirtyable memory: writers are throttled
+    dirty_expire_ms: float  # vm.dirty_expire_centisecs * 10: dirty data older than this is written back
+    dirty_writeback_ms: float  # vm.dirty_writeback_centisecs * 10: the flusher's period (0: no periodic wakeup)
+
+    @classmethod
+    def of(cls, o: Mapping) -> "OsSettings":
+        return cls(
+            dirty_background_ratio=float(o["vm.dirty_background_ratio"]), dirty_ratio=float(o["vm.dirty_ratio"]),
+            dirty_expire_ms=float(o["vm.dirty_expire_centisecs"]) * 10.0,
+            dirty_writeback_ms=float(o["vm.dirty_writeback_centisecs"]) * 10.0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CostSettings:
-    """A broker's CPU per request (µs): the model's calibration (docs/calibration.md)."""
+    """CPU per request (µs), the client's per record, batch and request, and the brokers' GC: the model's calibration
+    (docs/calibration.md)."""
 
     request_us: float
     partition_us: float
@@ -170,10 +231,18 @@ class CostSettings:
     fetcher_response_us: float
     fetcher_partition_us: float
     fetcher_kib_us: float
+    producer_record_us: float  # a producer's sender thread, per record
+    producer_batch_us: float  # per batch
+    producer_request_us: float  # per produce request
+    gc_young_mib: float  # a young collection per this many MiB allocated
+    gc_pause_ms: Any  # one young pause (a distribution)
+    gc_request_kib: float  # KiB allocated per request besides its records
+
+    DISTRIBUTIONS = ("gc.pause.ms",)  # cost keys that are distributions, not numbers
 
     @classmethod
     def of(cls, c: Mapping) -> "CostSettings":
-        return cls(**{k.replace(".", "_"): float(v) for k, v in c.items()})
+        return cls(**{k.replace(".", "_"): v if k in cls.DISTRIBUTIONS else float(v) for k, v in c.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +299,11 @@ class ProducerSettings:
     client_rack: str | None  # the rack it runs in (network.links)
     partitioner: Any  # a name, or {mapping: {key: partition}}
     key_cardinality: int | None  # keys key-0 .. key-(n-1); None: null keys
+    closed_loop: bool  # rate.per.s: max (then rate_per_s is 0.0): as fast as buffer.memory and in-flight requests allow
+    buffer_memory: int  # bytes
+    max_block_ms: float
+    compression_type: str  # none, gzip, snappy, lz4, zstd
+    instance: int  # which copy of its producers[] entry (0 .. instances-1)
 
     @property
     def records_per_batch(self) -> int:
@@ -237,10 +311,11 @@ class ProducerSettings:
         return max(1, self.batch_size // self.record_size_bytes)
 
     @classmethod
-    def of(cls, p: Mapping) -> "ProducerSettings":
+    def of(cls, p: Mapping, instance: int = 0) -> "ProducerSettings":
         burst = p["burst"]
+        closed = p["rate.per.s"] == CLOSED_LOOP
         return cls(
-            topic=p["topic"], rate_per_s=float(p["rate.per.s"]),
+            topic=p["topic"], rate_per_s=0.0 if closed else float(p["rate.per.s"]),
             burst=None if burst is None else BurstSettings(int(burst["records"]), float(burst["every.ms"]),
                                                            float(burst["start.ms"])),
             start_ms=float(p["start.ms"]), stop_ms=_ms(p["stop.ms"]),
@@ -251,6 +326,8 @@ class ProducerSettings:
             max_in_flight=int(p["max.in.flight.requests.per.connection"]),
             max_request_size=int(p["max.request.size"]), client_rack=p["client.rack"], partitioner=p["partitioner"],
             key_cardinality=None if p["keys"] is None else int(p["keys"]["cardinality"]),
+            closed_loop=closed, buffer_memory=int(p["buffer.memory"]), max_block_ms=float(p["max.block.ms"]),
+            compression_type=p["compression.type"], instance=instance,
         )
 
 
@@ -336,9 +413,12 @@ class Settings:
     latency_ms: Any  # the one-way latency distribution (every link network.links does not name)
     links: tuple  # ((end X, end Y), latency distribution) per network.links entry, in order (later wins)
     racks: tuple  # broker -> its rack (broker.rack); () without racks
-    fsync_ms: Any  # one fsync's duration (distribution)
+    fsync_ms: Any  # one fsync's duration (distribution): disk.fsync.ms, else the broker machine's
     quorum_fsync: bool  # quorum mode: replicas count towards the majority once durable
-    bandwidth_mbps: float | None  # each broker NIC; None: messages take no transfer time
+    bandwidth_mbps: float | None  # each broker NIC: network.bandwidth.mbps, else the broker machine's; None: no transfer time
+    broker_machine: MachineSettings
+    client_machine: MachineSettings  # each producer instance's own
+    os: OsSettings
     costs: CostSettings
     topics: tuple  # TopicSettings, in scenario order
     producers: tuple  # ProducerSettings
@@ -354,6 +434,9 @@ class Settings:
         racks = tuple(scenario["racks"][i % len(scenario["racks"])] for i in range(scenario["brokers"])) \
             if scenario["racks"] else ()
         kafka = mechanisms(scenario["kafka.version"], scenario["kafka.metadata"])
+        broker_machine = MachineSettings.of(scenario["hardware"]["broker"])
+        bandwidth = scenario["network"]["bandwidth.mbps"]
+        fsync = scenario["disk"]["fsync.ms"]
         return cls(
             name=scenario["name"], seed=scenario["seed"], duration_ms=duration,
             kafka=kafka, replication=scenario["replication"],
@@ -361,13 +444,15 @@ class Settings:
             timeline_interval_ms=float(interval or max(duration / 400.0, 1.0, duration * partitions / TIMELINE_ROWS)),
             debug_invariants=bool(scenario["debug.invariants"]),
             broker=BrokerSettings.of(b),
-            latency_ms=scenario["network"]["latency.ms"], bandwidth_mbps=_ms(scenario["network"]["bandwidth.mbps"]),
+            latency_ms=scenario["network"]["latency.ms"], bandwidth_mbps=_ms(bandwidth),
             links=tuple((tuple(link["between"]), link["latency.ms"]) for link in scenario["network"]["links"]),
             racks=racks,
-            fsync_ms=scenario["disk"]["fsync.ms"], quorum_fsync=bool(scenario["quorum.fsync"]),
+            fsync_ms=broker_machine.fsync_ms if fsync is None else fsync, quorum_fsync=bool(scenario["quorum.fsync"]),
+            broker_machine=broker_machine, client_machine=MachineSettings.of(scenario["hardware"]["client"]),
+            os=OsSettings.of(scenario["os"]),
             costs=CostSettings.of(scenario["costs"]),
             topics=tuple(TopicSettings.of(t, b, kafka) for t in scenario["topics"]),
-            producers=tuple(ProducerSettings.of(p) for p in scenario["producers"]),
+            producers=tuple(ProducerSettings.of(p, k) for p in scenario["producers"] for k in range(p["instances"])),
             consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
         )

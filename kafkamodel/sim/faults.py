@@ -39,7 +39,7 @@ class FaultInjector:
         self.replicas = sim.replicas
         self.topic_first = sim.topic_first
         self.faults = sim.settings.faults
-        self.dirty_expire_ms = sim.settings.broker.os_dirty_expire_ms
+        self.dirty_expire_ms = sim.settings.os.dirty_expire_ms
         self.client_nodes = sim.layout.client_nodes()
         self.event = sim.recorder.event
         self.producer_network, self.leader, self.follower = producer_network, leader, follower
@@ -148,7 +148,7 @@ class FaultInjector:
 
     def fault_power_loss(self, b: int, f: FaultSettings) -> None:
         """The machine loses power. What was fsynced (log.flush.interval.*) or written back
-        by the OS (os.dirty.expire.ms) survives; the rest of each log is gone. The HW
+        by the OS (os.vm.dirty_expire_centisecs) survives; the rest of each log is gone. The HW
         checkpoint file is fsynced when written, so it survives (clamped to the log)."""
         if not self._stop_process(b):
             self.event(FAULT_SKIPPED, -1, b, "power_loss: already down")

@@ -99,7 +99,7 @@ def power_loss_story(agg: Aggregates) -> dict:
                 "rfs": rfs[:2]}
     return {"at_ms": float(first["at.ms"]), "for_ms": float(first["duration.ms"]), "session_ms": s.broker.session_timeout_ms,
             "request_timeout_ms": s.producers[0].request_timeout_ms, "rate": s.producers[0].rate_per_s,
-            "dirty_expire_ms": s.broker.os_dirty_expire_ms, "rfs": rfs, "same": same}
+            "dirty_expire_ms": s.os.dirty_expire_ms, "rfs": rfs, "same": same}
 
 
 def power_loss_text(agg: Aggregates) -> str:
@@ -107,7 +107,7 @@ def power_loss_text(agg: Aggregates) -> str:
     k = power_loss_story(agg)
     text = (f"At {seconds(k['at_ms'])} either the leader's zone or every broker loses power for {seconds(k['for_ms'])}. "
             f"What survives is what was fsynced, or written back by the operating system (pages older than "
-            f"`os.dirty.expire.ms`, {seconds(k['dirty_expire_ms'])}: none yet at {seconds(k['at_ms'])}). RF 3 spans three "
+            f"`os.vm.dirty_expire_centisecs`, {seconds(k['dirty_expire_ms'])}: none yet at {seconds(k['at_ms'])}). RF 3 spans three "
             f"zones and RF 5 puts two replicas in zones a and b, so losing one zone leaves a majority and an in-sync "
             f"replica with every acknowledged record; losing every broker leaves only what reached a disk: at "
             f"{fmt(k['rate'])} records/s, up to {fmt(k['rate'] * k['at_ms'] / 1000.0)} records acknowledged before the "
