@@ -23,8 +23,13 @@ EXTRA_STYLE = (".in{color:#116611;font-weight:600}.out{color:#a11;font-weight:60
                "white-space:nowrap}h2{margin-top:2.5rem}h3{margin-top:1.5rem}blockquote{margin:.5rem 0;color:#444}")
 
 
+def with_unit(x: float, unit: str) -> str:
+    """A value with its unit (a ratio has none)."""
+    return number(x) if unit == "ratio" else f"{number(x)} {unit}"
+
+
 def _model_text(f: dict) -> str:
-    return "no value" if f["model"] is None else f"{number(f['model'])} {f['unit']}"
+    return "no value" if f["model"] is None else with_unit(f["model"], f["unit"])
 
 
 def _band_text(f: dict) -> str:
@@ -37,7 +42,7 @@ def _band_text(f: dict) -> str:
 def figure_sentence(f: dict) -> str:
     """One sentence on a figure, every number read from it."""
     verdict = "inside" if f["inside"] else "outside"
-    published = f"{number(f['published']['value'])} {f['unit']}"
+    published = with_unit(f["published"]["value"], f["unit"])
     if f["model"] is None:
         why = f" ({f['note']})" if f["note"] else ""
         return f"The model gives no value{why}, against {published} published: {verdict} the band."
@@ -82,7 +87,7 @@ def html_page(doc: dict) -> str:
     bands = "; ".join(f"{KIND_LABEL[k]}: model/published {b.text}" for k, b in BANDS.items())
     summary = "".join(
         f"<tr><td>{esc(f['title'])}</td><td>{esc(c['source']['authors'][0])} {c['source']['year']}</td>"
-        f"<td class='n'>{number(f['published']['value'])} {esc(f['unit'])}</td><td class='n'>{esc(_model_text(f))}</td>"
+        f"<td class='n'>{esc(with_unit(f['published']['value'], f['unit']))}</td><td class='n'>{esc(_model_text(f))}</td>"
         f"<td class='n'>{number(f['ratio'], na='–')}</td><td class='n'>{_band_text(f)}</td>"
         f"<td class='{'in' if f['inside'] else 'out'}'>{'inside' if f['inside'] else 'outside'}</td></tr>"
         for c, f in _rows(doc))
@@ -95,8 +100,8 @@ def html_page(doc: dict) -> str:
             f"names.</p><table><tr><th>figure</th><th>source</th><th>published</th><th>model</th>"
             f"<th>model / published</th><th>band</th><th></th></tr>{summary}</table>{sections}"
             f"<p class='meta'>Model run {esc(doc['generated_at'])} by <code>{esc(doc['command'])}</code> "
-            f"({esc(doc['generated_by'])}); page written {how['generated_at']}"
-            + (f", commit {how['git_commit']}" if how["git_commit"] else "")
+            f"({esc(doc['generated_by'])}" + (f", commit {esc(doc['git_commit'])}" if doc.get("git_commit") else "")
+            + f"); page written {how['generated_at']}"
             + f"; {esc(how['host'])}.</p></body></html>\n")
 
 
@@ -115,7 +120,7 @@ def _case_section(c: dict) -> str:
         for r in c["runs"])
     figures = "".join(
         f"<tr><td>{esc(f['title'])}<br><small>{esc(f['quantity'])}</small></td>"
-        f"<td>{number(f['published']['value'])} {esc(f['unit'])} <small>({esc(f['published']['tag'])})</small>"
+        f"<td>{esc(with_unit(f['published']['value'], f['unit']))} <small>({esc(f['published']['tag'])})</small>"
         + (f"<blockquote>“{esc(f['published']['quote'])}”</blockquote>" if f["published"].get("quote") else "")
         + f"</td><td>{esc(figure_sentence(f))}"
         + (f"<br><small>Band: {esc(f['band']['source'])}</small>" if f["band"].get("source") else "")
@@ -139,10 +144,11 @@ def readme_table(doc: dict) -> str:
              "|---|---|---|---|---|---|---|"]
     for c, f in _rows(doc):
         lines.append(f"| {f['title']} | {c['source']['authors'][0]} {c['source']['year']} | "
-                     f"{number(f['published']['value'])} {f['unit']} | {_model_text(f)} | {number(f['ratio'], na='–')} | "
+                     f"{with_unit(f['published']['value'], f['unit'])} | {_model_text(f)} | {number(f['ratio'], na='–')} | "
                      f"{_band_text(f)} | {'yes' if f['inside'] else '**no**'} |")
     lines.append("")
-    lines.append(f"Model run {doc['generated_at']} ({doc['generated_by']}): `{doc['command']}`.")
+    commit = f", commit {doc['git_commit']}" if doc.get("git_commit") else ""
+    lines.append(f"Model run {doc['generated_at']} ({doc['generated_by']}{commit}): `{doc['command']}`.")
     return "\n".join(lines)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
 
 from .. import __version__
 from ..sim.simulation import simulate
+from ..study.report import provenance
 from .bands import band_for, inside
 from .cases import Case
 from .measure import describe, measure
@@ -47,8 +47,9 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
                     "scenario": scenario_line(case.scenario), "runs": runs,
                     "figures": [{"case": case.case, **_figure(case, f, results)} for f in case.figures]})
     figures = [f for c in out for f in c["figures"]]
-    return {"generated_by": f"kafkamodel {__version__}", "generated_at": datetime.now(timezone.utc).isoformat(
-        timespec="seconds"), "command": command, "cases": out,
+    how = provenance()
+    return {"generated_by": f"kafkamodel {__version__}", "generated_at": how["generated_at"],
+            "git_commit": how["git_commit"], "command": command, "cases": out,
         "totals": {"figures": len(figures), "inside": sum(f["inside"] for f in figures)}}
 
 
