@@ -22,6 +22,7 @@ import yaml
 
 from kafkamodel.cli import main
 from kafkamodel.paths import VALIDATION
+from kafkamodel.study.report import write_index
 from kafkamodel.validation import band_for, inside, load_case, load_cases
 from kafkamodel.validation import command
 from kafkamodel.validation.cases import ValidationError
@@ -123,11 +124,19 @@ def test_a_malformed_case_is_one_line_naming_the_field(tmp_path, path, value, de
     assert "\n" not in str(exc.value)
 
 
-def test_the_verb_refuses_a_malformed_case_in_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    write_case(cases, mutated("figures[1]/kind", "latency_p99"))
-    monkeypatch.setattr(command, "VALIDATION", cases)
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    """Make `case` the only shipped case (the verb reads command.VALIDATION)."""
+    def ship(case: dict) -> None:
+        folder = tmp_path / "cases"
+        folder.mkdir(exist_ok=True)
+        write_case(folder, case)
+        monkeypatch.setattr(command, "VALIDATION", folder)
+    return ship
+
+
+def test_the_verb_refuses_a_malformed_case_in_one_line_and_writes_nothing(tmp_path, capsys, shipped):
+    shipped(mutated("figures[1]/kind", "latency_p99"))
     out = tmp_path / "out"
     assert main(["validation", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
@@ -135,11 +144,9 @@ def test_the_verb_refuses_a_malformed_case_in_one_line_and_writes_nothing(tmp_pa
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_the_verb_refuses_an_unknown_case_name_and_a_users_file_before_running(tmp_path, capsys, monkeypatch):
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    write_case(cases, CASE)
-    monkeypatch.setattr(command, "VALIDATION", cases)
+def test_the_verb_refuses_an_unknown_case_name_and_a_users_file_before_running(tmp_path, capsys, monkeypatch,
+                                                                               shipped):
+    shipped(CASE)
     out = tmp_path / "out"
     assert main(["validation", "--out", str(out), "--case", "tiyn"]) == 2
     assert "--case: no validation case 'tiyn'; did you mean 'tiny'?" in capsys.readouterr().err
@@ -283,18 +290,19 @@ def test_the_readme_table_is_regenerated_between_its_markers(small_doc, tmp_path
         update_readme(readme, small_doc)
 
 
-def test_the_verb_writes_json_and_html_and_the_readme_from_them(tmp_path, capsys, monkeypatch):
-    cases = tmp_path / "cases"
-    cases.mkdir()
-    write_case(cases, CASE)
-    monkeypatch.setattr(command, "VALIDATION", cases)
+def test_the_verb_writes_json_and_html_and_the_readme_from_them(tmp_path, capsys, monkeypatch, shipped):
+    shipped(CASE)
     out = tmp_path / "out"
     assert main(["validation", "--out", str(out)]) == 0
     doc = json.loads((out / "validation.json").read_text())
     page = (out / "validation.html").read_text()
     assert "<script" not in page and "http://" not in page.replace("https://example.org/b", "")
+    assert html.escape(doc["finding"]) in page and doc["finding"].startswith(
+        f"{doc['totals']['inside']} of {doc['totals']['figures']} figures are inside their bands")
     for fig in doc["cases"][0]["figures"]:
         assert html.escape(figure_sentence(fig)) in page
+    index = write_index(out, specs=[])  # the study index links the validation page with its finding
+    assert "href='validation.html'" in index.read_text() and html.escape(doc["finding"]) in index.read_text()
     readme = tmp_path / "README.md"
     readme.write_text(f"{README_START}\n{README_END}\n")
     monkeypatch.setattr(command, "CHECKOUT", tmp_path)

@@ -16,6 +16,7 @@ from ..config.scenario import did_you_mean
 from ..folders import FolderError, file_is_kits, hidden_sibling, writable_folder, write_atomic
 from ..paths import CHECKOUT, REPORTS, VALIDATION
 from ..study.progress import progress_bar
+from ..study.report import write_index
 from .cases import ValidationError, load_cases
 from .report import finding, html_page, update_readme
 from .runner import run_cases
@@ -50,10 +51,13 @@ def run_validation(out: str | None = None, names: list[str] | None = None, folde
         doc = run_cases(cases, progress=bar, command=command)
     finally:
         bar.close()
+    doc["finding"] = finding(doc)
     text, page = json.dumps(doc, indent=1, allow_nan=False, default=_plain) + "\n", html_page(doc)
     paths = [target / name for name in OUTPUTS]
     for path, content in zip(paths, (text, page)):
         write_atomic(path, content)
+    if target == Path(REPORTS).resolve() and (target / "index.html").is_file():
+        write_index(target)  # the index links the validation page
     return doc, paths
 
 
@@ -89,4 +93,4 @@ def readme_from(source: str | None = None, readme: Path | None = None) -> Path:
 
 
 def summary_lines(doc: dict, paths: list[Path]) -> list[str]:
-    return [finding(doc)] + [f"wrote {p}" for p in paths]
+    return [doc["finding"]] + [f"wrote {p}" for p in paths]
