@@ -36,6 +36,7 @@ import yaml
 
 from ..config.scenario import Scenario, ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
 from .bands import KINDS
+from .measure import RECORDS
 
 TOP = ("case", "source", "setup", "scenario", "runs", "figures")
 SOURCE = ("title", "authors", "year", "url", "publisher", "config_url", "verified")
@@ -44,8 +45,6 @@ RUN = ("what", "overrides", "window.ms")
 FIGURE = ("name", "title", "run", "quantity", "ratio", "difference", "published", "kind", "band")
 QUANTITY = ("summary", "records", "percentile", "floor_ms")
 PUBLISHED = ("value", "unit", "tag", "quote")
-RECORDS = {"acked_per_s": "throughput", "acked_mib_per_s": "throughput", "produce_latency": "latency",
-           "e2e_latency": "latency"}
 
 
 class ValidationError(ScenarioError):
@@ -302,11 +301,12 @@ def _term(raw: Any, where: str, runs: dict, figures: dict, problems: list[str]) 
         return figure.terms[0]
     term = _keys(raw, ("run", "quantity"), where, problems, required=("run", "quantity"))
     run = term.get("run")
-    if "run" in term and run not in runs:
+    if "run" in term and not (isinstance(run, str) and run in runs):
         problems.append(f"{where}.run: no run named {run!r}" + did_you_mean(run, runs, f"; runs are {', '.join(runs)}"))
         return None
-    quantity = _quantity(term.get("quantity"), f"{where}.quantity", runs.get(run), problems)
-    return (run, quantity) if quantity and run in runs else None
+    quantity = _quantity(term.get("quantity"), f"{where}.quantity", runs.get(run) if isinstance(run, str) else None,
+                         problems)
+    return (run, quantity) if quantity and isinstance(run, str) and run in runs else None
 
 
 def _quantity(raw: Any, where: str, run: Run | None, problems: list[str]) -> dict | None:
@@ -320,7 +320,7 @@ def _quantity(raw: Any, where: str, run: Run | None, problems: list[str]) -> dic
         problems.append(f"{where}.summary: must be a summary key (python -m kafkamodel measures), got {q['summary']!r}")
         return None
     if "records" in q:
-        kind = RECORDS.get(q["records"])
+        kind = RECORDS.get(q["records"], (None,))[0] if isinstance(q["records"], str) else None
         if kind is None:
             problems.append(f"{where}.records: must be one of {', '.join(RECORDS)}, got {q['records']!r}"
                             + did_you_mean(q["records"], RECORDS))

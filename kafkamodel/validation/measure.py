@@ -19,6 +19,11 @@ import math
 import numpy as np
 
 MIB = 1 << 20
+# the quantities read from the records table: name -> (throughput or latency, how a reader says it)
+RECORDS = {"acked_per_s": ("throughput", "records acknowledged per second"),
+           "acked_mib_per_s": ("throughput", "MiB of payload acknowledged per second"),
+           "produce_latency": ("latency", "produce latency (send -> acknowledged)"),
+           "e2e_latency": ("latency", "end-to-end latency (send -> visible below the HW)")}
 
 
 def describe(quantity: dict) -> str:
@@ -26,10 +31,10 @@ def describe(quantity: dict) -> str:
     if "summary" in quantity:
         text = f"summary {quantity['summary']}"
     else:
-        text = quantity["records"].replace("_", " ")
+        text = RECORDS[quantity["records"]][1]
         if "percentile" in quantity:
-            text += f" p{quantity['percentile']:g}"
-        text += " (records in the window)"
+            text += f", p{quantity['percentile']:g}"
+        text += " (records in the run's window)"
     return text + (", truncated to whole ms" if quantity.get("floor_ms") else "")
 
 

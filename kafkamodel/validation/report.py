@@ -20,7 +20,7 @@ README_END = "<!-- end of validation table -->"
 KIND_LABEL = {"throughput": "throughput", "latency": "latency up to p99", "latency_p999": "latency p99.9",
               "ratio": "ratio"}
 EXTRA_STYLE = (".in{color:#116611;font-weight:600}.out{color:#a11;font-weight:600}td.n{text-align:right;"
-               "white-space:nowrap}h2{margin-top:2.5rem}h3{margin-top:1.5rem}blockquote{margin:.5rem 0;color:#444}")
+               "white-space:nowrap}td.run{white-space:nowrap}h2{margin-top:2.5rem}h3{margin-top:1.5rem}blockquote{margin:.5rem 0;color:#444}")
 
 
 def with_unit(x: float, unit: str) -> str:
@@ -113,7 +113,7 @@ def _case_section(c: dict) -> str:
                         for r in c["setup"]["published"])
     unknown = "".join(f"<tr><td>{esc(r['item'])}</td><td>{esc(r['assumed'])}</td></tr>" for r in c["setup"]["unknown"])
     runs = "".join(
-        f"<tr><td><code>{esc(r['name'])}</code></td><td>{esc(r['what'])}<br><small>{esc(r['scenario'])}; records "
+        f"<tr><td class='run'><code>{esc(r['name'])}</code></td><td>{esc(r['what'])}<br><small>{esc(r['scenario'])}; records "
         f"counted from {number(r['window_ms'][0] / 1000)} s to {number(r['window_ms'][1] / 1000)} s</small></td>"
         f"<td class='n'>{number(r['cpu_seconds'])} s</td><td><small>"
         + ", ".join(f"{esc(k)} {number(x)}" for k, x in r["context"].items()) + "</small></td></tr>"
