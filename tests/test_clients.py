@@ -15,6 +15,7 @@ from kafkamodel.sim.clients.assignors import range_assign, range_ceil_assign, ro
 from kafkamodel.sim.clients.partitioner import murmur2
 from kafkamodel.sim.simulation import Simulation
 
+from kafka_format import v2_capacity
 from shipped import SCENARIOS, run
 
 
@@ -35,10 +36,10 @@ def test_keyed_records_go_where_kafkas_murmur2_says():
 
 
 def test_uniform_sticky_sends_batch_size_runs_to_one_partition_then_switches():
-    r = simulate(producer_only())  # null keys, batch.size 16384 / 100-byte records = 163 per run
+    r = simulate(producer_only())  # null keys: a batch.size 16384 of 100-byte records in Kafka's format per run
     parts = r.records.sort_values("send_ms").partition.to_numpy()
     runs = np.split(parts, np.flatnonzero(np.diff(parts)) + 1)
-    assert all(len(run) == 163 for run in runs[:-1])
+    assert all(len(run) == v2_capacity(16384, 100) for run in runs[:-1])
     assert len(runs) > 10
 
 
@@ -50,11 +51,11 @@ def test_legacy_round_robin_and_round_robin_partitioner():
 
 
 def test_sticky_kip480_switches_when_a_batch_closes():
-    # low rate: a batch closes on linger.ms (5 ms), long before 163 records; each batch's records share a partition
+    # low rate: a batch closes on linger.ms (5 ms), long before a batch is full; each batch's records share a partition
     r = simulate(producer_only(partitioner="sticky", **{"rate.per.s": 300}))
     parts = r.records.sort_values("send_ms").partition.to_numpy()
     runs = np.split(parts, np.flatnonzero(np.diff(parts)) + 1)
-    assert max(len(run) for run in runs) < 163 and len(runs) > 50
+    assert max(len(run) for run in runs) < v2_capacity(16384, 100) and len(runs) > 50
 
 
 def test_custom_mapping_and_callable_partitioners():

@@ -1,4 +1,4 @@
-"""The producers' batches: one table, a column per field (struct of arrays), owned here.
+"""The producers' batches: one table, a column per field (struct of arrays), owned here; their size in bytes.
 
 A batch is a contiguous range ``[lo, lo + count)`` of one producer's records
 for one partition, made by the producer's accumulator when the sender drains
@@ -7,21 +7,198 @@ it (``accumulator``). Its identity and size never change; the producer
 and the leaders (``committed``, ``visible_ms``) fill in the rest. Columns are
 Python lists: the event loop touches one cell at a time, which lists do
 faster than NumPy arrays.
+
+A batch's ``bytes`` are what Kafka's message format makes of its records, on
+the wire and on disk (``RecordFormat``): magic v2 (0.11+, KIP-98) a 61-byte
+RecordBatch header and per record ``DefaultRecord.sizeInBytes`` (varints for
+the body length, timestamp and offset deltas, key and value lengths);
+magic v0 (0.8) and v1 (0.10, KIP-32) per record the 12-byte log overhead
+(offset, size) and ``LegacyRecord``'s header (crc, magic, attributes, v1's
+timestamp, key and value lengths). ``compression.type`` shrinks the records
+(v2: the records section; v0/v1: the inner set, wrapped in one message) by
+its codec's ratio (``CODECS``).
 """
 
 from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass
 
 import numpy as np
 
 from .protocol import NONE, PENDING
 
+RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2)
+LOG_OVERHEAD = 12  # Records.LOG_OVERHEAD: offset (8) and size (4) before every v0/v1 message
+LEGACY_RECORD_OVERHEAD = (14, 22)  # LegacyRecord.RECORD_OVERHEAD_V0 / _V1: crc 4, magic 1, attributes 1, (v1: timestamp
+#                                    8), key length 4, value length 4
+COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05  # MemoryRecordsBuilder: a compressed batch's size is estimated this high
+_TS_STEPS = (64, 8192, 1 << 20, 1 << 27)  # a non-negative delta's zigzag varint grows a byte at each of these
+
+
+@dataclass(frozen=True)
+class Codec:
+    """A compression.type as the model charges it: the size ratio and the CPU speed of one core (MB = 10^6 bytes per
+    second, as lzbench prints them), from lzbench 1.7.1 on the Silesia corpus (docs/calibration.md)."""
+
+    name: str
+    ratio: float  # uncompressed / compressed
+    compress_mb_per_s: float
+    decompress_mb_per_s: float
+
+
+# lzbench 1.7.1 README (inikep/lzbench), Intel Core i5-4300U, one core, silesia.tar (211,947,520 bytes): the rows of the
+# codecs Kafka's producer uses at their Kafka default level (gzip: java.util.zip's Deflater default, level 6; lz4:
+# the fast compressor; zstd: level 3, for which the table's nearest row is -2)
+CODECS = {
+    "none": Codec("none", 1.0, math.inf, math.inf),
+    "gzip": Codec("gzip", 211947520 / 68228431, 20.0, 267.0),  # zlib 1.2.11 -6
+    "snappy": Codec("snappy", 211947520 / 102146767, 327.0, 1075.0),  # snappy 1.1.4
+    "lz4": Codec("lz4", 211947520 / 100880800, 452.0, 2244.0),  # lz4 1.7.5
+    "zstd": Codec("zstd", 211947520 / 70164775, 185.0, 587.0),  # zstd 1.1.4 -2
+}
+
+
+def compress_ms_per_byte(codec: str) -> float:
+    """CPU ms one core spends compressing one (uncompressed) byte with the codec (0 for none)."""
+    return 1e-3 / CODECS[codec].compress_mb_per_s
+
+
+def decompress_ms_per_byte(codec: str) -> float:
+    """CPU ms one core spends decompressing the codec's output, per uncompressed byte (0 for none): what a broker's
+    LogValidator pays to check a compressed batch."""
+    return 1e-3 / CODECS[codec].decompress_mb_per_s
+
+
+def varint_size(value: int) -> int:
+    """Bytes of ByteUtils.writeVarint(value): a zigzag-encoded varint."""
+    z = 2 * value if value >= 0 else -2 * value - 1
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """varint_size of each value (non-negative int64), in NumPy."""
+    z = 2 * values
+    return 1 + (z >= 1 << 7) + (z >= 1 << 14) + (z >= 1 << 21) + (z >= 1 << 28)
+
+
+def _key_digits(keys: np.ndarray) -> np.ndarray:
+    """Decimal digits of each key index (keys are the strings key-<i>, UTF-8)."""
+    return np.searchsorted(_POW10, keys, side="right") + 1
+
+
+_POW10 = np.array([10 ** i for i in range(1, 19)], dtype=np.int64)
+
+
+class RecordFormat:
+    """One producer's records as Kafka's message format lays them out: a batch's bytes, and how many records
+    batch.size holds."""
+
+    __slots__ = ("magic", "value", "keyed", "ratio", "header", "static", "vbody", "per", "legacy", "times", "keys",
+                 "records_per_batch", "record_bytes", "record_size")
+
+    def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
+        self.magic = magic
+        self.value = value  # record.size.bytes: the value's bytes
+        self.keyed = key_cardinality is not None
+        self.ratio = CODECS[codec].ratio
+        self.times = None  # every record's time in the accumulator (array('d')), for timestamp deltas (attach)
+        self.keys = None  # every record's key index (-1: null)
+        if magic >= 2:
+            self.header = RECORD_BATCH_OVERHEAD
+            # attributes 1, null key length 1, value length, value, header count 1 (then + timestamp and offset
+            # deltas, and a key's length and bytes beyond the null key's 1)
+            self.static = 3 + varint_size(value) + value
+            vb = varint_size(self.static + 2)
+            self.vbody = vb if vb == varint_size(self.static + 2 + 8 + 24) else 0  # 0: it varies, count each record
+            self.per = self.vbody + self.static + 2
+            self.legacy = 0
+        else:
+            self.legacy = LOG_OVERHEAD + LEGACY_RECORD_OVERHEAD[magic]  # a null key has no bytes
+            self.header = self.legacy if codec != "none" else 0  # a compressed set is one wrapper message
+            self.per = self.legacy + value
+            self.static = self.vbody = 0
+        mean_key = 0.0
+        if self.keyed:
+            n = max(1, key_cardinality)
+            mean_key = 4 + float(_key_digits(np.arange(n, dtype=np.int64)).mean())
+        self.record_size = self.per + mean_key  # one record's bytes, uncompressed (what compression works through)
+        self.records_per_batch = self._capacity(batch_size, mean_key)
+        # buffer.memory per record: Kafka's BufferPool gives each batch batch.size (or one record's size, if larger)
+        self.record_bytes = max(batch_size, self.header + self.per + mean_key) / self.records_per_batch
+
+    def _capacity(self, batch_size: int, key: float) -> int:
+        """Records a batch takes before it is full (MemoryRecordsBuilder.hasRoomFor: the first always; then while
+        the estimate so far plus the next record, uncompressed, fits in batch.size), timestamp deltas below 64 ms."""
+        factor = 1.0 if self.ratio == 1.0 else COMPRESSION_RATE_ESTIMATION_FACTOR / self.ratio
+        written, n = 0.0, 0
+        while True:
+            if self.magic >= 2:
+                size = self.per + key + (varint_size(n) - 1)
+            else:
+                size = self.per + key
+            if n and self.header + written * factor + size > batch_size:
+                return n
+            written += size
+            n += 1
+
+    def attach(self, times, keys) -> None:
+        """The records' times in the accumulator (read as they are when a batch is cut) and key indexes."""
+        self.times = times
+        self.keys = keys
+
+    def batch_bytes(self, lo: int, n: int) -> int:
+        """Bytes of the batch of records [lo, lo + n) on the wire and on disk."""
+        if self.legacy:
+            records = n * self.per
+            if self.keyed:
+                records += 4 * n + int(_key_digits(self.keys[lo:lo + n]).sum())
+        elif not self.vbody:
+            records = self._exact(lo, n)
+        else:
+            records = n * self.per
+            if n > 64:
+                records += (n - 64) + (n - 8192 if n > 8192 else 0) + (n - (1 << 20) if n > 1 << 20 else 0)
+            times = self.times
+            hi = lo + n
+            first = math.floor(times[lo])
+            last = times[hi - 1]
+            for step in _TS_STEPS:  # timestamp deltas (ms, as Kafka's currentTimeMillis) of 64 ms and more: 2 bytes...
+                if last < first + step:
+                    break
+                records += hi - bisect_left(times, first + step, lo, hi)
+            if self.keyed:
+                records += 4 * n + int(_key_digits(self.keys[lo:lo + n]).sum())
+        if self.ratio != 1.0:
+            records = math.ceil(records / self.ratio)
+        return self.header + records
+
+    def _exact(self, lo: int, n: int) -> int:
+        """v2 records section, each record's DefaultRecord.sizeInBytes computed alone (NumPy)."""
+        t = np.floor(np.asarray(self.times[lo:lo + n], dtype=np.float64))
+        body = self.static + _varint_sizes((t - t[0]).astype(np.int64)) + _varint_sizes(np.arange(n, dtype=np.int64))
+        if self.keyed:
+            body = body + 4 + _key_digits(self.keys[lo:lo + n])  # key length varint 1 + key bytes, less the null's 1
+        return int((body + _varint_sizes(body)).sum())
+
+
+def record_format(settings, producer) -> RecordFormat:
+    """The record format of one producer (ProducerSettings) under the run's settings (the version's magic)."""
+    return RecordFormat(settings.kafka.magic, producer.record_size_bytes, producer.key_cardinality,
+                        producer.compression_type, producer.batch_size)
+
 
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "create_ms", "state", "attempt", "ack_ms", "error",
-                 "base", "visible_ms", "committed", "epoch", "seq", "record_bytes")
+                 "base", "visible_ms", "committed", "epoch", "seq", "formats")
 
-    def __init__(self, record_bytes: list[int]):
-        self.record_bytes = record_bytes  # producer -> bytes of one record
+    def __init__(self, formats: list[RecordFormat]):
+        self.formats = formats  # producer -> its record format (batch bytes)
         self.lo: list[int] = []  # its first record
         self.partition: list[int] = []  # global partition index
         self.producer: list[int] = []  # producer index
@@ -44,7 +221,7 @@ class Batches:
         self.partition.append(partition)
         self.producer.append(producer)
         self.count.append(count)
-        self.bytes.append(count * self.record_bytes[producer])
+        self.bytes.append(self.formats[producer].batch_bytes(lo, count))
         self.create_ms.append(create_ms)
         self.state.append(PENDING)
         self.attempt.append(0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..config.distributions import Sampler
 from ..config.scenario import Scenario, load_scenario
 from ..config.settings import Settings
-from .batches import Batches
+from .batches import Batches, record_format
 from .broker.consumer_fetch import ConsumerFetchHandler
 from .broker.fetcher import ReplicaFetcherManager
 from .broker.follower import FollowerRole
@@ -89,7 +89,7 @@ class Simulation:
             for part in self.partitions)
 
         self.workload = build_workload(settings, self.topic_first, self.streams, partitioner)  # the records
-        self.batches = Batches([p.record_size_bytes for p in settings.producers])  # filled as producers drain
+        self.batches = Batches([record_format(settings, p) for p in settings.producers])  # filled as producers drain
         # replicas[p][b]: broker b's replica of partition p
         self.replicas: list[dict[int, Replica]] = [
             {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
@@ -182,6 +182,7 @@ class Simulation:
         self.kernel.run(duration)
         self.availability.note()
         self.availability.close(duration)
+        self.producer.finish()
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,

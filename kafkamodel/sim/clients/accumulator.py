@@ -50,7 +50,7 @@ class Accumulator:
     def __init__(self, producer: int, config, times: list, lo: list, hi: list, batches):
         self.producer = producer
         self.times = times  # every record's send time (all producers; this one's ranges index into it)
-        self.cap = config.records_per_batch  # records that fit in batch.size
+        self.cap = batches.formats[producer].records_per_batch  # records that fit in batch.size
         self.linger = config.linger_ms
         self.batches = batches
         self.queues = [PartitionQueue(p, lo[p], hi[p]) for p in range(len(lo))]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config.settings import ProducerSettings, Settings
+from ..batches import compress_ms_per_byte, record_format
 from .partitioner import partition_for_keys
 
 
@@ -29,6 +30,13 @@ class Workload:
     # per producer and partition: its records are [lo, hi)
     lo: np.ndarray  # int64 (producers, partitions)
     hi: np.ndarray  # int64 (producers, partitions)
+    ready_ms: np.ndarray | None = None  # float64: when send() returned (the record is in the accumulator); the
+    #                                     producer takes it over (None after)
+    closed: dict | None = None  # closed-loop producer -> (partition of each record in send order, their keys or None):
+    #                             its records' slots are filled as its application thread sends them (application)
+    sent: np.ndarray | None = None  # bool: the slots filled (None: every one), set at the run's end
+    returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
+    #                              returns, in send order (application.PoolWatch)
 
     @property
     def records(self) -> int:
@@ -65,6 +73,41 @@ def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) ->
     return np.sort(np.concatenate(parts), kind="stable")
 
 
+def send_cost_ms(settings: Settings, p: ProducerSettings, fmt=None) -> float:
+    """The application thread's time per send(): producer.record.us, and compressing the record."""
+    fmt = fmt or record_format(settings, p)
+    return settings.costs.producer_record_us / 1000.0 + fmt.record_size * compress_ms_per_byte(p.compression_type)
+
+
+def _after_sends(arrivals: np.ndarray, cost: float) -> np.ndarray:
+    """When each send() returns, one application thread calling it at `arrivals` (in order) and `cost` ms each:
+    e_k = max(a_k, e_(k-1)) + cost, that is cost * (k + 1) + the running max of a_j - cost * j."""
+    if cost <= 0 or not len(arrivals):
+        return arrivals
+    steps = cost * np.arange(len(arrivals), dtype=np.float64)
+    return np.maximum.accumulate(arrivals - steps) + steps + cost
+
+
+def closed_loop_records(settings: Settings, p: ProducerSettings, index: int) -> tuple[int, float]:
+    """How many records a closed-loop producer can send at most (its slots), and the gap between two of them the
+    application thread's speed gives: its window over the time one send() takes, or over its client NIC's time per
+    record, plus what buffer.memory holds."""
+    fmt = record_format(settings, p)
+    cost = send_cost_ms(settings, p, fmt)
+    stop = min(p.stop_ms if p.stop_ms is not None else settings.duration_ms, settings.duration_ms)
+    window = max(0.0, stop - p.start_ms)
+    nic = settings.client_machine.nic_gbps
+    gaps = [g for g in (cost, (fmt.record_size / fmt.ratio) / (nic * 125_000.0) if nic else 0.0) if g > 0]
+    if not gaps:
+        raise ValueError(f"producers[{index}]: rate.per.s: max needs costs producer.record.us > 0 or a client nic.gbps "
+                         "(nothing else bounds how fast the application sends)")
+    gap = max(gaps)
+    bound = int(window / gap) + 1
+    if cost <= 0:
+        bound += int(p.buffer_memory / fmt.record_bytes) + 1
+    return bound, gap
+
+
 def _sticky_runs(times: np.ndarray, cap: int, linger: float | None) -> np.ndarray:
     """Lengths of the runs of records a sticky partitioner sends to one partition.
 
@@ -85,7 +128,7 @@ def _sticky_runs(times: np.ndarray, cap: int, linger: float | None) -> np.ndarra
 
 
 def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, partitions: int,
-                      rng: np.random.Generator, custom=None) -> np.ndarray:
+                      rng: np.random.Generator, custom=None, cap: int | None = None) -> np.ndarray:
     """Kafka's partitioners, for one producer's records in send order."""
     n = len(key)
     if custom is not None:  # a Python callable through the API: (key or None, partitions) -> partition
@@ -115,7 +158,7 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
         if name == "legacy":  # before 2.4: round robin over null-key records
             out[nulls] = np.arange(null_count) % partitions
         else:
-            cap = p.records_per_batch
+            cap = cap or p.records_per_batch  # records a batch holds (the record format's, from build_workload)
             linger = p.linger_ms if name == "sticky" else None
             lengths = _sticky_runs(times[nulls], cap, linger)
             choice, last = [0] * len(lengths), -1
@@ -137,25 +180,45 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     -> partition for every producer.
     """
     duration = settings.duration_ms
-    send, prod, part, keys = [], [], [], []
+    send, ready, prod, part, keys, closed, returns = [], [], [], [], [], {}, {}
     for i, p in enumerate(settings.producers):
         arrivals_rng, keys_rng = streams(f"producers[{i}].arrivals"), streams(f"producers[{i}].keys")
-        times = _arrivals(p, duration, arrivals_rng)
-        n = len(times)
+        if p.closed_loop:  # its partitions as if sent back to back; its times come as the application sends them
+            n, gap = closed_loop_records(settings, p, i)
+            times = p.start_ms + gap * np.arange(1, n + 1, dtype=np.float64)
+        else:
+            times = _arrivals(p, duration, arrivals_rng)
+            n = len(times)
         partitions = settings.topic(p.topic).partitions
         if p.key_cardinality is not None:
             key = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64)
         else:
             key = np.full(n, -1, dtype=np.int64)
-        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner)
-        send.append(times)
+        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner,
+                                  record_format(settings, p).records_per_batch)
+        if p.closed_loop:
+            closed[i] = ((local + topic_first[p.topic]).astype(np.int32),
+                         key if p.key_cardinality is not None else None)
+            send.append(np.full(n, np.nan))
+            ready.append(np.full(n, np.inf))
+        else:
+            fmt = record_format(settings, p)
+            cost = send_cost_ms(settings, p, fmt)
+            done = _after_sends(times, cost)
+            send.append(done if done is times else done - cost)
+            ready.append(done)
+            if n * fmt.record_bytes > p.buffer_memory:
+                returns[i] = done
         prod.append(np.full(n, i, dtype=np.int16))
         part.append(local + topic_first[p.topic])
         keys.append(key)
     if send:
+        same = all(r is t for r, t in zip(ready, send))  # no send() cost: the record is in a batch when sent
         send_ms, producer, partition, key = (np.concatenate(a) for a in (send, prod, part, keys))
+        ready_ms = send_ms if same else np.concatenate(ready)
     else:
-        send_ms, producer, partition, key = np.empty(0), np.empty(0, np.int16), np.empty(0, np.int32), np.empty(0, np.int64)
+        send_ms, ready_ms, producer, partition, key = (np.empty(0), np.empty(0), np.empty(0, np.int16),
+                                                       np.empty(0, np.int32), np.empty(0, np.int64))
     # each producer's records are in send order already (arrivals are sorted): a stable sort by
     # (producer, partition) keeps it within each partition (one producer whose partitions are in order already,
     # one partition for instance, needs none)
@@ -166,7 +229,9 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     else:
         order = None
     if order is not None:
+        same = ready_ms is send_ms
         send_ms, partition = send_ms[order], partition[order]
+        ready_ms = send_ms if same else ready_ms[order]
         if len(settings.producers) > 1:  # (one producer's index, and null keys alone, read the same in any order)
             producer = producer[order]
         if any(q.key_cardinality is not None for q in settings.producers):
@@ -179,4 +244,5 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         cells = np.arange(len(settings.producers) * n_partitions)
         lo[:] = np.searchsorted(flat, cells, side="left").reshape(lo.shape)
         hi[:] = np.searchsorted(flat, cells, side="right").reshape(lo.shape)
-    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=lo, hi=hi)
+    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=lo, hi=hi, ready_ms=ready_ms,
+                    closed=closed or None, returns=returns or None)

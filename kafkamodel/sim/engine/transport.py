@@ -3,7 +3,8 @@
 * ``send`` is a one-way message over a connection ``(src, dst, conn)``:
   it arrives after an independent latency draw (plus the transfer time of
   its bytes through each broker NIC on its way, one message at a time per
-  direction, when a bandwidth is set), in order with the connection's earlier
+  direction, when a bandwidth is set; a client's own NIC is the client's, which
+  passes its sending time as ``delay``), in order with the connection's earlier
   messages (as over TCP), unless a fault eats it: an isolated sender or
   receiver, a cut link, a receiver whose process is down (then `refused`, if
   given, tells the sender), or a paused receiver, which holds it until it
@@ -154,12 +155,10 @@ class Transport:
         at = self.kernel.now + delay
         if nbytes and self.ms_per_byte:  # a broker's NIC sends (and receives) one message at a time
             tx = nbytes * self.ms_per_byte
-            if src >= 0:
+            if src >= 0:  # (a client's own NIC is the client's: its send comes `delay` later)
                 free = self.egress_free[src]
                 at = (free if free > at else at) + tx
                 self.egress_free[src] = at
-            else:
-                at += tx
             at += latency
             if dst >= 0:
                 done = self.ingress_free[dst] + tx

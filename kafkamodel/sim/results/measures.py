@@ -86,6 +86,8 @@ COUNTERS = (
     Measure("fetch_requests", "count", "follower fetch requests sent"),
     Measure("fetch_partitions", "count", "partitions in the fetch responses (with records, a new HW or an error)"),
     Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
+    Measure("producer_buffer_wait_ms", "ms", "time closed-loop producers' send() blocked on a full buffer.memory, summed"),
+    Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
 
 
@@ -115,6 +117,8 @@ SUMMARY = (
     Measure("records_sent", "records", "records the producers sent"),
     Measure("records_acked", "records", "records whose producer got success"),
     Measure("records_failed", "records", "records whose batch failed for good"),
+    Measure("records_acked_per_s", "records/s", "records acknowledged per simulated second"),
+    Measure("acked_mib_per_s", "MiB/s", "acknowledged records' payload (record.size.bytes) per simulated second, MiB"),
     Measure("records_pending", "records", "records still unanswered at the end"),
     Measure("records_committed", "records", "records some leader's HW covered"),
     Measure("acked_records_lost", "records", "acknowledged, and absent from the final log"),
@@ -149,6 +153,8 @@ SUMMARY = (
     Measure("network_thread_busy_max", "fraction", "the busiest broker's network threads: time busy / (threads x run)"),
     Measure("replica_fetcher_busy_max", "fraction", "the busiest replica fetcher thread: time busy / run"),
     Measure("backlog_records", "records", "records sent and not yet answered at the end (accumulator and in flight)"),
+    _COUNTED["producer_buffer_wait_ms"],
+    _COUNTED["buffer_exhausted_records"],
     Measure("leader_in_isr_violations", "count", "times the controller's leader was outside its ISR"),
     Measure("committed_prefixes_agree_violations", "count", "replica pairs differing below both HWs"),
     Measure("no_committed_record_lost_violations", "count", "partitions missing committed records"),

@@ -13,7 +13,7 @@ Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 
 import numpy as np
@@ -129,7 +129,31 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
+def _drop_unsent(end: RunEnd) -> RunEnd:
+    """Closed-loop producers' slots never filled (records the application never sent) leave the records: the
+    workload's arrays, each batch's first record and each group's per-record arrays are renumbered without them
+    (the one change made to what the run left: it is over)."""
+    w = end.workload
+    keep = w.sent
+    if keep is None or keep.all():
+        return end
+    index = np.cumsum(keep) - 1  # a kept record's new index
+    end.batches.lo = index[np.asarray(end.batches.lo, dtype=np.int64)].tolist() if len(end.batches) else []
+    n_partitions = w.lo.shape[1]
+    flat = w.producer.astype(np.int64) * n_partitions + w.partition
+    flat = flat[keep]
+    cells = np.arange(w.lo.size)
+    lo = np.searchsorted(flat, cells, side="left").reshape(w.lo.shape)
+    hi = np.searchsorted(flat, cells, side="right").reshape(w.lo.shape)
+    for g in end.groups:
+        g.processed = g.processed[keep]
+        g.first_processed_ms = g.first_processed_ms[keep]
+    return replace(end, workload=type(w)(send_ms=w.send_ms[keep], producer=w.producer[keep],
+                                         partition=w.partition[keep], key=w.key[keep], lo=lo, hi=hi))
+
+
 def build_result(end: RunEnd) -> Result:
+    end = _drop_unsent(end)
     w, batches = end.workload, end.batches
     nb = len(batches)
     # per batch, and one more row for the records no batch took (still in the accumulator: never sent)
@@ -211,6 +235,10 @@ def build_result(end: RunEnd) -> Result:
         "records_sent": int(w.records),
         "records_acked": int(acked.sum()),
         "records_failed": int((rec_state == FAILED).sum()),
+        "records_acked_per_s": float(acked.sum()) / (s.duration_ms / 1000.0),
+        "acked_mib_per_s": float(np.dot(np.bincount(w.producer[acked], minlength=len(s.producers)),
+                                        [p.record_size_bytes for p in s.producers])) / 2**20 / (s.duration_ms / 1000.0)
+        if len(s.producers) else 0.0,
         "records_pending": int(((rec_state == PENDING) | (rec_state == INFLIGHT)).sum()),
         "records_committed": int(rec_committed.sum()),
         "acked_records_lost": int(acked_lost.sum()),
@@ -242,6 +270,8 @@ def build_result(end: RunEnd) -> Result:
         "network_thread_busy_max": _busiest(end.threads["network"], s.duration_ms),
         "replica_fetcher_busy_max": end.threads["replica_fetcher"] / s.duration_ms,
         "backlog_records": int(waiting.sum()),
+        "producer_buffer_wait_ms": float(c.producer_buffer_wait_ms),
+        "buffer_exhausted_records": c.buffer_exhausted_records,
     }
     for name, problems in end.violations.items():
         summary[f"{name}_violations"] = len(problems)

@@ -1,0 +1,166 @@
+"""A producer's application thread once ``buffer.memory`` matters: send() blocks while the pool is full.
+
+``rate.per.s: max`` (what ``kafka-producer-perf-test --throughput -1`` does):
+the application calls send() as fast as it can, one record every
+``producer.record.us`` (plus its compression, per uncompressed byte), while
+the producer's BufferPool has room. Each record takes its share of a batch's
+``batch.size`` from the pool (``RecordFormat.record_bytes``) until its batch
+completes (acked or failed). With the pool full, send() blocks until a batch
+completes; after ``max.block.ms`` it fails that record (Kafka's
+TimeoutException: the record is never sent) and the application goes on with
+the next one.
+
+The records are decided before the run (``workload``: their partitions and
+keys, in the order the application sends them) and each producer partition
+has a range of slots; a record sent takes the next free slot of its partition,
+so every partition's records stay in time order and batches stay contiguous
+ranges. Slots never filled are dropped from the results (``results.outcome``).
+
+An open-loop producer (``rate.per.s`` a number) keeps the send times decided
+before the run while its pool never fills (``PoolWatch``: the first record
+that would not fit, given the bytes released so far, and when its send()
+is called); if that time comes, its records from there on are handed to an
+application thread like a closed-loop producer's, each sent no earlier than
+its own arrival (one application thread: a blocked send() delays the later
+ones too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ApplicationThread:
+    """One producer's application thread and its BufferPool, from when the pool matters."""
+
+    __slots__ = ("order", "keys", "arrivals", "k", "filled", "free_at", "used", "unit", "limit", "cost", "max_block",
+                 "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
+
+    def __init__(self, order: np.ndarray, keys: np.ndarray | None, lo: np.ndarray, cost_ms: float, unit: float,
+                 limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None):
+        self.order = order  # partition (global index) of each record, in the order the application sends them
+        self.keys = keys  # key index of each, in that order (None: null keys)
+        self.arrivals = arrivals  # an open-loop producer's: when the application calls each send() at the earliest
+        self.k = 0  # next record the application sends
+        self.filled = lo.copy()  # partition -> its next free slot (global record index)
+        self.free_at = start_ms  # when the thread can call send() again
+        self.used = 0.0  # bytes the pool has given out
+        self.unit = unit  # pool bytes per record
+        self.limit = limit  # buffer.memory
+        self.cost = cost_ms  # the thread's time per send()
+        self.max_block = max_block_ms
+        self.blocked_at = -1.0  # when the send() now blocked began (-1: not blocked)
+        self.stamp = 0  # version of its max.block.ms timer
+        self.end_ms = end_ms  # no send() after this (stop.ms or the run's end)
+        self.wait_ms = 0.0  # time send() spent blocked on the pool
+        self.exhausted = 0  # records whose send() failed after max.block.ms
+
+
+def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray, keys: np.ndarray):
+    """Run the application thread from `now`: records send() may take from the pool now get their slots and times
+    (the accumulator's `times`, the workload's `send_ms` and `keys`); returns the partitions that got records (a
+    NumPy array), and the time its send() blocks until (None: not blocked, or nothing left to send)."""
+    if app.blocked_at >= 0:
+        while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
+            app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
+            app.exhausted += 1
+            app.k += 1
+            app.blocked_at += app.max_block
+            app.free_at = app.blocked_at
+            if app.arrivals is not None and app.k < len(app.order) and app.arrivals[app.k] > app.blocked_at:
+                app.blocked_at = float(app.arrivals[app.k])  # the next send() is called later
+        if app.blocked_at >= app.end_ms:
+            app.blocked_at = -1.0
+            return None, None
+    start = app.free_at if app.free_at > now else now
+    room = int((app.limit - app.used) // app.unit)
+    left = len(app.order) - app.k
+    if app.arrivals is None and app.cost > 0:
+        left = min(left, max(0, int((app.end_ms - start) / app.cost)))
+    elif start >= app.end_ms:
+        left = 0
+    m = min(room, left)
+    lo = app.k
+    if m > 0:
+        done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
+        called = done - app.cost
+        if app.arrivals is not None:  # none called after the end
+            m = int(np.searchsorted(called, app.end_ms))
+            done, called = done[:m], called[:m]
+            left = m if m < room else left
+    if m <= 0:
+        if room <= 0 and left > 0:
+            if app.blocked_at < 0:
+                app.blocked_at = max(start, float(app.arrivals[lo])) if app.arrivals is not None else start
+            return None, app.blocked_at + app.max_block
+        return None, None
+    parts = app.order[lo:lo + m]
+    if app.blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
+        if now > app.blocked_at:
+            app.wait_ms += now - app.blocked_at
+            called[0] = app.blocked_at
+        app.blocked_at = -1.0
+        app.stamp += 1  # its max.block.ms timer is void
+    # slots: the j-th record of partition p in this run takes p's next free slot + j
+    by_part = np.argsort(parts, kind="stable")
+    sorted_parts = parts[by_part]
+    touched, first, counts = np.unique(sorted_parts, return_index=True, return_counts=True)
+    rank = np.arange(m, dtype=np.int64) - np.repeat(first, counts)
+    slots = np.empty(m, dtype=np.int64)
+    slots[by_part] = app.filled[sorted_parts] + rank
+    app.filled[touched] += counts
+    np.frombuffer(times, dtype=np.float64)[slots] = done
+    send_ms[slots] = called
+    if app.keys is not None:
+        keys[slots] = app.keys[lo:lo + m]
+    app.k = lo + m
+    app.used += m * app.unit
+    app.free_at = float(done[-1])
+    if m == room and m < left:  # the pool is full: the next send() blocks from when the thread gets to it
+        app.blocked_at = app.free_at
+        if app.arrivals is not None and app.arrivals[app.k] > app.blocked_at:
+            app.blocked_at = float(app.arrivals[app.k])
+        return touched, app.blocked_at + app.max_block
+    return touched, None
+
+
+def _returns(app: ApplicationThread, lo: int, m: int, start: float) -> np.ndarray:
+    """When the next m send() calls return, the thread free from `start`: back to back (closed loop), or each no
+    earlier than its arrival (e_k = max(a_k, e_k-1) + cost)."""
+    cost = app.cost
+    if app.arrivals is None:
+        return start + cost * np.arange(1, m + 1, dtype=np.float64)
+    a = app.arrivals[lo:lo + m].copy()
+    if a[0] < start:
+        a[0] = start
+    steps = cost * np.arange(m, dtype=np.float64)
+    return np.maximum.accumulate(a - steps) + steps + cost
+
+
+class PoolWatch:
+    """An open-loop producer's pool while its send times are the ones decided before the run: when does the first
+    record that does not fit call send()?"""
+
+    __slots__ = ("returns", "fit", "released", "stamp")
+
+    def __init__(self, returns: np.ndarray, unit: float, limit: int):
+        self.returns = returns  # when each send() returns, in send order (sorted)
+        self.fit = int(limit // unit)  # records the pool holds
+        self.released = 0  # records whose batch completed
+        self.stamp = 0  # version of its timer
+
+    def full_at(self, cost: float) -> tuple[int, float]:
+        """The first record that does not fit with what was released so far, and when its send() is called
+        (-1, inf: none)."""
+        k = self.fit + self.released
+        if k >= len(self.returns):
+            return -1, float("inf")
+        return k, float(self.returns[k]) - cost
+
+
+def release(app: ApplicationThread, records: int) -> None:
+    """A batch of `records` completed (acked or failed): its pool bytes go back."""
+    app.used -= records * app.unit
+    if app.used < 1e-6:
+        app.used = 0.0
+

@@ -1,0 +1,158 @@
+"""The producer's side of the hardware: Kafka's record format, compression, the client machine, closed-loop load.
+
+Each expected number is computed here: batch sizes from Kafka's DefaultRecord / LegacyRecord definitions
+(``kafka_format``), rates from producer.record.us and the client NIC's Gbps, compression from the lzbench row the
+codec table cites.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+import numpy as np
+import pytest
+
+from kafkamodel import load_scenario, simulate
+from kafkamodel.sim.batches import RecordFormat
+from kafkamodel.sim.simulation import Simulation
+
+from kafka_format import legacy_record, v2_batch, v2_capacity, v2_record
+from shipped import ZERO_COSTS
+
+UNLIMITED = {"nic.gbps": None}
+
+
+def scenario(producers, duration=2000.0, version=None, latency=0.1, **extra):
+    s = {"name": "producer-machine", "seed": 3, "duration.ms": duration, "brokers": 1, "costs": dict(ZERO_COSTS),
+         "network": {"latency.ms": latency, "bandwidth.mbps": None},
+         "hardware": {"client": dict(UNLIMITED), "broker": {"nic.gbps": None}},
+         "topics": [{"name": "t", "partitions": 1, "replication.factor": 1}],
+         "producers": producers, **extra}
+    if version:
+        s["kafka.version"] = version
+    return s
+
+
+def batches_of(s):
+    sim = Simulation(load_scenario(s))
+    sim.run()
+    return sim.batches
+
+
+def burst(records, size=100, **producer):
+    """One send of `records` records at t=0, all in one batch (linger.ms long enough, batch.size large)."""
+    return {"topic": "t", "acks": 1, "linger.ms": 50, "batch.size": 1048576, "record.size.bytes": size,
+            "burst": {"records": records, "every.ms": 100000}, **producer}
+
+
+@pytest.mark.parametrize("records,size", [(1, 100), (10, 100), (100, 1000), (200, 20), (70, 10000)])
+def test_a_v2_batch_of_null_key_records_is_kafkas_size(records, size):
+    b = batches_of(scenario([burst(records, size)]))
+    assert b.count[0] == records
+    assert b.bytes[0] == v2_batch(records, size)
+    # by hand for one case: 100-byte values, offset deltas below 64: body 1+1+1+1+2+100+1 = 107, its varint 1 more
+    if (records, size) == (10, 100):
+        assert b.bytes[0] == 61 + 10 * (107 + 2)
+
+
+def test_keys_and_timestamp_deltas_count_as_kafka_counts_them():
+    times = array("d", [0.0, 10.5, 63.9, 64.0, 64.2, 9000.0, 9000.5])
+    keys = np.array([0, 7, 12, 123, 99999, 5, 1_000_000], dtype=np.int64)
+    f = RecordFormat(2, 100, 1_000_001, "none", 1 << 20)
+    f.attach(times, keys)
+    base = math.floor(times[0])
+    expected = 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
+                        for i, (t, k) in enumerate(zip(times, keys.tolist())))
+    assert f.batch_bytes(0, len(times)) == expected
+    # null keys, the same times: the deltas alone
+    g = RecordFormat(2, 100, None, "none", 1 << 20)
+    g.attach(times, None)
+    assert g.batch_bytes(0, 7) == v2_batch(7, 100, timestamp_deltas=[math.floor(t) - base for t in times])
+
+
+@pytest.mark.parametrize("version,magic", [("0.8", 0), ("0.10", 1)])
+def test_legacy_message_sets(version, magic):
+    b = batches_of(scenario([burst(30, 100)], version=version))
+    assert b.bytes[0] == 30 * legacy_record(magic, None, 100)
+    assert legacy_record(magic, None, 100) == (126 if magic == 0 else 134)
+
+
+@pytest.mark.parametrize("codec,compressed,original", [("lz4", 100880800, 211947520), ("gzip", 68228431, 211947520)])
+def test_compression_shrinks_the_records_by_the_codecs_ratio(codec, compressed, original):
+    """lzbench 1.7.1 on silesia.tar: lz4 1.7.5 and zlib -6 (Kafka's gzip: Deflater's default level)."""
+    plain = batches_of(scenario([burst(100, 1000)])).bytes[0]
+    packed = batches_of(scenario([burst(100, 1000, **{"compression.type": codec})])).bytes[0]
+    assert packed - 61 == math.ceil((plain - 61) * compressed / original)
+    # v1: the inner set wrapped in one message
+    legacy = batches_of(scenario([burst(100, 1000, **{"compression.type": codec})], version="0.10")).bytes[0]
+    assert legacy == legacy_record(1, None, 0) + math.ceil(100 * legacy_record(1, None, 1000) * compressed / original)
+
+
+def closed(**producer):
+    return {"topic": "t", "acks": 1, "rate.per.s": "max", "linger.ms": 0, **producer}
+
+
+def test_a_closed_loop_producer_alone_sends_one_record_per_record_us():
+    record_us, duration = 10.0, 2000.0
+    s = simulate(scenario([closed()], duration, costs={**ZERO_COSTS, "producer.record.us": record_us})).summary
+    rate = 1e6 / record_us
+    assert s["records_sent"] == pytest.approx(rate * duration / 1000.0, rel=0.001)
+    assert s["records_acked_per_s"] == pytest.approx(rate, rel=0.01)
+    assert s["producer_buffer_wait_ms"] == 0.0 and s["buffer_exhausted_records"] == 0
+
+
+def nic_bound(gbps: float, batch: int = 16384, size: int = 100) -> float:
+    """Records/s a client NIC of `gbps` carries in full batches of Kafka's format."""
+    cap = v2_capacity(batch, size)
+    return gbps * 1e9 / 8 / v2_batch(cap, size) * cap
+
+
+def test_a_closed_loop_producer_is_bound_by_its_nic_and_each_producer_has_its_own():
+    gbps = 0.1
+    costs = {**ZERO_COSTS, "producer.record.us": 0.5}
+    one = simulate(scenario([closed()], costs=costs, hardware={"client": {"nic.gbps": gbps}})).summary
+    assert one["records_acked_per_s"] == pytest.approx(nic_bound(gbps), rel=0.02)
+    two = simulate(scenario([closed(instances=2)], costs=costs, hardware={"client": {"nic.gbps": gbps}})).summary
+    assert two["records_acked_per_s"] == pytest.approx(2 * nic_bound(gbps), rel=0.02)
+
+
+def test_a_full_buffer_blocks_send_and_max_block_ms_fails_records():
+    """A slow broker (100 ms each way) and a 1 MiB buffer.memory: the pool holds 1 MiB / 16384 batches' records; the
+    application waits for the pool most of the run; with max.block.ms 5 each wait of 5 ms fails one record."""
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    base = scenario([closed(**{"buffer.memory": 1 << 20})], 3000.0, latency=100.0, costs=costs)
+    s = simulate(base).summary
+    cap = v2_capacity(16384, 100)
+    in_pool = (1 << 20) // 16384 * cap  # records the pool holds: 64 batches
+    assert s["backlog_records"] <= in_pool
+    assert s["backlog_records"] >= in_pool - cap
+    assert s["producer_buffer_wait_ms"] > 0.5 * 3000.0
+    assert s["buffer_exhausted_records"] == 0
+    failing = simulate(scenario([closed(**{"buffer.memory": 1 << 20, "max.block.ms": 5})], 3000.0, latency=100.0,
+                                costs=costs)).summary
+    assert failing["buffer_exhausted_records"] > 0
+    # each failed send() blocked max.block.ms; the rest of the wait is the part of a block a release ended
+    assert failing["buffer_exhausted_records"] * 5.0 <= failing["producer_buffer_wait_ms"] + 1e-6
+    assert failing["buffer_exhausted_records"] * 5.0 >= 0.9 * failing["producer_buffer_wait_ms"] - 5.0 * 30
+
+
+def test_an_open_loop_producer_blocks_only_once_its_pool_is_full():
+    """Open loop at 2,000 records/s under the broker's capacity: the send times stand, nothing blocks. At 20,000/s
+    over it: the 1 MiB pool fills (64 batches of records), send() blocks, and the records the run could not take
+    are never sent."""
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    cap = v2_capacity(16384, 100)
+    in_pool = (1 << 20) // 16384 * cap
+
+    def run(rate):
+        return simulate(scenario([{"topic": "t", "acks": 1, "rate.per.s": rate, "linger.ms": 0,
+                                   "buffer.memory": 1 << 20}], 3000.0, latency=100.0, costs=costs)).summary
+
+    under = run(2000)
+    assert under["producer_buffer_wait_ms"] == 0.0
+    assert under["records_sent"] == pytest.approx(2000 * 3.0, rel=0.05)  # Poisson arrivals: all of them
+    over = run(20000)
+    assert over["producer_buffer_wait_ms"] > 0.5 * 3000.0
+    assert in_pool - cap <= over["backlog_records"] <= in_pool
+    assert over["records_sent"] < 0.5 * 20000 * 3.0
