@@ -1,5 +1,5 @@
-"""``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, measures, bench, validation, and the
-study kit's study, sweep, aggregate, report, campaign.
+"""``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, hardware, measures, bench, validation,
+and the study kit's study, sweep, aggregate, report, campaign.
 
 The study kit (``kafkamodel.study``) is imported only by its own verbs, so
 ``run``, ``validate`` and ``keys`` stay light; a verb whose extra is not
@@ -298,6 +298,37 @@ def _cmd_keys(args) -> int:
     return 0
 
 
+def _cmd_hardware(args) -> int:
+    from .config.hardware import PARTS, PROFILES
+    from .config.schema import profile_name
+
+    if args.name is not None and args.name not in PROFILES:
+        raise UsageError(profile_name(args.name, "hardware NAME")[0])
+    chosen = [PROFILES[args.name]] if args.name else list(PROFILES.values())
+    if args.json:
+        print(json.dumps({p.name: {"about": p.about, "parts": {k: {"value": p.parts[k].value, "source": p.parts[k].source}
+                                                                for k in PARTS}, "references": p.references()}
+                          for p in chosen}, indent=2))
+        return 0
+    for i, p in enumerate(chosen):
+        print(("\n" if i else "") + f"{p.name}: {p.about}")
+        print(f"  {'part':<21} {'value':<32} source")
+        for k in PARTS:
+            print(f"  {k:<21} {part_value(p.parts[k].value):<32} {p.parts[k].source}")
+        for key, citation in p.references().items():
+            print(f"  [{key}] {citation}")
+    return 0
+
+
+def part_value(value) -> str:
+    """A machine part as a person reads it: null as unlimited, a distribution in one phrase."""
+    if value is None:
+        return "unlimited"
+    if isinstance(value, dict):
+        return value["dist"] + " " + ", ".join(f"{k} {v:g}" for k, v in value.items() if k != "dist")
+    return f"{value:g}"
+
+
 def _cmd_measures(args) -> int:
     from .sim.results.measures import EVENT_KINDS, GROUP_SUMMARY, SUMMARY
 
@@ -432,6 +463,12 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--metadata", choices=["zookeeper", "kraft"], default=None,
                       help="ZooKeeper or KRaft (default: the version's)")
     keys.set_defaults(func=_cmd_keys)
+
+    hw = verbs.add_parser("hardware", help="list the machine profiles (hardware.broker/client.profile) with their "
+                                            "parts and each part's source")
+    hw.add_argument("name", nargs="?", default=None, help="only this profile")
+    hw.add_argument("--json", action="store_true", help="print the profiles as JSON")
+    hw.set_defaults(func=_cmd_hardware)
 
     measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")
     measures.set_defaults(func=_cmd_measures)

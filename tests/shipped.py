@@ -10,6 +10,9 @@ from kafkamodel.config.schema import COSTS
 # brokers (and clients) that spend no time on requests; GC pauses of no length (a young collection still needs a
 # positive allocation between two)
 ZERO_COSTS = {key: 0 for key in COSTS if key != "gc.young.mib"}
+# a broker machine with no limits: every core, NIC and disk bandwidth unbounded (an fsync then costs only fsync.ms)
+UNLIMITED_MACHINE = {"broker": {"cores": None, "nic.gbps": None, "disk.write.mib.per.s": None,
+                                "disk.read.mib.per.s": None}}
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 

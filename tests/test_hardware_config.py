@@ -163,3 +163,48 @@ def test_an_unknown_profile_exits_2_with_one_line(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: hardware.broker.profile: unknown profile 'i3en.3xl'")
+
+
+def test_the_nic_comes_from_the_broker_machine_unless_network_bandwidth_mbps_is_given():
+    assert settings().bandwidth_mbps == 8400.0  # i3en.2xlarge's 8.4 Gbps baseline, in Mbps
+    assert settings(hardware={"broker": {"profile": "linkedin-2014"}}).bandwidth_mbps == 1000.0  # 1 GbE
+    assert settings(hardware={"broker": {"nic.gbps": None}}).bandwidth_mbps is None  # unlimited
+    assert settings(network={"bandwidth.mbps": 10000}).bandwidth_mbps == 10000.0  # a number given wins
+
+
+# ---- python -m kafkamodel hardware -----------------------------------------------------------------------------------
+
+def test_hardware_lists_every_profile_with_its_parts_and_sources(capsys):
+    from kafkamodel.config.hardware import PARTS, PROFILES, REFERENCES
+
+    assert main(["hardware"]) == 0
+    out = capsys.readouterr().out
+    for name in ("default", "i3en.xlarge", "i3en.2xlarge", "i3en.6xlarge", "linkedin-2014", "c5n.2xlarge"):
+        assert f"\n{name}: " in "\n" + out, name
+    assert out.count("\n  nic.gbps ") == len(PROFILES)
+    assert "[kreps-2014] J. Kreps" in out and "https://www.confluent.io/blog/kafka-fastest-messaging-system/" in out
+    for p in PROFILES.values():  # every part has a source: a cited reference or a judgement saying why
+        for k in PARTS:
+            source = p.parts[k].source
+            assert source.startswith("judgement: ") or "[" in source, (p.name, k)
+        assert set(p.references()) <= set(REFERENCES)
+
+
+def test_hardware_name_shows_one_profile_and_json_is_machine_readable(capsys):
+    import json
+
+    assert main(["hardware", "linkedin-2014"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("linkedin-2014: ") and "i3en" not in out
+    assert "  nic.gbps              1 " in out
+    assert main(["hardware", "i3en.2xlarge", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    parts = data["i3en.2xlarge"]["parts"]
+    assert parts["nic.gbps"]["value"] == 8.4 and parts["disk.write.mib.per.s"]["value"] == pytest.approx(655e6 / MIB, abs=0.05)
+    assert "confluent-2020" in data["i3en.2xlarge"]["references"]
+
+
+def test_hardware_with_an_unknown_name_exits_2_with_one_line(capsys):
+    assert main(["hardware", "i3en.2xl"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown profile 'i3en.2xl'" in err and "'i3en.2xlarge'" in err

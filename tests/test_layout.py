@@ -10,7 +10,7 @@ import pytest
 from kafkamodel import simulate
 from kafkamodel.sim.controller.placement import rack_alternated, rack_aware
 
-from shipped import ZERO_COSTS
+from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 # ---- placement: Kafka's own test cases (AdminRackAwareTest), then its invariants ---------------------------------
 
@@ -68,8 +68,8 @@ ZONES = [{"between": ["*", "*"], "latency.ms": NEAR},
 
 def zoned(mode: str, rf: int, brokers: int, **extra) -> dict:
     return {"name": "zones", "seed": 2, "duration.ms": 10000, "brokers": brokers, "replication": mode,
-            "racks": ["a", "b", "c"], "costs": ZERO_COSTS, "disk": {"fsync.ms": 0},
-            "network": {"latency.ms": 99.0, "bandwidth.mbps": None, "links": ZONES},
+            "racks": ["a", "b", "c"], "costs": ZERO_COSTS, "disk": {"fsync.ms": 0}, "hardware": UNLIMITED_MACHINE,
+            "network": {"latency.ms": 99.0, "links": ZONES},
             "topics": [{"name": "t", "partitions": 1, "replication.factor": rf}],
             "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "client.rack": "a",
                            "burst": {"records": 1, "every.ms": 100, "start.ms": 1000}}], **extra}
@@ -100,7 +100,7 @@ def test_acks_all_latency_is_the_sum_of_the_legs_the_protocol_waits_for(mode, rf
 @pytest.mark.parametrize("mode", ["isr", "quorum"])
 def test_an_fsync_per_message_adds_its_latency_on_the_leader_and_on_the_followers_path(mode):
     fsync = 0.7
-    extra = {"disk": {"fsync.ms": fsync}}
+    extra = {"disk": {"fsync.ms": fsync}, "hardware": UNLIMITED_MACHINE}
     if mode == "isr":
         extra["broker"] = {"log.flush.interval.messages": 1}  # a quorum fsyncs each append anyway (quorum.fsync)
     base = simulate(zoned(mode, 3, 3)).summary["produce_latency_ms_p50"]
@@ -112,7 +112,7 @@ def test_an_fsync_per_message_adds_its_latency_on_the_leader_and_on_the_follower
 def test_without_links_every_link_is_network_latency():
     plain = zoned("isr", 3, 3)
     del plain["racks"]
-    plain["network"] = {"latency.ms": 2.0, "bandwidth.mbps": None}
+    plain["network"] = {"latency.ms": 2.0}
     del plain["producers"][0]["client.rack"]
     assert simulate(plain).summary["produce_latency_ms_p50"] == pytest.approx(4 * 2.0, abs=1e-6)
 

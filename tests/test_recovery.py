@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafkamodel import load_scenario, simulate
+from kafkamodel.sim.storage.disk import CHUNK_MS
 
 from shipped import SCENARIOS, run
 
@@ -88,7 +89,8 @@ def test_jepsen_2013_loses_acknowledged_writes_unless_min_isr_2_and_clean_electi
 
 def test_power_loss_keeps_what_the_os_wrote_back():
     # one broker, acks=1, constant latency: a record is appended at ack_ms - latency; after a power loss
-    # at T only what was appended before T - os.vm.dirty_expire_centisecs survives (nothing is fsynced by default)
+    # at T only what was appended before T - os.vm.dirty_expire_centisecs survives (nothing is fsynced by default;
+    # the page cache keeps its dirty pages in 1 ms chunks, written back whole: the boundary is that coarse)
     latency, T, expire = 1.0, 20000.0, 3000.0
     result = simulate({
         "name": "os-writeback", "seed": 5, "duration.ms": 40000, "brokers": 1, "kafka.version": "3.9",
@@ -103,7 +105,8 @@ def test_power_loss_keeps_what_the_os_wrote_back():
     acked_before = r[r.acked & (r.ack_ms < T)]
     appended = acked_before.ack_ms - latency
     survived = acked_before.copies == 1
-    assert survived.equals(appended <= T - expire)
+    assert survived[appended <= T - expire].all()
+    assert not survived[appended > T - expire + CHUNK_MS].any()
     assert (~survived).sum() == result.summary["acked_records_lost"] > 0
 
 
@@ -211,9 +214,12 @@ def test_a_quorum_leader_cut_off_from_the_controller_alone_commits_nothing_after
             "faults": [{"at.ms": 1000, "kind": "isolate", "broker": 0, "duration.ms": 3000, "from": ["controller"]}],
         }))
         events = r.events
-        assert list(events[events.kind == "leader_election"].broker) == [1]
+        elected = list(events[events.kind == "leader_election"].broker)
+        assert elected in ([1], [2])  # the most up-to-date follower at the vote (a race the seed decides)
         assert r.summary["acked_records_lost"] == r.summary["committed_records_lost"] == 0
         assert r.summary["no_committed_record_lost_violations"] == 0
+        if elected != [1]:
+            continue  # 2 itself leads: no follower keeps fetching from the old leader over the slow link
         # follower 2 held epoch-0 records beyond the new leader's log: the old leader sent to it after the vote
         cut = events[(events.kind == "truncation") & (events.broker == 2)]
         assert all("committed" not in d for d in cut.detail)

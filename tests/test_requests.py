@@ -24,7 +24,7 @@ import pytest
 from kafkamodel import simulate
 
 from kafka_format import v2_capacity
-from shipped import ZERO_COSTS
+from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 RECORD, BATCH = 100, 16384
 CAP = v2_capacity(BATCH, RECORD)  # records in a full batch (Kafka's record format: 148 of 100 bytes)
@@ -32,7 +32,7 @@ CAP = v2_capacity(BATCH, RECORD)  # records in a full batch (Kafka's record form
 
 def one_partition(rate: float, latency: float = 10.0, duration: float = 20000.0, seed: int = 3, **producer) -> dict:
     return {"name": "one-partition", "seed": seed, "duration.ms": duration, "brokers": 3, "costs": ZERO_COSTS,
-            "network": {"latency.ms": latency, "bandwidth.mbps": None},
+            "network": {"latency.ms": latency}, "hardware": {"broker": {"nic.gbps": None}},
             "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
             "producers": [{"topic": "t", "rate.per.s": rate, "acks": "all", **producer}]}
 
@@ -75,7 +75,7 @@ def test_a_slow_follower_that_keeps_up_costs_whole_round_trips_of_its_own_and_le
     rtt = 2 * latency * factor
     r = simulate({
         "name": "slow-follower", "seed": 3, "duration.ms": 30000, "brokers": 3, "costs": ZERO_COSTS,
-        "network": {"latency.ms": latency, "bandwidth.mbps": None},
+        "network": {"latency.ms": latency}, "hardware": {"broker": {"nic.gbps": None}},
         "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
         "producers": [{"topic": "t", "rate.per.s": 200, "acks": "all", "max.in.flight.requests.per.connection": in_flight}],
         "faults": [{"at.ms": 0, "kind": "slow", "broker": 2, "factor": factor, "duration.ms": 30000}],
@@ -151,8 +151,9 @@ def test_service_times_of_zero_reduce_to_pure_network_latency(mode):
     latency = 2.0
     s = simulate({
         "name": "hops", "seed": 1, "duration.ms": 20000, "brokers": 3, "replication": mode, "costs": ZERO_COSTS,
+        "hardware": {**UNLIMITED_MACHINE, "client": {"nic.gbps": None}},
         "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
-        "network": {"latency.ms": latency, "bandwidth.mbps": None}, "hardware": {"client": {"nic.gbps": None}},
+        "network": {"latency.ms": latency},
         "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
         "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "burst": {"records": 1, "every.ms": 100}}],
     }).summary

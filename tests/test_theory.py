@@ -24,7 +24,7 @@ import pytest
 from kafkamodel import simulate
 from kafkamodel.theory import predicted_latency
 
-from shipped import ZERO_COSTS
+from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 MEAN = 1.0  # ms, one-way latency mean (kafkamodel.theory.EXPONENTIAL_1MS)
 
@@ -46,10 +46,11 @@ def scenario(rf: int, mode: str, records: int) -> dict:
         "replication": mode,
         "brokers": rf,
         "broker": {"replica.fetch.wait.max.ms": 10**9},  # a parked fetch never expires mid-test
-        "network": {"latency.ms": {"dist": "exponential", "mean": MEAN}, "bandwidth.mbps": None},
+        "network": {"latency.ms": {"dist": "exponential", "mean": MEAN}},
+        "hardware": {"broker": {"nic.gbps": None}},  # no NIC limit: messages take no transfer time
         # brokers spend no time on requests (the prediction is about the network alone)
         "costs": ZERO_COSTS,
-        "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
+        "hardware": UNLIMITED_MACHINE, "disk": {"fsync.ms": 0},  # a quorum fsyncs before it counts (quorum.fsync): here in no time
         "topics": [{"name": "t", "partitions": 1, "replication.factor": rf}],
         "producers": [{"topic": "t", "acks": "all", "linger.ms": 0, "burst": {"records": 1, "every.ms": every}}],
     }

@@ -244,7 +244,7 @@ BROKER: dict[str, Key] = {
 NETWORK: dict[str, Key] = {
     "latency.ms": Key({"dist": "lognormal", "median": 0.5, "sigma": 0.5}, distribution, "one-way message latency"),
     "links": Key([], lambda v, p: link_list(v, p), "[{between: [X, Y], latency.ms: DIST}]: X, Y a broker id, rack:NAME, clients or *; later entries win"),
-    "bandwidth.mbps": Key(10000, optional(number(positive=True)), "each broker's NIC, shared by all its traffic, each direction; null = unlimited"),
+    "bandwidth.mbps": Key(None, optional(number(positive=True)), "each broker's NIC in Mbps, shared by all its traffic, each direction; null = hardware.broker.nic.gbps (a number here wins)"),
 }
 
 DISK: dict[str, Key] = {

@@ -436,6 +436,8 @@ class Settings:
         kafka = mechanisms(scenario["kafka.version"], scenario["kafka.metadata"])
         broker_machine = MachineSettings.of(scenario["hardware"]["broker"])
         bandwidth = scenario["network"]["bandwidth.mbps"]
+        if bandwidth is None and broker_machine.nic_gbps is not None:  # null: the machine's NIC (itself null: unlimited)
+            bandwidth = broker_machine.nic_gbps * 1000.0
         fsync = scenario["disk"]["fsync.ms"]
         return cls(
             name=scenario["name"], seed=scenario["seed"], duration_ms=duration,

@@ -39,7 +39,7 @@ class FaultInjector:
         self.replicas = sim.replicas
         self.topic_first = sim.topic_first
         self.faults = sim.settings.faults
-        self.dirty_expire_ms = sim.settings.os.dirty_expire_ms
+        self.caches = sim.caches  # broker -> its page cache and disk (what the OS has written back)
         self.client_nodes = sim.layout.client_nodes()
         self.event = sim.recorder.event
         self.producer_network, self.leader, self.follower = producer_network, leader, follower
@@ -148,17 +148,20 @@ class FaultInjector:
 
     def fault_power_loss(self, b: int, f: FaultSettings) -> None:
         """The machine loses power. What was fsynced (log.flush.interval.*) or written back
-        by the OS (os.vm.dirty_expire_centisecs) survives; the rest of each log is gone. The HW
-        checkpoint file is fsynced when written, so it survives (clamped to the log)."""
+        by the OS (past vm.dirty_expire_centisecs or vm.dirty_background_ratio: ``disk``)
+        survives; the rest of each log is gone, and the page cache is empty when it comes back.
+        The HW checkpoint file is fsynced when written, so it survives (clamped to the log)."""
         if not self._stop_process(b):
             self.event(FAULT_SKIPPED, -1, b, "power_loss: already down")
             return
         now = self.kernel.now
+        cache = self.caches[b]
+        cutoff = cache.durable_before(now)
+        cache.power_loss(now)
         lost = 0
         for p in self.partitions_of[b]:
             rep = self.replicas[p][b]
-            lost += self.follower.truncate(rep, rep.log.durable_offset(now, self.dirty_expire_ms),
-                                           "power loss: unflushed log tail gone")
+            lost += self.follower.truncate(rep, rep.log.durable_offset(cutoff), "power loss: unflushed log tail gone")
         self.brokers[b].unclean_shutdown = True
         self.event(FAULT_POWER_LOSS, -1, b, f"{lost} unflushed offsets lost")
         self.controller.health_changed(b)

@@ -21,6 +21,7 @@ from ..config.scenario import Scenario, load_scenario
 from ..config.settings import Settings
 from .batches import Batches, record_format
 from .broker.consumer_fetch import ConsumerFetchHandler
+from .broker.cpu import Cpu
 from .broker.fetcher import ReplicaFetcherManager
 from .broker.follower import FollowerRole
 from .broker.group_coordinator import GroupCoordinator
@@ -51,6 +52,7 @@ from .rules.lag import make_lag_rule
 from .rules.modes import make_mode
 from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica
+from .storage.disk import GIB, PageCache
 from .storage.log import Log
 
 
@@ -100,6 +102,15 @@ class Simulation:
         # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes
         self.flush_messages = 1 if self.mode.durable else settings.broker.log_flush_interval_messages
         self.fsync = Sampler(settings.fsync_ms, self.streams("disk")).stream
+        # each broker machine: its cores and JVM (cpu), its page cache and disk (storage.disk)
+        machine, costs, os = settings.broker_machine, settings.costs, settings.os
+        self.cpu = Cpu(self.kernel, settings.brokers, machine.cores, costs.gc_young_mib, costs.gc_request_kib,
+                       Sampler(costs.gc_pause_ms, self.streams("gc")).stream)
+        cache_bytes = max(machine.memory_gib - machine.jvm_heap_gib, 0.0) * GIB
+        self.caches = [PageCache(machine.disk_write_mib_per_s, machine.disk_read_mib_per_s, cache_bytes,
+                                 os.dirty_background_ratio, os.dirty_ratio, os.dirty_expire_ms,
+                                 Sampler(machine.disk_latency_ms, self.streams(f"disk.read[{b}]")).stream)
+                       for b in range(settings.brokers)]
         self.lag_rule = make_lag_rule(settings.broker)
         self.truncation = make_truncation(self.mode.truncation or settings.kafka.truncation,
                                           kip279=settings.kafka.kip279 or self.mode.truncation is not None)
@@ -190,7 +201,8 @@ class Simulation:
             violations=check_all(self), unavailable_wall_ms=self.availability.wall_ms, end_ms=self.kernel.now,
             threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
                      "network": (self.server.net_busy_ms, self.server.network_threads),
-                     "replica_fetcher": self.follower.busiest_ms()}))
+                     "replica_fetcher": self.follower.busiest_ms()},
+            cpu=self.cpu, caches=self.caches))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

@@ -20,12 +20,13 @@ RESET = -1  # a consumer position still to be set by auto.offset.reset
 class DelayedFetch:
     """A consumer's fetch at one leader broker (waiting in purgatory while it finds too little)."""
 
-    __slots__ = ("broker", "gi", "mi", "token", "fid", "parts", "done")
+    __slots__ = ("broker", "gi", "mi", "token", "fid", "parts", "done", "uncached")
 
     def __init__(self, broker: int, gi: int, mi: int, token: int, fid: int, parts: list):
         self.broker, self.gi, self.mi, self.token, self.fid = broker, gi, mi, token, fid
         self.parts = parts  # (partition, offset) asked
         self.done = False
+        self.uncached = 0  # bytes its last read found out of the page cache
 
 
 class ConsumerFetchHandler:
@@ -39,6 +40,7 @@ class ConsumerFetchHandler:
         self.send = sim.transport.send
         self.replicas = sim.replicas
         self.batches = sim.batches
+        self.caches = sim.caches  # broker -> its page cache and disk
         self.server = self.groups = self.consumer_handle_fetch = None  # wired
 
     def wire(self, server, consumers) -> None:
@@ -65,6 +67,8 @@ class ConsumerFetchHandler:
         cfg = self.groups[fetch.gi].config
         budget = cfg.fetch_max_bytes
         answer, total = [], 0
+        cut = self.caches[fetch.broker].evicted_before()  # what was written before this has left the page cache
+        fetch.uncached = 0
         for p, pos in fetch.parts:
             rep = self.replicas[p][fetch.broker]
             if not rep.is_leader:
@@ -78,6 +82,8 @@ class ConsumerFetchHandler:
                 continue
             hw = rep.high_watermark
             i, j, size = log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)
+            if size and log.append_ms[i] < cut:
+                fetch.uncached += log.bytes_written_before(i, j, cut)
             slices, nxt = [], pos
             for base, end, _, b in log.entries[i:j]:
                 lo, hi = max(base, nxt), min(end, hw)
@@ -100,6 +106,12 @@ class ConsumerFetchHandler:
         args = (fetch.gi, fetch.mi, fetch.token, fetch.fid, fetch.broker, answer)
         node = self.groups[fetch.gi].node
         if src == fetch.broker:
+            if nbytes:  # sendfile from the page cache, or from the disk once read
+                cache = self.caches[src]
+                cache.read_bytes += nbytes
+                if fetch.uncached:
+                    there = cache.read(self.kernel.now, fetch.uncached)
+                    ready = there if there > ready else ready
             self.server.respond(src, ready, node, self.consumer_handle_fetch, args, nbytes=nbytes, kind=CONSUMER_CONN)
         else:  # the dead process's kernel resets the connection
             self.send(src, node, self.consumer_handle_fetch, args, conn=CONSUMER_CONN)

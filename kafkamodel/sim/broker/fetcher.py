@@ -65,6 +65,7 @@ class ReplicaFetcherManager:
 
     def __init__(self, sim):
         self.kernel = sim.kernel
+        self.cpu_run = sim.cpu.run  # the follower machine's cores
         self.send = sim.transport.send
         self.timer = sim.transport.timer
         self.counters = sim.recorder.counters
@@ -159,16 +160,17 @@ class ReplicaFetcherManager:
             return
         self.request(f)
 
-    def request(self, f: Fetcher, cost: float = 0.0) -> None:
-        """The thread's next request, once it has spent `cost` ms processing an answer (one at a time):
+    def request(self, f: Fetcher, cost: float = 0.0, blocked: float = 0.0) -> None:
+        """The thread's next request, once it has spent `cost` ms of CPU processing an answer (one at a time) and
+        waited `blocked` ms on the disk (an fsync, the page cache throttling its write):
         OffsetsForLeaderEpoch for the partitions that must truncate, else a fetch with the partitions whose
         offset changed."""
         f.kick_armed = False
         now = self.kernel.now
-        if cost > 0.0:
+        if cost > 0.0 or blocked > 0.0:
             start = f.busy_until if f.busy_until > now else now
-            f.busy_until = start + cost
-            f.busy_ms += cost
+            f.busy_until = self.cpu_run(f.follower, start, cost) + blocked
+            f.busy_ms += f.busy_until - start
             delay = f.busy_until - now
         else:
             delay = 0.0

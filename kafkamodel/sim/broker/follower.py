@@ -31,6 +31,8 @@ class FollowerRole:
         self.event = sim.recorder.event
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
+        self.caches = sim.caches  # broker -> its page cache and disk
+        self.allocate = sim.cpu.allocate
         self.retention_on = sim.retention_on
         costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
         self.response_ms = costs.fetcher_response_us / 1000.0
@@ -60,6 +62,7 @@ class FollowerRole:
         now = self.kernel.now
         appended = size = 0
         fsync = 0.0
+        flushed = False
         bytes_of = self.batches.bytes
         for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
             rep = f.parts.get(p)
@@ -79,6 +82,7 @@ class FollowerRole:
                     if self.flush_messages and log.needs_flush(self.flush_messages):
                         log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                         fsync += next(self.fsync)
+                        flushed = True
                     f.changed[p] = True
                     appended += 1
                     for e in chunk:
@@ -97,8 +101,17 @@ class FollowerRole:
                 f.changed[p] = True
             else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
                 self.fetchers.delay(f, rep, now)
-        # the thread processes the answer, then goes on at once
-        self.fetchers.request(f, self.response_ms + self.partition_ms * appended + self.byte_ms * size + fsync)
+        # the thread reads the answer into its heap, writes the records into the page cache (throttled when too
+        # much is dirty) and fsyncs what it must; then it goes on at once
+        blocked = fsync
+        if size:
+            follower = f.follower
+            self.allocate(follower, size)
+            cache = self.caches[follower]
+            blocked += cache.append(now, size)
+            if flushed:
+                blocked += cache.fsync(now, size)
+        self.fetchers.request(f, self.response_ms + self.partition_ms * appended + self.byte_ms * size, blocked)
 
     def handle_epoch_answer(self, key: tuple, req: int, answers: list) -> None:
         """OffsetsForLeaderEpoch answered, an EpochEndOffset each: truncate where the leader says (KIP-101, KIP-279)."""

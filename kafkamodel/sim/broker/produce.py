@@ -62,6 +62,8 @@ class ProduceHandler:
         self.counters = sim.recorder.counters
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
+        self.caches = sim.caches  # broker -> its page cache and disk
+        self.appended_bytes = 0  # while a request is handled: bytes it appended
         self.retention_on = sim.retention_on  # keep segments (retention can act within the run)
         self.producer_state = ProducerStateManager(sim.batches)
         self.track_producers = any(p.enable_idempotence for p in sim.settings.producers)  # brokers keep producer state
@@ -81,15 +83,23 @@ class ProduceHandler:
         results = dp.results if dp is not None else [None] * len(entries)
         woken: set = set()  # parked follower fetches that these appends give records to
         flushes: list = []  # (replica, offset) of the logs these appends fsync (log.flush.interval.messages)
+        self.appended_bytes = 0
         for i, (b, attempt) in enumerate(entries):
             results[i] = self._append(broker, b, attempt, acks, dp, i, woken, flushes)
-        if flushes:  # Log.append -> flush: the handler thread fsyncs each log, then the request goes on
-            fsync = sum(next(self.fsync) for _ in flushes)
-            if fsync > 0.0:
-                self.server.hold(broker, ready, fsync)
-                self.timer(broker, fsync, self._produce_handled, broker, producer, epoch, req, results, dp, woken,
-                           flushes, ready + fsync)
-                return
+        wait = 0.0
+        if self.appended_bytes:  # write() into the page cache: throttled when too much of it is dirty
+            cache = self.caches[broker]
+            now = self.kernel.now
+            wait = cache.append(now, self.appended_bytes)
+            if flushes:  # Log.append -> flush: the handler thread fsyncs each log, then the request goes on
+                wait += sum(next(self.fsync) for _ in flushes) + cache.fsync(now, self.appended_bytes)
+        elif flushes:
+            wait = sum(next(self.fsync) for _ in flushes)
+        if wait > 0.0:
+            self.server.hold(broker, ready, wait)
+            self.timer(broker, wait, self._produce_handled, broker, producer, epoch, req, results, dp, woken,
+                       flushes, ready + wait)
+            return
         self._produce_handled(broker, producer, epoch, req, results, dp, woken, flushes, ready)
 
     def _produce_handled(self, broker, producer, epoch, req, results, dp, woken, flushes, ready) -> None:
@@ -137,6 +147,7 @@ class ProduceHandler:
         end = base + batches.count[b]
         entry = (base, end, rep.leader_epoch, b)  # a LogEntry
         log.append(entry, now)
+        self.appended_bytes += batches.bytes[b]
         if self.retention_on:
             log.segment_append(entry, now)
         if self.track_producers:

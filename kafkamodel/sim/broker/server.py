@@ -11,7 +11,10 @@ acks=all request waiting for replication holds the ones behind it.
 
 Service times (``costs``, in µs; zero makes a pool vanish) are per request,
 per partition in it and per KiB it carries; ``docs/calibration.md`` says
-which published measurement each default comes from.
+which published measurement each default comes from. Every piece of work
+also needs one of the machine's cores, and none runs during a GC pause
+(``cpu``): a thread is busy from when it takes the work until the work ends.
+Reading a request into the heap allocates its bytes (``cpu.allocate``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ class Server:
 
     def __init__(self, sim):
         self.kernel = sim.kernel
+        self.cpu = sim.cpu
+        self.cpu_run = sim.cpu.run  # the machine's cores: when a piece of work that may start then ends
+        self.allocated, self.young_bytes = sim.cpu.allocated, sim.cpu.young_bytes  # the JVM's (inline: per request)
+        self.request_garbage = sim.cpu.request_bytes
         self.transport = sim.transport
         self.send = sim.transport.send
         self.timer = sim.transport.timer
@@ -67,14 +74,19 @@ class Server:
         (``departure``)."""
         if self.transport.check is not None:
             self.transport.check(handler)
+        allocated = self.allocated[broker] + nbytes + self.request_garbage  # read into the heap (Cpu.allocate)
+        if allocated < self.young_bytes:
+            self.allocated[broker] = allocated
+        else:
+            self.cpu.young_full(broker, allocated)
         cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
         if cost > 0.0:
             free = self.io_free[broker]
             start = free[0] if free[0] > now else now
-            end = start + cost
+            end = self.cpu_run(broker, start, cost)
             heapreplace(free, end)
-            self.io_busy_ms[broker] += cost
+            self.io_busy_ms[broker] += end - start
             runs = end if when_done else start
             if runs > now:
                 self.timer(broker, runs - now, self.on_run, end, handler, args)
@@ -98,7 +110,8 @@ class Server:
         self.request(broker, conn, handler, args, partitions, nbytes, True)
 
     def hold(self, broker: int, end: float, extra: float) -> None:
-        """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync in its path)."""
+        """The handler thread that ends a request at `end` stays busy `extra` longer (an fsync, or the page cache
+        throttling its write, in its path: waiting, not using a core)."""
         free = self.io_free[broker]
         if end in free:
             free[free.index(end)] = end + extra
@@ -120,11 +133,10 @@ class Server:
         cost = self.write_ms + self.write_byte_ms * nbytes  # a network thread writes it
         if cost > 0.0:
             free = self.net_free[broker]
-            if free[0] > leave:
-                leave = free[0]
-            leave += cost
+            start = free[0] if free[0] > leave else leave
+            leave = self.cpu_run(broker, start, cost)
             heapreplace(free, leave)
-            self.net_busy_ms[broker] += cost
+            self.net_busy_ms[broker] += leave - start
         self.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)
         if conn is not None:
             self.unmute(broker, conn, leave)
@@ -162,6 +174,7 @@ class Server:
         self.muted = {k: v for k, v in self.muted.items() if k[-1] != broker}
         self.io_free[broker] = [0.0] * self.io_threads
         self.net_free[broker] = [0.0] * self.network_threads
+        self.cpu.reset(broker)
 
     def forget(self, conn) -> None:
         """The client closed the connection: requests it queued are dropped."""

@@ -65,6 +65,8 @@ class SessionManager:
         costs = sim.settings.costs
         self.read_partition_ms = costs.partition_us / 1000.0  # a handler thread reading one partition
         self.read_byte_ms = costs.kib_us / 1024.0 / 1000.0
+        self.cpu_run = sim.cpu.run  # the leader machine's cores
+        self.caches = sim.caches  # broker -> its page cache and disk
         self.sessions: dict[tuple, FetchSession] = {}
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
@@ -187,7 +189,9 @@ class SessionManager:
         dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
-        total = 0
+        total = uncached = 0
+        cache = self.caches[leader]
+        cut = cache.cold_before if cache.written <= cache.capacity else cache.evicted_before()  # out of the cache
         again = []
         for p in list(dirty):
             rep = replicas[p][leader]
@@ -199,6 +203,8 @@ class SessionManager:
             if leo > offset and (budget > 0 or not total):
                 i, j, size = log.read(offset, leo, budget if budget < partition_max else partition_max, not total)
                 chunk = log.entries[i:j]
+                if size and log.append_ms[i] < cut:
+                    uncached += log.bytes_written_before(i, j, cut)
                 total += size
                 budget -= size
                 lead = rep.lead
@@ -221,8 +227,16 @@ class SessionManager:
         given = len(parts)
         self.counters.fetch_partitions += given
         extra = self.read_partition_ms * given + self.read_byte_ms * total
-        self.respond(leader, (ready if ready > now else now) + extra, follower, self.follower_handle_response,
-                     (s.key, req, parts), total, True)
+        ready = ready if ready > now else now
+        if extra > 0.0:
+            ready = self.cpu_run(leader, ready, extra)
+        if total:  # the records go out from the page cache, or from the disk once read
+            cache.read_bytes += total
+            if uncached:
+                there = cache.read(now, uncached)
+                if there > ready:
+                    ready = there
+        self.respond(leader, ready, follower, self.follower_handle_response, (s.key, req, parts), total, True)
 
     def _wait_expired(self, s: FetchSession) -> None:
         if self.sessions.get(s.key) is not s:

@@ -44,6 +44,8 @@ class RunEnd:
     unavailable_wall_ms: float
     end_ms: float
     threads: dict  # "request_handler" / "network": (busy ms per broker, threads per broker); "replica_fetcher": busiest ms
+    cpu: object  # broker.cpu.Cpu: cores and GC pauses
+    caches: list  # broker -> storage.disk.PageCache
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -51,11 +53,12 @@ def _percentile(values: np.ndarray, q: float):
 
 
 def _percentiles(values: np.ndarray) -> tuple:
-    """The 50th and 99th percentiles (one partial sort, in place: `values` comes back reordered), or Nones."""
+    """The 50th, 99th and 99.9th percentiles (one partial sort, in place: `values` comes back reordered), or
+    Nones."""
     if not len(values):
-        return None, None
-    p50, p99 = np.percentile(values, [50, 99], overwrite_input=True)
-    return float(p50), float(p99)
+        return None, None, None
+    p50, p99, p999 = np.percentile(values, [50, 99, 99.9], overwrite_input=True)
+    return float(p50), float(p99), float(p999)
 
 
 def _clean(value):
@@ -66,6 +69,7 @@ def _clean(value):
     return value
 
 
+MIB = 1048576.0
 _base_of, _batch_of = itemgetter(0), itemgetter(3)  # a log entry's base offset, its batch
 
 
@@ -225,8 +229,11 @@ def build_result(end: RunEnd) -> Result:
 
     s, c = end.settings, end.counters
     produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
-    produce_p50, produce_p99 = _percentiles(produce_latency)
-    e2e_p50, e2e_p99 = _percentiles(e2e)
+    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
+    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
+    seconds = s.duration_ms / 1000.0
+    record_bytes = np.array([p.record_size_bytes for p in s.producers], dtype=np.float64)
+    acked_payload = float(record_bytes[w.producer[acked]].sum()) if len(record_bytes) and acked.any() else 0.0
     summary = {
         "scenario": s.name,
         "seed": s.seed,
@@ -235,10 +242,6 @@ def build_result(end: RunEnd) -> Result:
         "records_sent": int(w.records),
         "records_acked": int(acked.sum()),
         "records_failed": int((rec_state == FAILED).sum()),
-        "records_acked_per_s": float(acked.sum()) / (s.duration_ms / 1000.0),
-        "acked_mib_per_s": float(np.dot(np.bincount(w.producer[acked], minlength=len(s.producers)),
-                                        [p.record_size_bytes for p in s.producers])) / 2**20 / (s.duration_ms / 1000.0)
-        if len(s.producers) else 0.0,
         "records_pending": int(((rec_state == PENDING) | (rec_state == INFLIGHT)).sum()),
         "records_committed": int(rec_committed.sum()),
         "acked_records_lost": int(acked_lost.sum()),
@@ -248,8 +251,12 @@ def build_result(end: RunEnd) -> Result:
         "produce_latency_ms_p50": produce_p50,
         "produce_latency_ms_p99": produce_p99,
         "produce_latency_ms_mean": produce_mean,
+        "produce_latency_ms_p999": produce_p999,
         "e2e_latency_ms_p50": e2e_p50,
         "e2e_latency_ms_p99": e2e_p99,
+        "e2e_latency_ms_p999": e2e_p999,
+        "records_acked_per_s": float(acked.sum()) / seconds,
+        "acked_mib_per_s": acked_payload / MIB / seconds,
         "isr_shrinks": c.isr_shrinks,
         "isr_expands": c.isr_expands,
         "leader_elections": c.leader_elections,
@@ -272,6 +279,7 @@ def build_result(end: RunEnd) -> Result:
         "backlog_records": int(waiting.sum()),
         "producer_buffer_wait_ms": float(c.producer_buffer_wait_ms),
         "buffer_exhausted_records": c.buffer_exhausted_records,
+        **machine_summary(end),
     }
     for name, problems in end.violations.items():
         summary[f"{name}_violations"] = len(problems)
@@ -308,6 +316,25 @@ def build_result(end: RunEnd) -> Result:
     partitions = pd.DataFrame(part_rows)
     groups = pd.DataFrame(group_rows, columns=list(TABLES["groups"]))
     return Result(summary, records, events, timeline, partitions, groups, end.scenario)
+
+
+def machine_summary(end: RunEnd) -> dict:
+    """The broker machines: cores, GC pauses, disks and page caches (``broker.cpu``, ``storage.disk``)."""
+    s, cpu, caches = end.settings, end.cpu, end.caches
+    duration = s.duration_ms
+    for cache in caches:
+        cache.advance(end.end_ms)
+    cores = s.broker_machine.cores
+    read = sum(c.read_bytes for c in caches)
+    return {
+        "broker_cpu_utilization_max": max(cpu.busy_ms) / (cores * duration) if cores and caches else None,
+        "gc_pause_ms_per_s": sum(cpu.pause_ms) / len(caches) / (duration / 1000.0) if caches else 0.0,
+        "disk_write_utilization_max": max(c.writeback_ms for c in caches) / duration if caches else 0.0,
+        "disk_read_utilization_max": max(c.read_ms for c in caches) / duration if caches else 0.0,
+        "writeback_stall_ms": float(sum(c.stall_ms for c in caches)),
+        "dirty_mib_max": max(c.dirty_max for c in caches) / MIB if caches else 0.0,
+        "page_cache_hit_ratio": 1.0 - sum(c.read_uncached_bytes for c in caches) / read if read else None,
+    }
 
 
 def _busiest(load: tuple, duration: float) -> float:

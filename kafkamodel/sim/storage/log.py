@@ -15,7 +15,7 @@ it is dropped on truncation and rebuilt from the entries when next needed.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import repeat
 from operator import itemgetter
 
@@ -91,6 +91,16 @@ class Log:
             j += 1
         return i, j, size
 
+    def bytes_written_before(self, i: int, j: int, cut: float) -> int:
+        """Bytes of the batches ``entries[i:j]`` that reached this broker's page cache before `cut` (evicted
+        from it since: a read of them goes to the disk)."""
+        times = self.append_ms
+        if i >= j or times[i] >= cut:
+            return 0
+        k = bisect_left(times, cut, i, j)
+        bytes_of = self.batch_bytes
+        return sum(bytes_of[e[BATCH]] for e in self.entries[i:k] if e[BATCH] >= 0)
+
     def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor over the epochs of this log, the last one ending at `end`:
         (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
@@ -114,10 +124,10 @@ class Log:
             end = base
         return end
 
-    def durable_offset(self, now: float, dirty_expire_ms: float) -> int:
-        """End of the log that survives a power loss now: fsynced, or written back by the OS."""
-        cutoff = now - dirty_expire_ms
-        i = bisect_right(self.append_ms, cutoff)  # entries old enough for OS write-back
+    def durable_offset(self, cutoff: float) -> int:
+        """End of the log that survives a power loss: fsynced, or written back by the OS (every entry that reached
+        the page cache before `cutoff`: ``disk.PageCache.durable_before``)."""
+        i = bisect_left(self.append_ms, cutoff)  # entries the OS has written back (appended before the cutoff)
         written_back = self.entries[i - 1][END_OFFSET] if i else 0
         return max(self.flushed_offset, written_back)
 
