@@ -336,4 +336,4 @@ def test_every_published_figure_is_inside_its_band(tmp_path):
     doc = run_cases(load_cases(VALIDATION), command="pytest")
     outside = [f"{f['case']}/{f['name']}: model {f['model']} vs published {f['published']['value']} "
                f"({f['band']['text']})" for c in doc["cases"] for f in c["figures"] if not f["inside"]]
-    assert outside == []
+    assert not outside, f"{len(outside)} figure(s) outside their bands:\n" + "\n".join(outside)
