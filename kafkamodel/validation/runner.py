@@ -20,8 +20,9 @@ from .measure import describe, measure
 
 # summary keys shown beside each run, when the model reports them: what bound it (names from the contract)
 CONTEXT = ("records_acked_per_s", "acked_mib_per_s", "broker_cpu_utilization_max", "disk_write_utilization_max",
-           "writeback_stall_ms", "gc_pause_ms_per_s", "producer_buffer_wait_ms", "buffer_exhausted_records",
-           "request_handler_busy_max", "network_thread_busy_max", "replica_fetcher_busy_max", "backlog_records")
+           "disk_read_utilization_max", "dirty_mib_max", "writeback_stall_ms", "page_cache_hit_ratio",
+           "gc_pause_ms_per_s", "producer_buffer_wait_ms", "buffer_exhausted_records", "request_handler_busy_max",
+           "network_thread_busy_max", "replica_fetcher_busy_max", "backlog_records")
 
 
 def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
