@@ -21,6 +21,7 @@ A case file::
         published: {value, unit, tag, quote}
         kind: throughput | latency | latency_p999 | ratio
         band: {low, high, source}        # a ratio's band (the other kinds' are the issue's, ``bands``)
+        match: ...                       # optional: what the source measured, and why this quantity matches it
 
 ``load_case`` reports every problem as ``<file>: <field.path>: <rule>`` (ValidationError, one line each), and
 checks every run's scenario before anything runs.
@@ -42,7 +43,7 @@ TOP = ("case", "source", "setup", "scenario", "runs", "figures")
 SOURCE = ("title", "authors", "year", "url", "publisher", "config_url", "verified")
 VERIFIED = ("tag", "meaning", "how")
 RUN = ("what", "overrides", "window.ms")
-FIGURE = ("name", "title", "run", "quantity", "ratio", "difference", "published", "kind", "band")
+FIGURE = ("name", "title", "run", "quantity", "ratio", "difference", "published", "kind", "band", "match")
 QUANTITY = ("summary", "records", "percentile", "floor_ms")
 PUBLISHED = ("value", "unit", "tag", "quote")
 
@@ -66,6 +67,7 @@ class Figure:
     kind: str
     published: dict  # value, unit, tag, quote
     band: dict | None  # a ratio's {low, high, source}
+    match: str  # what the benchmark measured and why this model quantity is the closest match ("" if obvious)
     terms: tuple  # one term (run, quantity), or two with `combine`
     combine: str | None  # None, "ratio" or "difference"
 
@@ -239,6 +241,7 @@ def _figures(raw: Any, runs: dict, problems: list[str]) -> tuple:
             problems.append(f"{where}.name: {name!r} is already a figure's name")
             continue
         _text(spec, "title", where, problems)
+        match = _text(spec, "match", where, problems)
         kind = spec.get("kind")
         if "kind" in spec and kind not in KINDS:
             problems.append(f"{where}.kind: must be one of {', '.join(KINDS)}, got {kind!r}" + did_you_mean(kind, KINDS))
@@ -252,7 +255,8 @@ def _figures(raw: Any, runs: dict, problems: list[str]) -> tuple:
         band = _band(spec, kind, where, problems)
         terms, combine = _terms(spec, where, runs, figures, problems)
         if isinstance(name, str) and terms:
-            figures[name] = Figure(name, str(spec.get("title", name)), str(kind), published, band, terms, combine)
+            figures[name] = Figure(name, str(spec.get("title", name)), str(kind), published, band, match, terms,
+                                   combine)
     return tuple(figures.values())
 
 

@@ -119,7 +119,8 @@ def _case_section(c: dict) -> str:
         + ", ".join(f"{esc(k)} {number(x)}" for k, x in r["context"].items()) + "</small></td></tr>"
         for r in c["runs"])
     figures = "".join(
-        f"<tr><td>{esc(f['title'])}<br><small>{esc(f['quantity'])}</small></td>"
+        f"<tr><td>{esc(f['title'])}<br><small>{esc(f['quantity'])}"
+        + (f"<br>{esc(f['match'])}" if f.get("match") else "") + "</small></td>"
         f"<td>{esc(with_unit(f['published']['value'], f['unit']))} <small>({esc(f['published']['tag'])})</small>"
         + (f"<blockquote>“{esc(f['published']['quote'])}”</blockquote>" if f["published"].get("quote") else "")
         + f"</td><td>{esc(figure_sentence(f))}"

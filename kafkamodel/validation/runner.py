@@ -71,7 +71,7 @@ def _figure(case: Case, figure, results: dict) -> dict:
         "model": model, "unit": figure.published["unit"], "ratio": ratio,
         "band": {**band.to_dict(), **({"source": figure.band["source"]} if figure.band else {})},
         "inside": inside(band, model, published),
-        "quantity": _quantity_text(figure),
+        "quantity": _quantity_text(figure), "match": figure.match,
         "terms": [{"run": r, "value": v} for (r, _), v in zip(figure.terms, values)],
         "note": "; ".join(notes),
     }
