@@ -10,7 +10,7 @@ ENGINE ?= papermill
 CAMPAIGN ?= safety
 SCHEDULES ?= 2500
 
-.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign
+.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign validation
 
 # setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
 # to act on here: hidden, so the install prints nothing unless something goes wrong
@@ -37,6 +37,12 @@ test-browser: $(STAMP)
 ## test-slow: the long tests (more hypothesis examples), bounded
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
+
+## validation: the validation set (data/validation/): published measurements of real Kafka vs the model ->
+## reports/validation.html and validation.json; then README.md's table from them
+validation: $(STAMP)
+	$(PY) -m kafkamodel validation
+	$(PY) -m kafkamodel validation --readme
 
 ## campaign: the fault campaign data/campaigns/$(CAMPAIGN).yaml, $(SCHEDULES) schedules per setting (the safety
 ## campaign's 4 settings: 10,000 runs) on Spark local[*]; resumable. Counterexamples go to data/campaigns/$(CAMPAIGN)/,

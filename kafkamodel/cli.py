@@ -1,5 +1,5 @@
-"""``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, hardware, measures, bench, and the study kit's
-study, sweep, aggregate, report, campaign.
+"""``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, hardware, measures, bench, validation,
+and the study kit's study, sweep, aggregate, report, campaign.
 
 The study kit (``kafkamodel.study``) is imported only by its own verbs, so
 ``run``, ``validate`` and ``keys`` stay light; a verb whose extra is not
@@ -234,6 +234,22 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _cmd_validation(args) -> int:
+    from .validation.command import readme_from, run_validation, summary_lines
+
+    if args.readme:
+        if args.out or args.case:
+            raise UsageError("--readme: rewrites README.md from --from (a validation.json); no --out or --case")
+        print(f"updated {readme_from(args.from_)}")
+        return 0
+    if args.from_:
+        raise UsageError("--from: only with --readme")
+    doc, paths = run_validation(args.out, args.case, command=os.environ.get("KAFKAMODEL_COMMAND", ""))
+    for line in summary_lines(doc, paths):
+        print(line)
+    return 0
+
+
 def _cmd_validate(args) -> int:
     scenario = _load(args.scenario)
     print(f"{args.scenario}: ok ({scenario['name']})")
@@ -447,6 +463,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("study", help="a study name or spec file")
     rep.add_argument("--timeout", type=_seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
     rep.set_defaults(func=_cmd_report)
+
+    val = verbs.add_parser("validation", help="the validation set: published measurements of real Kafka vs the "
+                                               "model -> validation.json and validation.html (docs/validation.md)")
+    val.add_argument("--out", help="folder for validation.json and validation.html (default: reports/)")
+    val.add_argument("--case", action="append", help="only this case of data/validation/ (repeatable)")
+    val.add_argument("--readme", action="store_true", help="instead: rewrite README.md's validation table from --from")
+    val.add_argument("--from", dest="from_", help="with --readme: the validation.json (default: reports/validation.json)")
+    val.set_defaults(func=_cmd_validation)
 
     keys = verbs.add_parser("keys", help="list every scenario key with its default (--version: that Kafka's)")
     keys.add_argument("--version", default=None, help="a Kafka release line (default: the newest modelled)")

@@ -37,6 +37,7 @@ SCENARIOS = SHIPPED / "data" / "scenarios"  # shipped named scenarios (YAML)
 STUDIES = SHIPPED / "data" / "studies"  # sweep specs, one per study (YAML)
 CAMPAIGNS = SHIPPED / "data" / "campaigns"  # fault-campaign specs (YAML), each with a folder of its counterexamples
 NOTEBOOKS = SHIPPED / "notebooks"
+VALIDATION = SHIPPED / "data" / "validation"  # the validation set: published measurements as cases (YAML)
 
 DATA = HOME / "data"
 RUNS = DATA / "runs"  # raw run folders, one per run (ignored by git)

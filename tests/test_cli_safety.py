@@ -211,7 +211,7 @@ def test_version_and_bare_invocation(capsys):
     verbs = {line.split()[0] for line in err.splitlines() if line.startswith("  ")}
     assert code == 2 and out == "" and err.startswith("usage: ")
     assert verbs == {"run", "validate", "study", "sweep", "campaign", "aggregate", "report", "keys", "hardware",
-                     "measures", "bench"}
+                     "measures", "bench", "validation"}
 
 
 def test_run_prints_a_table_with_units_and_json_on_request(capsys, tmp_path):

@@ -34,6 +34,9 @@ ALLOWED = {
     "kafkamodel.sim.controller": _SERVER_SIDE,
     "kafkamodel.study": ("kafkamodel.study", "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths",
                          "kafkamodel.folders", "kafkamodel.theory", "kafkamodel"),
+    # the validation set runs the model and reports with the study kit's presentation helpers
+    "kafkamodel.validation": ("kafkamodel.validation", "kafkamodel.study", "kafkamodel.sim", "kafkamodel.config",
+                              "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
     "kafkamodel.campaign": ("kafkamodel.campaign", "kafkamodel.study", "kafkamodel.sim", "kafkamodel.config",
                             "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
 }

@@ -135,3 +135,24 @@ def test_a_full_buffer_blocks_send_and_max_block_ms_fails_records():
     # each failed send() blocked max.block.ms; the rest of the wait is the part of a block a release ended
     assert failing["buffer_exhausted_records"] * 5.0 <= failing["producer_buffer_wait_ms"] + 1e-6
     assert failing["buffer_exhausted_records"] * 5.0 >= 0.9 * failing["producer_buffer_wait_ms"] - 5.0 * 30
+
+
+def test_an_open_loop_producer_blocks_only_once_its_pool_is_full():
+    """Open loop at 2,000 records/s under the broker's capacity: the send times stand, nothing blocks. At 20,000/s
+    over it: the 1 MiB pool fills (64 batches of records), send() blocks, and the records the run could not take
+    are never sent."""
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    cap = v2_capacity(16384, 100)
+    in_pool = (1 << 20) // 16384 * cap
+
+    def run(rate):
+        return simulate(scenario([{"topic": "t", "acks": 1, "rate.per.s": rate, "linger.ms": 0,
+                                   "buffer.memory": 1 << 20}], 3000.0, latency=100.0, costs=costs)).summary
+
+    under = run(2000)
+    assert under["producer_buffer_wait_ms"] == 0.0
+    assert under["records_sent"] == pytest.approx(2000 * 3.0, rel=0.05)  # Poisson arrivals: all of them
+    over = run(20000)
+    assert over["producer_buffer_wait_ms"] > 0.5 * 3000.0
+    assert in_pool - cap <= over["backlog_records"] <= in_pool
+    assert over["records_sent"] < 0.5 * 20000 * 3.0

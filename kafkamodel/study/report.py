@@ -190,6 +190,7 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
         rows.append(f"<tr><td>{link}</td>"
                     f"<td{cls}>{html.escape(record.get('finding') or '')}</td><td class='meta'>{made}</td></tr>")
     campaigns = _campaign_rows(reports)
+    validation = _validation_paragraph(reports)
     how = provenance()
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>kafkamodel studies</title><style>{STYLE}</style>"
             f"</head><body><h1>kafkamodel studies</h1><p>Kafka replication studied on a deterministic discrete-event model: "
@@ -199,6 +200,7 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
             + (f"<h2>Fault campaigns</h2><p>Random fault schedules against settings, each checked for what it "
                f"promises (<code>python -m kafkamodel campaign NAME</code>).</p><table><tr><th>campaign</th>"
                f"<th>finding</th><th>generated</th></tr>{''.join(campaigns)}</table>" if campaigns else "")
+            + validation
             + f"<p class='meta'>Index written {how['generated_at']} by <code>{html.escape(how['command'])}</code>; "
             f"kafkamodel {how['kafkamodel']}"
             + (f", commit {how['git_commit']}" if how["git_commit"] else "")
@@ -207,6 +209,18 @@ def write_index(reports: Path | None = None, specs: list[Spec] | None = None) ->
     out = reports / "index.html"
     write_atomic(out, page)
     return out
+
+
+def _validation_paragraph(reports: Path) -> str:
+    """The validation set's finding and link (reports/validation.json, written by ``python -m kafkamodel
+    validation``), or nothing."""
+    path = reports / "validation.json"
+    if not path.is_file() or not (reports / "validation.html").is_file():
+        return ""
+    record = json.loads(path.read_text())
+    return (f"<h2>Validation against published measurements</h2><p><a href='validation.html'>"
+            f"{html.escape(record.get('finding') or 'the report')}</a></p><p class='meta'>{record.get('generated_at', '')}"
+            f" <code>{html.escape(record.get('command', ''))}</code></p>")
 
 
 def _campaign_rows(reports: Path) -> list[str]:

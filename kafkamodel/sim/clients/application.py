@@ -1,4 +1,4 @@
-"""A closed-loop producer's application thread: send() back to back while ``buffer.memory`` has room.
+"""A producer's application thread once ``buffer.memory`` matters: send() blocks while the pool is full.
 
 ``rate.per.s: max`` (what ``kafka-producer-perf-test --throughput -1`` does):
 the application calls send() as fast as it can, one record every
@@ -15,6 +15,14 @@ keys, in the order the application sends them) and each producer partition
 has a range of slots; a record sent takes the next free slot of its partition,
 so every partition's records stay in time order and batches stay contiguous
 ranges. Slots never filled are dropped from the results (``results.outcome``).
+
+An open-loop producer (``rate.per.s`` a number) keeps the send times decided
+before the run while its pool never fills (``PoolWatch``: the first record
+that would not fit, given the bytes released so far, and when its send()
+is called); if that time comes, its records from there on are handed to an
+application thread like a closed-loop producer's, each sent no earlier than
+its own arrival (one application thread: a blocked send() delays the later
+ones too).
 """
 
 from __future__ import annotations
@@ -23,15 +31,16 @@ import numpy as np
 
 
 class ApplicationThread:
-    """One closed-loop producer's application thread and its BufferPool."""
+    """One producer's application thread and its BufferPool, from when the pool matters."""
 
-    __slots__ = ("order", "keys", "k", "filled", "free_at", "used", "unit", "limit", "cost", "max_block", "blocked_at",
-                 "stamp", "end_ms", "wait_ms", "exhausted")
+    __slots__ = ("order", "keys", "arrivals", "k", "filled", "free_at", "used", "unit", "limit", "cost", "max_block",
+                 "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
 
     def __init__(self, order: np.ndarray, keys: np.ndarray | None, lo: np.ndarray, cost_ms: float, unit: float,
-                 limit: int, max_block_ms: float, start_ms: float, end_ms: float):
+                 limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None):
         self.order = order  # partition (global index) of each record, in the order the application sends them
         self.keys = keys  # key index of each, in that order (None: null keys)
+        self.arrivals = arrivals  # an open-loop producer's: when the application calls each send() at the earliest
         self.k = 0  # next record the application sends
         self.filled = lo.copy()  # partition -> its next free slot (global record index)
         self.free_at = start_ms  # when the thread can call send() again
@@ -58,27 +67,34 @@ def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray,
             app.k += 1
             app.blocked_at += app.max_block
             app.free_at = app.blocked_at
+            if app.arrivals is not None and app.k < len(app.order) and app.arrivals[app.k] > app.blocked_at:
+                app.blocked_at = float(app.arrivals[app.k])  # the next send() is called later
         if app.blocked_at >= app.end_ms:
             app.blocked_at = -1.0
             return None, None
     start = app.free_at if app.free_at > now else now
     room = int((app.limit - app.used) // app.unit)
     left = len(app.order) - app.k
-    if app.cost > 0:
+    if app.arrivals is None and app.cost > 0:
         left = min(left, max(0, int((app.end_ms - start) / app.cost)))
     elif start >= app.end_ms:
         left = 0
     m = min(room, left)
+    lo = app.k
+    if m > 0:
+        done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
+        called = done - app.cost
+        if app.arrivals is not None:  # none called after the end
+            m = int(np.searchsorted(called, app.end_ms))
+            done, called = done[:m], called[:m]
+            left = m if m < room else left
     if m <= 0:
         if room <= 0 and left > 0:
             if app.blocked_at < 0:
-                app.blocked_at = start
+                app.blocked_at = max(start, float(app.arrivals[lo])) if app.arrivals is not None else start
             return None, app.blocked_at + app.max_block
         return None, None
-    lo = app.k
     parts = app.order[lo:lo + m]
-    done = start + app.cost * np.arange(1, m + 1, dtype=np.float64)  # each send() returns: the record is in a batch
-    called = done - app.cost
     if app.blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > app.blocked_at:
             app.wait_ms += now - app.blocked_at
@@ -102,8 +118,44 @@ def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray,
     app.free_at = float(done[-1])
     if m == room and m < left:  # the pool is full: the next send() blocks from when the thread gets to it
         app.blocked_at = app.free_at
+        if app.arrivals is not None and app.arrivals[app.k] > app.blocked_at:
+            app.blocked_at = float(app.arrivals[app.k])
         return touched, app.blocked_at + app.max_block
     return touched, None
+
+
+def _returns(app: ApplicationThread, lo: int, m: int, start: float) -> np.ndarray:
+    """When the next m send() calls return, the thread free from `start`: back to back (closed loop), or each no
+    earlier than its arrival (e_k = max(a_k, e_k-1) + cost)."""
+    cost = app.cost
+    if app.arrivals is None:
+        return start + cost * np.arange(1, m + 1, dtype=np.float64)
+    a = app.arrivals[lo:lo + m].copy()
+    if a[0] < start:
+        a[0] = start
+    steps = cost * np.arange(m, dtype=np.float64)
+    return np.maximum.accumulate(a - steps) + steps + cost
+
+
+class PoolWatch:
+    """An open-loop producer's pool while its send times are the ones decided before the run: when does the first
+    record that does not fit call send()?"""
+
+    __slots__ = ("returns", "fit", "released", "stamp")
+
+    def __init__(self, returns: np.ndarray, unit: float, limit: int):
+        self.returns = returns  # when each send() returns, in send order (sorted)
+        self.fit = int(limit // unit)  # records the pool holds
+        self.released = 0  # records whose batch completed
+        self.stamp = 0  # version of its timer
+
+    def full_at(self, cost: float) -> tuple[int, float]:
+        """The first record that does not fit with what was released so far, and when its send() is called
+        (-1, inf: none)."""
+        k = self.fit + self.released
+        if k >= len(self.returns):
+            return -1, float("inf")
+        return k, float(self.returns[k]) - cost
 
 
 def release(app: ApplicationThread, records: int) -> None:

@@ -34,7 +34,7 @@ from ..protocol import (
     PENDING,
 )
 from .accumulator import INF, Accumulator, PartitionQueue
-from .application import ApplicationThread, release, send_records
+from .application import ApplicationThread, PoolWatch, release, send_records
 from .network_client import Connection
 from .workload import send_cost_ms
 
@@ -43,7 +43,7 @@ class ProducerState:
     """What one producer client tracks while it runs."""
 
     __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "no_leader", "refresh_armed",
-                 "epoch", "next_seq", "next_request", "app", "nic_free", "sender_free")
+                 "epoch", "next_seq", "next_request", "app", "watch", "pooled", "nic_free", "sender_free")
 
     def __init__(self, index: int, node: int, config: ProducerSettings, acc: Accumulator, partitions: int,
                  brokers: int):
@@ -60,7 +60,9 @@ class ProducerState:
         self.epoch = [0] * partitions  # partition -> producer epoch; bumped when a batch fails for good (KIP-360)
         self.next_seq = [0] * partitions  # partition -> next sequence number in the current epoch
         self.next_request = 0
-        self.app: ApplicationThread | None = None  # a closed-loop producer's application thread (application)
+        self.app: ApplicationThread | None = None  # its application thread, when buffer.memory matters (application)
+        self.watch: PoolWatch | None = None  # an open-loop producer's pool, while its send times stand
+        self.pooled = False  # app or watch: completed batches give their pool bytes back
         self.nic_free = 0.0  # when its client machine's NIC has sent every request so far
         self.sender_free = 0.0  # when its Sender thread is done with every request so far
 
@@ -69,7 +71,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout")
+    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -79,6 +81,8 @@ class ProducerClient:
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.counters = sim.recorder.counters
+        self.settings = sim.settings
+        self.duration = sim.settings.duration_ms
         w = sim.workload
         # every record's time in the accumulator (when its send() returned): 8 bytes each, read as Python floats
         times = self.times = array("d", w.ready_ms.tobytes())
@@ -97,13 +101,17 @@ class ProducerClient:
             acc = Accumulator(i, config, times, w.lo[i].tolist(), w.hi[i].tolist(), sim.batches)
             node = sim.layout.client_node(config.client_rack)
             ps = ProducerState(i, node, config, acc, len(sim.partitions), n_brokers)
+            fmt = sim.batches.formats[i]
             if w.closed and i in w.closed:
                 order, keys = w.closed[i]
-                fmt = sim.batches.formats[i]
-                stop = min(config.stop_ms if config.stop_ms is not None else settings.duration_ms, settings.duration_ms)
                 ps.app = ApplicationThread(order, keys, w.lo[i], send_cost_ms(settings, config, fmt), fmt.record_bytes,
-                                           config.buffer_memory, config.max_block_ms, config.start_ms, stop)
+                                           config.buffer_memory, config.max_block_ms, config.start_ms,
+                                           self._stop(config))
+            elif w.returns and i in w.returns:
+                ps.watch = PoolWatch(w.returns[i], fmt.record_bytes, config.buffer_memory)
+            ps.pooled = ps.app is not None or ps.watch is not None
             self.states.append(ps)
+        w.returns = None
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
         self.on_refused = network.handle_refused  # bound once: every request carries it
         self.network = network  # the connections' in-flight requests, timeouts and failures
@@ -117,6 +125,8 @@ class ProducerClient:
             if ps.app is not None:
                 self._application(ps)
                 continue
+            if ps.watch is not None:
+                self._pool_full(ps, ps.watch.stamp)
             for q in ps.acc.queues:
                 if q.next < q.end:
                     self._arm(ps, q)
@@ -141,21 +151,70 @@ class ProducerClient:
         if ps.app.stamp == stamp:
             self._application(ps)
 
+    def _stop(self, config) -> float:
+        """No send() after this: the producer's stop.ms, or the run's end."""
+        end = self.duration
+        return min(config.stop_ms, end) if config.stop_ms is not None else end
+
     def _completed(self, ps: ProducerState, b: int) -> None:
-        """A batch completed (acked or failed for good): a closed-loop producer's pool gets its bytes back."""
-        release(ps.app, self.batches.count[b])
+        """A batch completed (acked or failed for good): its bytes go back to the producer's pool."""
+        if ps.app is not None:
+            release(ps.app, self.batches.count[b])
+            self._application(ps)
+        else:
+            ps.watch.released += self.batches.count[b]
+
+    def _pool_full(self, ps: ProducerState, stamp: int) -> None:
+        """An open-loop producer's first record that does not fit calls send() (as far as was known when this was
+        scheduled): if it still does not fit, its application thread takes over from it."""
+        watch = ps.watch
+        if watch is None or watch.stamp != stamp:
+            return
+        cost = send_cost_ms(self.settings, ps.config, self.batches.formats[ps.index])
+        k, at = watch.full_at(cost)
+        now = self.kernel.now
+        if at > now:  # later (or never): batches completed since
+            if at < self._stop(ps.config):
+                watch.stamp += 1
+                self.kernel.schedule(at, self._pool_full, ps, watch.stamp)
+            return
+        self._take_over(ps, k, cost)
+
+    def _take_over(self, ps: ProducerState, k: int, cost: float) -> None:
+        """From its k-th record on (in send order), an open-loop producer's records are the application thread's: their
+        send times are taken back and given again as the pool lets them go."""
+        w = self.workload
+        i = ps.index
+        first, last = int(w.lo[i][0]), int(w.hi[i][-1])  # its records, partition after partition
+        times = np.frombuffer(self.times, dtype=np.float64)
+        by_time = np.argsort(times[first:last], kind="stable")  # send order (a partition's slots in order)
+        rest = by_time[k:] + first
+        arrivals = np.sort(times[rest]) - cost  # when each send() would have been called
+        parts = w.partition[rest]
+        keys = w.key[rest] if ps.config.key_cardinality is not None else None
+        counts = np.bincount(parts, minlength=len(self.partitions))
+        filled = w.hi[i] - counts  # a partition's remaining records are its last slots
+        times[rest] = np.inf
+        w.send_ms[rest] = np.nan
+        fmt = self.batches.formats[i]
+        app = ps.app = ApplicationThread(parts, keys, filled, cost, fmt.record_bytes, ps.config.buffer_memory,
+                                         ps.config.max_block_ms, self.kernel.now, self._stop(ps.config), arrivals)
+        app.used = (k - ps.watch.released) * fmt.record_bytes
+        ps.watch = None
+        for q in ps.acc.queues:
+            if q.next < q.end:
+                self._arm(ps, q)
         self._application(ps)
 
     def finish(self) -> None:
         """The run ended: the slots of records closed-loop producers never sent are left out of the results."""
         w = self.workload
-        if not w.closed:
+        if not any(ps.app is not None for ps in self.states):
             return
         sent = np.ones(w.records, dtype=bool)
         for ps in self.states:
             if ps.app is not None:
-                lo, hi = w.lo[ps.index], w.hi[ps.index]
-                for a, b in zip(ps.app.filled.tolist(), hi.tolist()):
+                for a, b in zip(ps.app.filled.tolist(), w.hi[ps.index].tolist()):
                     sent[a:b] = False
         w.sent = sent
         self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
@@ -285,7 +344,7 @@ class ProducerClient:
                 if batches.state[b] != ACKED:
                     batches.state[b] = ACKED
                     batches.ack_ms[b] = now
-                    if ps.app is not None:
+                    if ps.pooled:
                         self._completed(ps, b)
             self.send(ps.node, node, self.server_produce,
                       (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes,
@@ -326,7 +385,7 @@ class ProducerClient:
                 q.probe = -1
                 q.probing = False
                 self._arm(ps, q)
-            if ps.app is not None:
+            if ps.pooled:
                 self._completed(ps, b)
             return
         if error == NOT_LEADER_OR_FOLLOWER:
@@ -383,7 +442,7 @@ class ProducerClient:
         p = batches.partition[b]
         if ps.config.enable_idempotence:
             self._bump_epoch(ps, p)  # KIP-360: a new epoch lets later batches past the gap
-        if ps.app is not None:
+        if ps.pooled:
             self._completed(ps, b)
 
     # ---- metadata ---------------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ class Workload:
     closed: dict | None = None  # closed-loop producer -> (partition of each record in send order, their keys or None):
     #                             its records' slots are filled as its application thread sends them (application)
     sent: np.ndarray | None = None  # bool: the slots filled (None: every one), set at the run's end
+    returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
+    #                              returns, in send order (application.PoolWatch)
 
     @property
     def records(self) -> int:
@@ -178,7 +180,7 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     -> partition for every producer.
     """
     duration = settings.duration_ms
-    send, ready, prod, part, keys, closed = [], [], [], [], [], {}
+    send, ready, prod, part, keys, closed, returns = [], [], [], [], [], {}, {}
     for i, p in enumerate(settings.producers):
         arrivals_rng, keys_rng = streams(f"producers[{i}].arrivals"), streams(f"producers[{i}].keys")
         if p.closed_loop:  # its partitions as if sent back to back; its times come as the application sends them
@@ -200,9 +202,13 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             send.append(np.full(n, np.nan))
             ready.append(np.full(n, np.inf))
         else:
-            done = _after_sends(times, send_cost_ms(settings, p))
-            send.append(done if done is times else done - send_cost_ms(settings, p))
+            fmt = record_format(settings, p)
+            cost = send_cost_ms(settings, p, fmt)
+            done = _after_sends(times, cost)
+            send.append(done if done is times else done - cost)
             ready.append(done)
+            if n * fmt.record_bytes > p.buffer_memory:
+                returns[i] = done
         prod.append(np.full(n, i, dtype=np.int16))
         part.append(local + topic_first[p.topic])
         keys.append(key)
@@ -239,4 +245,4 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         lo[:] = np.searchsorted(flat, cells, side="left").reshape(lo.shape)
         hi[:] = np.searchsorted(flat, cells, side="right").reshape(lo.shape)
     return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=lo, hi=hi, ready_ms=ready_ms,
-                    closed=closed or None)
+                    closed=closed or None, returns=returns or None)

@@ -117,8 +117,6 @@ SUMMARY = (
     Measure("records_sent", "records", "records the producers sent"),
     Measure("records_acked", "records", "records whose producer got success"),
     Measure("records_failed", "records", "records whose batch failed for good"),
-    Measure("records_acked_per_s", "records/s", "records acknowledged per simulated second"),
-    Measure("acked_mib_per_s", "MiB/s", "acknowledged records' payload (record.size.bytes) per simulated second, MiB"),
     Measure("records_pending", "records", "records still unanswered at the end"),
     Measure("records_committed", "records", "records some leader's HW covered"),
     Measure("acked_records_lost", "records", "acknowledged, and absent from the final log"),

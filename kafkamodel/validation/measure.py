@@ -1,0 +1,82 @@
+"""A figure's model quantity, read from a run's Result.
+
+* ``{summary: KEY}``: the run's summary value (whole run), e.g. a consumer group's ``GROUP.consume_e2e_latency_ms_p50``;
+* ``{records: ...}`` over the run's window ``[from, to)`` (warm-up and the end left out):
+  ``acked_per_s`` / ``acked_mib_per_s``: records acknowledged in the window per second (MiB: × record.size.bytes /
+  2^20, payload as Kreps and Confluent count it); ``produce_latency`` (send -> acknowledged) and ``e2e_latency``
+  (send -> visible below the HW) of the records sent in the window, at a percentile.
+
+A percentile is the order statistic at index ⌊n·p/100⌋ of the sorted samples, as kafka.tools.TestEndToEndLatency
+reads its array. A record sent in the window and not acknowledged (or visible) by the run's end counts as
+infinitely late, so a backlog shows as latency instead of dropping out. ``floor_ms`` truncates to whole
+milliseconds, as that tool did; the floor of the order statistic is the order statistic of the floored samples.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MIB = 1 << 20
+# the quantities read from the records table: name -> (throughput or latency, how a reader says it)
+RECORDS = {"acked_per_s": ("throughput", "records acknowledged per second"),
+           "acked_mib_per_s": ("throughput", "MiB of payload acknowledged per second"),
+           "produce_latency": ("latency", "produce latency (send -> acknowledged)"),
+           "e2e_latency": ("latency", "end-to-end latency (send -> visible below the HW)")}
+
+
+def describe(quantity: dict) -> str:
+    """The quantity as a reader says it."""
+    if "summary" in quantity:
+        text = f"summary {quantity['summary']}"
+    else:
+        text = RECORDS[quantity["records"]][1]
+        if "percentile" in quantity:
+            text += f", p{quantity['percentile']:g}"
+        text += " (records in the run's window)"
+    return text + (", truncated to whole ms" if quantity.get("floor_ms") else "")
+
+
+def measure(result, quantity: dict, window: tuple, scenario) -> tuple:
+    """(value or None, note): the quantity on this run; a note says why there is no value."""
+    if "summary" in quantity:
+        value = result.summary.get(quantity["summary"])
+        if value is None:
+            return None, f"the model does not report {quantity['summary']}"
+        value = float(value)
+    else:
+        value, note = _from_records(result.records, quantity, window, scenario)
+        if value is None:
+            return None, note
+    if quantity.get("floor_ms") and math.isfinite(value):
+        value = float(math.floor(value))
+    return value, ""
+
+
+def _from_records(records, quantity: dict, window: tuple, scenario) -> tuple:
+    start, end = window
+    what = quantity["records"]
+    if what in ("acked_per_s", "acked_mib_per_s"):
+        ack = records["ack_ms"].to_numpy(dtype=np.float64)
+        acked = records["acked"].to_numpy(dtype=bool) & (ack >= start) & (ack < end)
+        per_s = float(acked.sum()) / ((end - start) / 1000.0)
+        if what == "acked_mib_per_s":
+            per_s *= scenario["producers"][0]["record.size.bytes"] / MIB
+        return per_s, ""
+    send = records["send_ms"].to_numpy(dtype=np.float64)
+    done = records["ack_ms" if what == "produce_latency" else "visible_ms"].to_numpy(dtype=np.float64)
+    if what == "produce_latency":
+        done = np.where(records["acked"].to_numpy(dtype=bool), done, np.nan)
+    sent = (send >= start) & (send < end)
+    latency = np.where(np.isnan(done[sent]), np.inf, done[sent] - send[sent])
+    if not len(latency):
+        return None, f"no records sent in the window {start:g}-{end:g} ms"
+    return order_statistic(latency, quantity["percentile"]), ""
+
+
+def order_statistic(samples: np.ndarray, percentile: float) -> float:
+    """The sorted samples' element at index ⌊n·p/100⌋ (the last one at most)."""
+    n = len(samples)
+    k = min(n - 1, int(n * percentile / 100.0))
+    return float(np.partition(samples, k)[k])
