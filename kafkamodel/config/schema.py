@@ -294,12 +294,12 @@ MOVED: dict[str, str] = {
 # a broker's CPU per request, in microseconds (the model's calibration, not Kafka properties; docs/calibration.md)
 COSTS: dict[str, Key] = {
     "request.us": Key(20, number(lo=0), "a handler thread, per request"),
-    "partition.us": Key(10, number(lo=0), "a handler thread, per partition in a produce or fetch request"),
+    "partition.us": Key(2, number(lo=0), "a handler thread, per partition in a produce or fetch request"),
     "kib.us": Key(0.25, number(lo=0), "a handler thread, per KiB of records (CRC check and copy)"),
     "network.request.us": Key(5, number(lo=0), "a network thread, per request read and per response written"),
     "network.kib.us": Key(0.1, number(lo=0), "a network thread, per KiB read or written"),
     "fetcher.response.us": Key(10, number(lo=0), "a follower's replica fetcher thread, per fetch response"),
-    "fetcher.partition.us": Key(10, number(lo=0), "a replica fetcher thread, per partition appended"),
+    "fetcher.partition.us": Key(2, number(lo=0), "a replica fetcher thread, per partition appended"),
     "fetcher.kib.us": Key(0.25, number(lo=0), "a replica fetcher thread, per KiB appended"),
     "producer.record.us": Key(0.5, number(lo=0), "a producer's sender thread, per record (serialise, append to a batch)"),
     "producer.batch.us": Key(5, number(lo=0), "a producer's sender thread, per batch (close it, checksum it)"),

@@ -255,6 +255,8 @@ class Mechanisms:
     unclean_shutdown_fencing: bool  # 4.0 (KIP-966): a broker registering after an unclean shutdown leaves ISRs and ELRs
     broker_epochs: bool  # 2.2 (KIP-380) and KRaft: a broker refuses controller requests meant for an older incarnation
     magic: int  # the message format producers write: 0 (0.8), 1 (0.10, KIP-32: timestamps), 2 (0.11, KIP-98: RecordBatch)
+    fetch_sessions: bool  # 1.1 (KIP-227): incremental fetch sessions; before, every fetch names every partition and
+    # every answer carries every partition asked for
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -275,4 +277,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         unclean_shutdown_fencing=kraft and at_least(version, "4.0"),
         broker_epochs=kraft or at_least(version, "2.2"),
         magic=2 if at_least(version, "0.11") else 1 if at_least(version, "0.10") else 0,
+        fetch_sessions=at_least(version, "1.1"),
     )

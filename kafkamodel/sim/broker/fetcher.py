@@ -4,8 +4,9 @@ Each broker runs ``num.replica.fetchers`` fetcher threads per leader broker
 it follows; a partition goes to thread ``abs(31 * hash(topic) + partition)
 % num.replica.fetchers`` (Java's string hash, as Kafka's
 AbstractFetcherManager). A thread keeps one request outstanding at its
-leader: a fetch for all its partitions (incrementally: only those whose
-offset changed, KIP-227), or first an OffsetsForLeaderEpoch for the ones that
+leader: a fetch for all its partitions (incrementally from 1.1: only those
+whose offset changed, KIP-227; before, every fetch names every partition and
+its answer carries every one of them, records or not), or first an OffsetsForLeaderEpoch for the ones that
 must learn where to truncate. What comes back is the follower's to process
 (``follower``); then the thread spends its processing time and fetches again
 at once. A partition the leader refuses waits ``replica.fetch.backoff.ms``; a
@@ -66,6 +67,7 @@ class ReplicaFetcherManager:
     def __init__(self, sim):
         self.kernel = sim.kernel
         self.cpu_run = sim.cpu.run  # the follower machine's cores
+        self.sessionless = not sim.settings.kafka.fetch_sessions  # before 1.1: no incremental fetch sessions
         self.send = sim.transport.send
         self.timer = sim.transport.timer
         self.counters = sim.recorder.counters
@@ -204,7 +206,7 @@ class ReplicaFetcherManager:
             forgotten, f.forgotten = f.forgotten, []
         else:
             forgotten = ()  # the usual fetch drops nothing: no new list for it
-        f.full = False
+        f.full = self.sessionless  # before KIP-227 (1.1) every fetch is a full one
         f.changed = {}
         f.outstanding, f.sent_ms = req, depart
         self.counters.fetch_requests += 1

@@ -60,7 +60,7 @@ class FollowerRole:
             return
         f.outstanding = 0
         now = self.kernel.now
-        appended = size = 0
+        size = 0
         fsync = 0.0
         flushed = False
         bytes_of = self.batches.bytes
@@ -84,7 +84,6 @@ class FollowerRole:
                         fsync += next(self.fsync)
                         flushed = True
                     f.changed[p] = True
-                    appended += 1
                     for e in chunk:
                         b = e[BATCH]
                         if b >= 0:
@@ -111,7 +110,8 @@ class FollowerRole:
             blocked += cache.append(now, size)
             if flushed:
                 blocked += cache.fsync(now, size)
-        self.fetchers.request(f, self.response_ms + self.partition_ms * appended + self.byte_ms * size, blocked)
+        # (processFetchRequest goes through every partition of the answer: those with records append them)
+        self.fetchers.request(f, self.response_ms + self.partition_ms * len(parts) + self.byte_ms * size, blocked)
 
     def handle_epoch_answer(self, key: tuple, req: int, answers: list) -> None:
         """OffsetsForLeaderEpoch answered, an EpochEndOffset each: truncate where the leader says (KIP-101, KIP-279)."""

@@ -117,6 +117,8 @@ SUMMARY = (
     Measure("records_sent", "records", "records the producers sent"),
     Measure("records_acked", "records", "records whose producer got success"),
     Measure("records_failed", "records", "records whose batch failed for good"),
+    Measure("records_acked_per_s", "records/s", "records acknowledged per simulated second"),
+    Measure("acked_mib_per_s", "MiB/s", "acknowledged records' payload (record.size.bytes) per simulated second, MiB"),
     Measure("records_pending", "records", "records still unanswered at the end"),
     Measure("records_committed", "records", "records some leader's HW covered"),
     Measure("acked_records_lost", "records", "acknowledged, and absent from the final log"),
@@ -178,6 +180,7 @@ GROUP_SUMMARY = (
     Measure("consumed_duplicates", "records", "processed more than once"),
     Measure("consume_e2e_latency_ms_p50", "ms", "send -> first processed, median"),
     Measure("consume_e2e_latency_ms_p99", "ms", "send -> first processed, 99th percentile"),
+    Measure("consume_e2e_latency_ms_p999", "ms", "send -> first processed, 99.9th percentile"),
     Measure("rebalances", "count", "rebalances the group went through"),
 )
 SUMMARY_KEYS = tuple(m.name for m in SUMMARY)
@@ -196,7 +199,7 @@ TABLES: dict[str, tuple[str, ...]] = {
                    "acked_records_lost",
                    "committed_records_lost", "records_duplicated", "records", "backlog"),
     "groups": ("group", "topic", "members", "commit", "records_processed", "consumed_lost", "consumed_duplicates",
-               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "rebalances"),
+               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances"),
 }
 TABLE_COLUMNS = frozenset(c for columns in TABLES.values() for c in columns)
 

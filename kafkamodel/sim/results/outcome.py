@@ -239,6 +239,10 @@ def build_result(end: RunEnd) -> Result:
         "records_sent": int(w.records),
         "records_acked": int(acked.sum()),
         "records_failed": int((rec_state == FAILED).sum()),
+        "records_acked_per_s": float(acked.sum()) / (s.duration_ms / 1000.0),
+        "acked_mib_per_s": float(np.dot(np.bincount(w.producer[acked], minlength=len(s.producers)),
+                                        [p.record_size_bytes for p in s.producers])) / 2**20 / (s.duration_ms / 1000.0)
+        if len(s.producers) else 0.0,
         "records_pending": int(((rec_state == PENDING) | (rec_state == INFLIGHT)).sum()),
         "records_committed": int(rec_committed.sum()),
         "acked_records_lost": int(acked_lost.sum()),
@@ -370,6 +374,7 @@ def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray) -> dict:
         "consumed_duplicates": int((g.processed > 1).sum()),
         "consume_e2e_latency_ms_p50": _percentile(latency, 50),
         "consume_e2e_latency_ms_p99": _percentile(latency, 99),
+        "consume_e2e_latency_ms_p999": _percentile(latency, 99.9),
         "rebalances": g.rebalances,
     }
 

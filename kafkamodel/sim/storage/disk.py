@@ -19,9 +19,13 @@ The model, per broker:
   is on the disk: what survives a power loss (``durable_before``).
 * **an append** of n bytes adds to the dirty pages, and returns how long its
   writer is throttled: nothing up to the freerun ceiling; between it and the
-  hard limit, n / bandwidth scaled by how far past the ceiling the dirty bytes
-  are (Linux's pos_ratio, simplified to a straight line); past the hard limit,
-  until the excess is written back ((dirty - limit) / bandwidth).
+  hard limit all writers together are let through at pos_ratio x the disk's
+  bandwidth, each waiting its turn (Linux's pos_ratio, simplified to a straight
+  line: twice the bandwidth at the ceiling, the bandwidth at the setpoint
+  midway to the limit, nothing at the limit), so many writers settle, as
+  Linux's do, with the dirty pages near the setpoint and their total rate at
+  the disk's bandwidth; past the hard limit, a writer waits until the excess
+  is written back ((dirty - limit) / bandwidth).
 * **reads**: the page cache holds the last (memory - JVM heap) bytes written
   on the broker; older data is read from the disk at its read bandwidth plus
   one access latency, one read at a time, and the time the disk spends reading
@@ -53,7 +57,7 @@ class PageCache:
     __slots__ = ("write_per_ms", "read_per_ms", "capacity", "background", "limit", "freerun", "expire_ms",
                  "chunks", "dirty", "clean_credit", "last", "written", "marks", "read_free", "read_debt",
                  "writeback_ms", "read_ms", "stall_ms", "stalls", "dirty_max", "read_bytes", "read_uncached_bytes",
-                 "latency", "cold_before", "quiet_until", "next_mark", "tail", "chunk_until")
+                 "latency", "cold_before", "quiet_until", "next_mark", "tail", "chunk_until", "admit")
 
     def __init__(self, write_mib_per_s: float | None, read_mib_per_s: float | None, cache_bytes: float,
                  background_ratio: float, dirty_ratio: float, expire_ms: float, latency):
@@ -85,6 +89,7 @@ class PageCache:
         self.next_mark = 0.0  # the next note in the eviction history is due then
         self.tail = None  # the newest dirty chunk ...
         self.chunk_until = float("-inf")  # ... which writes join until then
+        self.admit = 0.0  # past the freerun ceiling: when the writes let through so far have had their turn
 
     # ---- writeback -----------------------------------------------------------------------------------------
 
@@ -169,10 +174,14 @@ class PageCache:
         rate = self.write_per_ms
         if rate is None:
             return 0.0
-        if dirty > self.limit:  # balance_dirty_pages: wait until writeback brings it under the limit
-            pause = (dirty - self.limit) / rate
-        else:  # paced towards the disk's bandwidth, the more the closer to the limit
-            pause = nbytes / rate * (dirty - self.freerun) / (self.limit - self.freerun)
+        admit = self.admit if self.admit > now else now
+        if dirty >= self.limit:  # balance_dirty_pages: wait until writeback brings it under the limit
+            admit += (dirty - self.limit) / rate
+        else:  # all writers together let through at pos_ratio x the disk's bandwidth, each waiting its turn
+            pos = (dirty - self.freerun) / (self.limit - self.freerun)
+            admit += nbytes / (rate * 2.0 * (1.0 - pos))
+        self.admit = admit
+        pause = admit - now
         self.stall_ms += pause
         self.stalls += 1
         return pause
