@@ -105,7 +105,7 @@ class Simulation:
         # each broker machine: its cores and JVM (cpu), its page cache and disk (storage.disk)
         machine, costs, os = settings.broker_machine, settings.costs, settings.os
         self.cpu = Cpu(self.kernel, settings.brokers, machine.cores, costs.gc_young_mib, costs.gc_request_kib,
-                       Sampler(costs.gc_pause_ms, self.streams("gc")).stream)
+                       Sampler(costs.gc_pause_ms, self.streams("gc")).stream, self.streams("gc.phase"))
         cache_bytes = max(machine.memory_gib - machine.jvm_heap_gib, 0.0) * GIB
         self.caches = [PageCache(machine.disk_write_mib_per_s, machine.disk_read_mib_per_s, cache_bytes,
                                  os.dirty_background_ratio, os.dirty_ratio, os.dirty_expire_ms,
