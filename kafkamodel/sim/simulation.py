@@ -17,6 +17,7 @@ model's ``Next``: with ``debug.invariants`` each is checked against them).
 from __future__ import annotations
 
 from ..config.distributions import Sampler
+from ..config.hardware import nic_ms_per_byte
 from ..config.scenario import Scenario, load_scenario
 from ..config.settings import Settings
 from .batches import Batches, record_format
@@ -69,8 +70,9 @@ class Simulation:
                  Sampler(settings.latency_ms, self.streams("consumers")))
         self.layout = Layout(settings)  # node ids, racks, which link each pair of nodes takes
         latency = latency_streams(self.layout, settings, self.streams, draws)
+        mbps = settings.bandwidth_mbps  # each broker's NIC (hardware.broker.nic.gbps, or network.bandwidth.mbps)
         self.transport = Transport(self.kernel, self.brokers, draws, latency, self.layout.offset,
-                                   settings.bandwidth_mbps)
+                                   nic_ms_per_byte(mbps / 1000.0 if mbps else None, settings.broker_machine.nic_mtu))
 
         # partitions, their replicas placed as Kafka places a new topic's (placement; rack-aware with racks)
         self.partitions: list[Partition] = []

@@ -22,6 +22,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from ...config.hardware import nic_ms_per_byte
 from ...config.settings import ProducerSettings
 from ..protocol import (
     ACKED,
@@ -93,7 +94,7 @@ class ProducerClient:
         n_brokers = len(sim.brokers)
         settings = sim.settings
         machine = settings.client_machine  # each producer's own machine: its NIC, its Sender thread
-        self.nic_ms_per_byte = 8.0 / (machine.nic_gbps * 1e6) if machine.nic_gbps else 0.0
+        self.nic_ms_per_byte = nic_ms_per_byte(machine.nic_gbps, machine.nic_mtu)
         costs = settings.costs
         self.request_ms, self.batch_ms = costs.producer_request_us / 1000.0, costs.producer_batch_us / 1000.0
         self.states = []

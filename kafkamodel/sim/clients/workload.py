@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config.settings import ProducerSettings, Settings
+from ...config.hardware import nic_ms_per_byte
 from ..batches import compress_ms_per_byte, record_format
 from .partitioner import partition_for_keys
 
@@ -96,8 +97,9 @@ def closed_loop_records(settings: Settings, p: ProducerSettings, index: int) -> 
     cost = send_cost_ms(settings, p, fmt)
     stop = min(p.stop_ms if p.stop_ms is not None else settings.duration_ms, settings.duration_ms)
     window = max(0.0, stop - p.start_ms)
-    nic = settings.client_machine.nic_gbps
-    gaps = [g for g in (cost, (fmt.record_size / fmt.ratio) / (nic * 125_000.0) if nic else 0.0) if g > 0]
+    machine = settings.client_machine
+    gaps = [g for g in (cost, (fmt.record_size / fmt.ratio) * nic_ms_per_byte(machine.nic_gbps, machine.nic_mtu))
+            if g > 0]
     if not gaps:
         raise ValueError(f"producers[{index}]: rate.per.s: max needs costs producer.record.us > 0 or a client nic.gbps "
                          "(nothing else bounds how fast the application sends)")
