@@ -13,7 +13,7 @@ Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
@@ -133,31 +133,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
-def _drop_unsent(end: RunEnd) -> RunEnd:
-    """Closed-loop producers' slots never filled (records the application never sent) leave the records: the
-    workload's arrays, each batch's first record and each group's per-record arrays are renumbered without them
-    (the one change made to what the run left: it is over)."""
-    w = end.workload
-    keep = w.sent
-    if keep is None or keep.all():
-        return end
-    index = np.cumsum(keep) - 1  # a kept record's new index
-    end.batches.lo = index[np.asarray(end.batches.lo, dtype=np.int64)].tolist() if len(end.batches) else []
-    n_partitions = w.lo.shape[1]
-    flat = w.producer.astype(np.int64) * n_partitions + w.partition
-    flat = flat[keep]
-    cells = np.arange(w.lo.size)
-    lo = np.searchsorted(flat, cells, side="left").reshape(w.lo.shape)
-    hi = np.searchsorted(flat, cells, side="right").reshape(w.lo.shape)
-    for g in end.groups:
-        g.processed = g.processed[keep]
-        g.first_processed_ms = g.first_processed_ms[keep]
-    return replace(end, workload=type(w)(send_ms=w.send_ms[keep], producer=w.producer[keep],
-                                         partition=w.partition[keep], key=w.key[keep], lo=lo, hi=hi))
-
-
 def build_result(end: RunEnd) -> Result:
-    end = _drop_unsent(end)
     w, batches = end.workload, end.batches
     nb = len(batches)
     # per batch, and one more row for the records no batch took (still in the accumulator: never sent)
