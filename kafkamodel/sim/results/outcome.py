@@ -160,7 +160,8 @@ def build_result(end: RunEnd) -> Result:
     rb = batches.of_records(w.records)
     rb[rb < 0] = nb
     rec_state = state[rb]
-    rec_presence = logs.presence[rb]
+    error_codes = np.where(rec_state == FAILED, error[rb], -1) if w.records else np.empty(0, np.int8)
+    rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
     acked = rec_state == ACKED
     rec_committed = committed[rb]
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
@@ -172,9 +173,11 @@ def build_result(end: RunEnd) -> Result:
     last_offset = logs.last_base[rb]
     last_offset += position
     last_offset[rec_presence == 0] = -1
+    del position  # (each per-record temporary goes once used: the peak is their sum)
     rec_ack = ack_ms[rb]
     rec_ack[~acked] = np.nan
     rec_visible = visible[rb]
+    del rb
 
     acked_lost = acked & (rec_presence == 0)
     committed_lost = rec_committed & (rec_presence == 0)
@@ -187,7 +190,12 @@ def build_result(end: RunEnd) -> Result:
             row[name] = c
 
     produce_latency = (rec_ack - w.send_ms)[acked]
+    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
+    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
+    del produce_latency
     e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
+    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
+    del e2e
     counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
     skews = []
     for t in end.settings.topics:
@@ -204,9 +212,6 @@ def build_result(end: RunEnd) -> Result:
     group_rows = [group_row(end, g, offset, rec_presence) for g in end.groups]
 
     s, c = end.settings, end.counters
-    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
-    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
-    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
     summary = {
         "scenario": s.name,
         "seed": s.seed,
@@ -271,10 +276,10 @@ def build_result(end: RunEnd) -> Result:
     topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
     key_codes, key_names = _key_categories(w.key)
-    error_codes = np.where(rec_state == FAILED, error[rb], -1) if len(rb) else np.empty(0, np.int8)
     records = pd.DataFrame({
-        "topic": pd.Categorical.from_codes(topic_of[w.partition] if len(rb) else np.empty(0, np.int32), categories=topics),
-        "partition": number_of[w.partition] if len(rb) else np.empty(0, np.int32),
+        "topic": pd.Categorical.from_codes(topic_of[w.partition] if w.records else np.empty(0, np.int32),
+                                           categories=topics),
+        "partition": number_of[w.partition] if w.records else np.empty(0, np.int32),
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
         "producer": w.producer,
         "send_ms": w.send_ms,
@@ -284,7 +289,7 @@ def build_result(end: RunEnd) -> Result:
         "offset": offset,
         "last_offset": last_offset,
         "visible_ms": rec_visible,
-        "copies": rec_presence.astype(np.int16),
+        "copies": rec_presence,
     }, copy=False)  # fresh arrays: no need to copy them again
     events = pd.DataFrame(events_rows(end), columns=list(TABLES["events"]))
     timeline = pd.DataFrame(end.timeline, columns=list(TABLES["timeline"]))
