@@ -212,16 +212,20 @@ class ProducerClient:
 
     def _grow(self, app: ApplicationThread, k: int) -> None:
         """The application thread is about to send its k-th record and its slots hold fewer: they grow to hold its
-        records up to what its pace so far would send by its stop (at least twice as many, at most its order)."""
-        ps = next(ps for ps in self.states if ps.app is app)
-        elapsed = self.kernel.now - app.start_ms
-        pace = app.k / elapsed * (app.end_ms - app.start_ms) * 1.1 if elapsed > 0 else 0.0
-        covered = min(len(app.order), max(k, 2 * app.covered, int(pace)))
+        records up to what its pace so far would send by its stop (at least twice as many, at most its order); every
+        other application thread whose slots are short of its order grows alike (one move for all)."""
         w = self.workload
         sizes = w.hi - w.lo
-        sizes[ps.index] = app.order.counts(covered, sizes.shape[1])
+        now = self.kernel.now
+        for ps in self.states:
+            a = ps.app
+            if a is None or a.covered >= len(a.order):
+                continue
+            elapsed = now - a.start_ms
+            pace = a.k / elapsed * (a.end_ms - a.start_ms) * 1.1 if elapsed > 0 else 0.0
+            a.covered = min(len(a.order), max(k if a is app else 0, 2 * a.covered, int(pace)))
+            sizes[ps.index] = a.order.counts(a.covered, sizes.shape[1])
         self._relayout(sizes)
-        app.covered = covered
 
     def _relayout(self, sizes: np.ndarray) -> None:
         """The workload's slots take `sizes` per producer and partition (``slots.resize``); every record index held

@@ -101,13 +101,14 @@ def resize(lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray):
     new_lo = new_hi - sizes
     total = int(new_hi.ravel()[-1]) if sizes.size else 0
     old = np.minimum(hi - lo, sizes).ravel()
-    cells = [(int(a), int(b), int(n)) for a, b, n in zip(lo.ravel().tolist(), new_lo.ravel().tolist(), old.tolist())
-             if n]
+    cells = [(a, b, n, m) for a, b, n, m in zip(lo.ravel().tolist(), new_lo.ravel().tolist(), old.tolist(),
+                                                  sizes.ravel().tolist()) if m]
 
     def move(array: np.ndarray, fill) -> np.ndarray:
-        out = np.full(total, fill, dtype=array.dtype)
-        for a, b, n in cells:
+        out = np.empty(total, dtype=array.dtype)  # (each slot written once: kept, or filled)
+        for a, b, n, m in cells:
             out[b:b + n] = array[a:a + n]
+            out[b + n:b + m] = fill
         return out
 
     return new_lo, new_hi, move
