@@ -156,3 +156,42 @@ def test_an_open_loop_producer_blocks_only_once_its_pool_is_full():
     assert over["producer_buffer_wait_ms"] > 0.5 * 3000.0
     assert in_pool - cap <= over["backlog_records"] <= in_pool
     assert over["records_sent"] < 0.5 * 20000 * 3.0
+
+
+@pytest.mark.parametrize("version,partitioner", [("2.6", None), ("4.1", None), ("2.0", None), ("3.0", "round_robin")])
+def test_a_closed_loop_send_order_is_the_partitioners_choice_record_by_record(version, partitioner):
+    """The send order made as runs or a cycle (slots.SendOrder) gives each record the partition Kafka's partitioner
+    gives it record by record (workload.assign_partitions over the records' times), and counts them alike."""
+    from kafkamodel.config.settings import Settings
+    from kafkamodel.sim.clients.workload import assign_partitions, closed_loop_order
+
+    p = Settings.of(load_scenario(scenario([closed(**({"partitioner": partitioner} if partitioner else {}),
+                                                   **{"linger.ms": 0.3})], version=version))).producers[0]
+    n, gap, partitions, cap = 20_000, 0.0011, 7, 148
+    order = closed_loop_order(p, n, gap, partitions, 3, np.random.default_rng(5), cap=cap)
+    times = p.start_ms + gap * np.arange(1, n + 1, dtype=np.float64)
+    expected = assign_partitions(p, np.full(n, -1, dtype=np.int64), times, partitions, np.random.default_rng(5),
+                                 cap=cap) + 3
+    assert len(order) == n
+    assert np.array_equal(order.partitions(0, n), expected)
+    for lo, hi in ((0, 1), (5, 400), (147, 149), (1234, 19_999), (19_999, 20_000)):
+        assert np.array_equal(order.partitions(lo, hi), expected[lo:hi])
+    for k in (0, 1, 148, 5000, n):
+        assert np.array_equal(order.counts(k, 12), np.bincount(expected[:k], minlength=12))
+
+
+def test_slots_that_grow_as_producers_send_give_the_run_slots_for_every_record_would(monkeypatch):
+    """Closed-loop producers' slots made for a few records at first and grown as they send (slots.resize) leave
+    every number and table as slots made at once for every record they could send."""
+    import kafkamodel.sim.clients.workload as workload
+    from snapshot import capture
+
+    s = scenario([closed(**{"linger.ms": 1}), closed(keys={"cardinality": 30}, acks=-1)], 300.0,
+                 version="2.6", costs={**ZERO_COSTS, "producer.record.us": 2.0},
+                 topics=[{"name": "t", "partitions": 5, "replication.factor": 1}],
+                 consumers=[{"group": "g", "topic": "t", "members": 2}])
+    whole = capture(simulate(s))
+    monkeypatch.setattr(workload, "FIRST_SLOTS", 64)
+    grown = capture(simulate(s))
+    assert grown == whole
+    assert whole["summary"]["records_sent"] > 64 * 100
