@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .hardware import PARTS, profile
+from .hardware import PARTS, nic_ms_per_byte, profile  # nic_ms_per_byte: for the model, which reads config here
 from .schema import CLOSED_LOOP, CONSUMER_FAULTS
 from .versions import MAX_INT, Mechanisms, mechanisms
 

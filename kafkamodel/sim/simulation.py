@@ -17,9 +17,8 @@ model's ``Next``: with ``debug.invariants`` each is checked against them).
 from __future__ import annotations
 
 from ..config.distributions import Sampler
-from ..config.hardware import nic_ms_per_byte
 from ..config.scenario import Scenario, load_scenario
-from ..config.settings import Settings
+from ..config.settings import Settings, nic_ms_per_byte
 from .batches import Batches, record_format
 from .broker.consumer_fetch import ConsumerFetchHandler
 from .broker.cpu import Cpu

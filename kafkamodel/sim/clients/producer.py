@@ -22,8 +22,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from ...config.hardware import nic_ms_per_byte
-from ...config.settings import ProducerSettings
+from ...config.settings import ProducerSettings, nic_ms_per_byte
 from ..protocol import (
     ACKED,
     DELIVERY_TIMEOUT,

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...config.settings import ProducerSettings, Settings
-from ...config.hardware import nic_ms_per_byte
+from ...config.settings import ProducerSettings, Settings, nic_ms_per_byte
 from ..batches import compress_ms_per_byte, record_format
 from .partitioner import partition_for_keys
 from .slots import SendOrder, resize
