@@ -72,7 +72,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full")
+    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full", "_written")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -165,6 +165,11 @@ class ProducerClient:
             self._application(ps)
         else:
             ps.watch.released += self.batches.count[b]
+
+    def _written(self, ps: ProducerState, taken: list[int]) -> None:
+        """An acks=0 request left the client's NIC: its batches are done, their pool bytes go back."""
+        for b in taken:
+            self._completed(ps, b)
 
     def _pool_full(self, ps: ProducerState, stamp: int) -> None:
         """An open-loop producer's first record that does not fit calls send() (as far as was known when this was
@@ -392,8 +397,8 @@ class ProducerClient:
                 if batches.state[b] != ACKED:
                     batches.state[b] = ACKED
                     batches.ack_ms[b] = now
-                    if ps.pooled:
-                        self._completed(ps, b)
+            if ps.pooled:  # the batches complete once the NIC has sent them (Kafka: written to the socket)
+                self.kernel.schedule(at, self._written, ps, taken)
             self.send(ps.node, node, self.server_produce,
                       (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes,
                       delay=delay)
