@@ -46,7 +46,7 @@ def burst(records, size=100, **producer):
             "burst": {"records": records, "every.ms": 100000}, **producer}
 
 
-@pytest.mark.parametrize("records,size", [(1, 100), (10, 100), (100, 1000), (200, 20), (70, 10000)])
+@pytest.mark.parametrize("records,size", [(1, 100), (10, 100), (100, 1000), (200, 20), (70, 10000), (100, 8185)])
 def test_a_v2_batch_of_null_key_records_is_kafkas_size(records, size):
     b = batches_of(scenario([burst(records, size)]))
     assert b.count[0] == records
