@@ -195,3 +195,20 @@ def test_slots_that_grow_as_producers_send_give_the_run_slots_for_every_record_w
     grown = capture(simulate(s))
     assert grown == whole
     assert whole["summary"]["records_sent"] > 64 * 100
+
+
+def test_a_brokers_decompression_of_a_batch_is_its_uncompressed_bytes_at_the_codecs_speed():
+    """lzbench 1.7.1: lz4 1.7.5 decompresses 2,244 MB/s (10^6 bytes/s); none costs nothing."""
+    b = batches_of(scenario([burst(100, 1000, **{"compression.type": "lz4"})]))
+    plain = v2_batch(100, 1000) - 61
+    assert b.decompress_ms(0) == pytest.approx(plain / 2244e6 * 1000.0, rel=0.001)
+    assert batches_of(scenario([burst(100, 1000)])).decompress_ms(0) == 0.0
+
+
+def test_compression_costs_the_application_thread_per_uncompressed_byte():
+    """gzip (zlib -6 in lzbench 1.7.1: 20 MB/s of input) on 1,000-byte records and nothing else: one record per
+    (record bytes / 20 MB/s)."""
+    s = simulate(scenario([closed(**{"compression.type": "gzip", "record.size.bytes": 1000})], 1000.0,
+                          costs={**ZERO_COSTS, "producer.record.us": 0})).summary
+    per_record_s = v2_record(0, 0, None, 1000) / 20e6
+    assert s["records_sent"] == pytest.approx(1.0 / per_record_s, rel=0.001)
