@@ -212,3 +212,11 @@ def test_compression_costs_the_application_thread_per_uncompressed_byte():
                           costs={**ZERO_COSTS, "producer.record.us": 0})).summary
     per_record_s = v2_record(0, 0, None, 1000) / 20e6
     assert s["records_sent"] == pytest.approx(1.0 / per_record_s, rel=0.001)
+
+
+def test_a_closed_loop_producer_nothing_bounds_is_refused():
+    from kafkamodel.config.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"producers\[0\]\.rate\.per\.s: max needs costs\.producer\.record\.us > 0"):
+        load_scenario(scenario([closed()], costs={**ZERO_COSTS, "producer.record.us": 0}))
+    load_scenario(scenario([closed(**{"compression.type": "lz4"})], costs={**ZERO_COSTS, "producer.record.us": 0}))
