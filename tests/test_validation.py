@@ -27,7 +27,8 @@ from kafkamodel.validation import band_for, inside, load_case, load_cases
 from kafkamodel.validation import command
 from kafkamodel.validation.cases import ValidationError
 from kafkamodel.validation.measure import measure
-from kafkamodel.validation.report import README_END, README_START, figure_sentence, readme_table, update_readme
+from kafkamodel.validation.report import (README_END, README_START, figure_sentence, readme_table, run_sentence,
+                                          update_readme)
 from kafkamodel.validation.runner import run_cases
 
 # a small valid case with the keys every Kafka version has (the loader's tests mutate it)
@@ -278,6 +279,20 @@ def test_each_sentence_states_its_figures_numbers(small_doc):
         text = figure_sentence(fig)
         assert number(fig["model"]) in text and number(fig["published"]["value"]) in text
         assert ("inside" in text) == fig["inside"] and ("outside" in text) == (not fig["inside"])
+
+
+@pytest.mark.parametrize("context, expected", [
+    ({"writeback_stall_ms": 0.0, "dirty_mib_max": 2513.9, "disk_write_utilization_max": 0.651},
+     "In this run its disk wrote back 65.1% of the run; dirty pages peaked at 2,514 MiB and no writer was throttled "
+     "(the dirty limit was not reached in the run)."),
+    ({"writeback_stall_ms": 1250.0, "dirty_mib_max": 512.0, "producer_buffer_wait_ms": 21399.9,
+      "broker_cpu_utilization_max": 0.068},
+     "In this run send() waited on buffer.memory 21,400 ms in total; the busiest broker's cores were 6.8% busy; "
+     "dirty pages peaked at 512 MiB and writers were throttled 1,250 ms."),
+    ({}, ""),
+])
+def test_a_runs_sentence_reads_its_measures(context, expected):
+    assert run_sentence({"context": context}) == expected
 
 
 def test_the_readme_table_is_regenerated_between_its_markers(small_doc, tmp_path):

@@ -54,6 +54,23 @@ def figure_sentence(f: dict) -> str:
             f"{_band_text(f)}).")
 
 
+def run_sentence(r: dict) -> str:
+    """What bounded a run, as far as its measures say (every number read from them); "" without them."""
+    c = r["context"]
+    parts = []
+    if c.get("producer_buffer_wait_ms"):
+        parts.append(f"send() waited on buffer.memory {number(c['producer_buffer_wait_ms'])} ms in total")
+    if c.get("broker_cpu_utilization_max") is not None:
+        parts.append(f"the busiest broker's cores were {number(100 * c['broker_cpu_utilization_max'])}% busy")
+    if c.get("disk_write_utilization_max"):
+        parts.append(f"its disk wrote back {number(100 * c['disk_write_utilization_max'])}% of the run")
+    if "writeback_stall_ms" in c and c.get("dirty_mib_max"):
+        parts.append(f"dirty pages peaked at {number(c['dirty_mib_max'])} MiB and "
+                     + (f"writers were throttled {number(c['writeback_stall_ms'])} ms" if c["writeback_stall_ms"]
+                        else "no writer was throttled (the dirty limit was not reached in the run)"))
+    return ("In this run " + "; ".join(parts) + ".") if parts else ""
+
+
 def finding(doc: dict) -> str:
     """The headline: how many figures are inside, per kind, and the furthest from its published value."""
     figures = [f for c in doc["cases"] for f in c["figures"]]
@@ -115,7 +132,7 @@ def _case_section(c: dict) -> str:
     runs = "".join(
         f"<tr><td class='run'><code>{esc(r['name'])}</code></td><td>{esc(r['what'])}<br><small>{esc(r['scenario'])}; records "
         f"counted from {number(r['window_ms'][0] / 1000)} s to {number(r['window_ms'][1] / 1000)} s</small></td>"
-        f"<td class='n'>{number(r['cpu_seconds'])} s</td><td><small>"
+        f"<td class='n'>{number(r['cpu_seconds'])} s</td><td>{esc(run_sentence(r))}<br><small>"
         + ", ".join(f"{esc(k)} {number(x)}" for k, x in r["context"].items()) + "</small></td></tr>"
         for r in c["runs"])
     figures = "".join(
