@@ -117,6 +117,12 @@ def test_the_small_case_loads(tmp_path):
     ("source/verified", None, True, "source.verified: required"),
     ("setup/unknown[0]/assumed", None, True, "setup.unknown[0].assumed: required"),
     ("case", "other", False, "case: must be the file's name 'tiny'"),
+    ("figures[0]/published/unit", "MB/s", False,
+     "figures[0].published.unit: the model quantity is in records/s, the published value in MB/s"),
+    ("figures[4]/difference[0]/quantity", {"summary": "produce_latency_p50"}, False,
+     "figures[4]: run all reports no 'produce_latency_p50'"),
+    ("figures[4]/difference[0]/quantity", {"records": "acked_per_s"}, False,
+     "figures[4].difference: its terms are in records/s and ms"),
 ])
 def test_a_malformed_case_is_one_line_naming_the_field(tmp_path, path, value, delete, field):
     case = mutated(path, value, delete)
