@@ -29,6 +29,7 @@ from kafkamodel.validation.cases import ValidationError
 from kafkamodel.validation.measure import measure
 from kafkamodel.validation.report import (README_END, README_START, figure_sentence, readme_table, run_sentence,
                                           update_readme)
+from kafkamodel.validation import runner
 from kafkamodel.validation.runner import run_cases
 
 # a small valid case with the keys every Kafka version has (the loader's tests mutate it)
@@ -276,6 +277,16 @@ def test_figures_combine_their_terms_and_carry_their_band(small_doc):
     assert f["t1"]["model"] == pytest.approx(2000, rel=0.1)
     assert small_doc["totals"] == {"figures": 5, "inside": sum(x["inside"] for x in f.values())}
     json.dumps(small_doc, allow_nan=False)
+
+
+def test_a_figure_whose_records_never_came_back_has_no_value_and_says_why(tmp_path, monkeypatch):
+    write_case(tmp_path, CASE)
+    monkeypatch.setattr(runner, "measure", lambda *a: (math.inf, ""))
+    doc = run_cases(load_cases(tmp_path), command="test")
+    fig = doc["cases"][0]["figures"][0]
+    assert fig["model"] is None and not fig["inside"] and "infinitely late" in fig["note"]
+    json.dumps(doc, allow_nan=False)  # the document stays valid JSON
+    assert "The model gives no value (" in figure_sentence(fig)
 
 
 def test_each_sentence_states_its_figures_numbers(small_doc):
