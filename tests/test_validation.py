@@ -303,9 +303,9 @@ def test_each_sentence_states_its_figures_numbers(small_doc):
      "In this run its disk wrote back 65.1% of the run; dirty pages peaked at 2,514 MiB and no writer was throttled "
      "(the dirty limit was not reached in the run)."),
     ({"writeback_stall_ms": 1250.0, "dirty_mib_max": 512.0, "producer_buffer_wait_ms": 21399.9,
-      "broker_cpu_utilization_max": 0.068},
+      "broker_cpu_utilization_max": 0.068, "gc_pause_ms_per_s": 3.248},
      "In this run send() waited on buffer.memory 21,400 ms in total; the busiest broker's cores were 6.8% busy; "
-     "dirty pages peaked at 512 MiB and writers were throttled 1,250 ms."),
+     "GC paused a broker 3.25 ms per second on average; dirty pages peaked at 512 MiB and writers were throttled 1,250 ms."),
     ({}, ""),
 ])
 def test_a_runs_sentence_reads_its_measures(context, expected):

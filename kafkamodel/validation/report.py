@@ -62,6 +62,8 @@ def run_sentence(r: dict) -> str:
         parts.append(f"send() waited on buffer.memory {number(c['producer_buffer_wait_ms'])} ms in total")
     if c.get("broker_cpu_utilization_max") is not None:
         parts.append(f"the busiest broker's cores were {number(100 * c['broker_cpu_utilization_max'])}% busy")
+    if c.get("gc_pause_ms_per_s"):
+        parts.append(f"GC paused a broker {number(c['gc_pause_ms_per_s'])} ms per second on average")
     if c.get("disk_write_utilization_max"):
         parts.append(f"its disk wrote back {number(100 * c['disk_write_utilization_max'])}% of the run")
     if "writeback_stall_ms" in c and c.get("dirty_mib_max"):
