@@ -27,8 +27,8 @@ from kafkamodel.validation import band_for, inside, load_case, load_cases
 from kafkamodel.validation import command
 from kafkamodel.validation.cases import ValidationError
 from kafkamodel.validation.measure import measure
-from kafkamodel.validation.report import (README_END, README_START, figure_sentence, readme_table, run_sentence,
-                                          update_readme)
+from kafkamodel.validation.report import (README_END, README_START, figure_sentence, finding, readme_table,
+                                          run_sentence, update_readme)
 from kafkamodel.validation import runner
 from kafkamodel.validation.runner import run_cases
 
@@ -287,6 +287,17 @@ def test_a_figure_whose_records_never_came_back_has_no_value_and_says_why(tmp_pa
     assert fig["model"] is None and not fig["inside"] and "infinitely late" in fig["note"]
     json.dumps(doc, allow_nan=False)  # the document stays valid JSON
     assert "The model gives no value (" in figure_sentence(fig)
+
+
+def test_the_finding_names_the_figure_furthest_either_way():
+    def fig(title, ratio):
+        return {"title": title, "case": "c", "kind": "latency", "ratio": ratio, "model": ratio, "inside": False}
+
+    doc = {"totals": {"figures": 3, "inside": 0},
+           "cases": [{"figures": [fig("a", 0.5), fig("b", 3.0), fig("c", 0.25)]}]}
+    assert "Furthest from its published value: c (c), 0.25×" in finding(doc)  # 1/4 is further than 3
+    doc["cases"][0]["figures"].append(fig("zero", 0.0))
+    assert "Furthest from its published value: zero (c), 0×" in finding(doc)
 
 
 def test_each_sentence_states_its_figures_numbers(small_doc):

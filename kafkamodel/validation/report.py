@@ -83,9 +83,9 @@ def finding(doc: dict) -> str:
         if of_kind:
             per_kind.append(f"{label} {sum(f['inside'] for f in of_kind)} of {len(of_kind)}")
     text = parts[0] + (f" ({'; '.join(per_kind)})" if per_kind else "") + "."
-    rated = [f for f in figures if f["ratio"] is not None and f["ratio"] > 0]
-    if rated:
-        worst = max(rated, key=lambda f: abs(math.log(f["ratio"])))
+    rated = [f for f in figures if f["ratio"] is not None and f["ratio"] >= 0]
+    if rated:  # how far, either way: a ratio of 0 (a value truncated to 0 ms) is the furthest
+        worst = max(rated, key=lambda f: abs(math.log(f["ratio"])) if f["ratio"] > 0 else math.inf)
         text += (f" Furthest from its published value: {worst['title']} ({worst['case']}), "
                  f"{number(worst['ratio'])}× the published value.")
     missing = [f for f in figures if f["model"] is None]
