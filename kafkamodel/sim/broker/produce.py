@@ -64,6 +64,9 @@ class ProduceHandler:
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.caches = sim.caches  # broker -> its page cache and disk
         self.appended_bytes = 0  # while a request is handled: bytes it appended
+        # LogValidator decompresses a compressed batch to check it: CPU on the handler thread (batches.decompress_ms)
+        self.validates_compressed = any(p.compression_type != "none" for p in sim.settings.producers)
+        self.cpu_run = sim.cpu.run
         self.retention_on = sim.retention_on  # keep segments (retention can act within the run)
         self.producer_state = ProducerStateManager(sim.batches)
         self.track_producers = any(p.enable_idempotence for p in sim.settings.producers)  # brokers keep producer state
@@ -87,14 +90,18 @@ class ProduceHandler:
         for i, (b, attempt) in enumerate(entries):
             results[i] = self._append(broker, b, attempt, acks, dp, i, woken, flushes)
         wait = 0.0
+        if self.validates_compressed:  # the handler decompresses each compressed batch it appends (LogValidator)
+            cpu = sum(self.batches.decompress_ms(b) for b, _ in entries)
+            if cpu > 0.0:
+                wait = self.cpu_run(broker, ready, cpu) - ready
         if self.appended_bytes:  # write() into the page cache: throttled when too much of it is dirty
             cache = self.caches[broker]
             now = self.kernel.now
-            wait = cache.append(now, self.appended_bytes)
+            wait += cache.append(now, self.appended_bytes)
             if flushes:  # Log.append -> flush: the handler thread fsyncs each log, then the request goes on
                 wait += sum(next(self.fsync) for _ in flushes) + cache.fsync(now, self.appended_bytes)
         elif flushes:
-            wait = sum(next(self.fsync) for _ in flushes)
+            wait += sum(next(self.fsync) for _ in flushes)
         if wait > 0.0:
             self.server.hold(broker, ready, wait)
             self.timer(broker, wait, self._produce_handled, broker, producer, epoch, req, results, dp, woken,
