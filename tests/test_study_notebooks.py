@@ -121,13 +121,16 @@ def test_zones_notebook(study_reports):
 
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
+    from kafka_format import v2_capacity
     from test_requests import fetcher_of
 
     from kafkamodel.config.schema import COSTS
 
     numbers = numbers_of(study_reports, "requests")
     parts = {name: part["overrides"] for name, part in yaml.safe_load((STUDIES / "requests.yaml").read_text())["parts"].items()}
-    batch = 16384 // 100  # records in a full batch: Kafka's batch.size over the records' 100 bytes
+    producer = parts["load_one_partition"]["producers"][0]
+    assert "batch.size" not in producer and "record.size.bytes" not in producer  # the defaults: 16384 and 100 bytes
+    batch = v2_capacity(16384, 100)  # records in a full batch: what batch.size holds in the v2 format
     # one partition: acks=all commits a full batch per 2L (the connection is muted while a request waits for its
     # commit); acks=1 does not wait, five requests in flight each carry a batch per round trip (2L)
     load = parts["load_one_partition"]
@@ -161,7 +164,7 @@ def test_requests_notebook(study_reports):
     for fetchers in (1, 4):
         added = numbers[f"partitions1000_fetchers{fetchers}_added_ms"]
         assert added == pytest.approx(predicted_ms(1000, fetchers) - predicted_ms(10, fetchers), rel=0.1)
-    assert 10 <= numbers["partitions1000_fetchers1_added_ms"] <= 30  # Jun Rao (2015): about 20 ms for 1,000
+    # (Jun Rao's 2015 figure, about 20 ms for 1,000, is the validation set's rao-2015 case: Kafka 0.8's fetches)
     assert numbers["partitions1000_fetchers4_added_ms"] < numbers["partitions1000_fetchers1_added_ms"]
     # a leader's 500 partitions share one parity, so getFetcherId puts them on 2 of the 4 fetchers, 250 each
     assert len({fetcher_of("t", p, 4) for p in range(0, 1000, 2)}) == 2

@@ -35,9 +35,34 @@ KEEPS_UP, PACE, BACKLOG_GROWS, EVICTED = "unaffected", "sets the pace", "backlog
 
 # ---- the formulas ----------------------------------------------------------------------------------------------
 
+def varint_bytes(value: int) -> int:
+    """Bytes of Kafka's zigzag varint (ByteUtils.sizeOfVarint): 7 bits per byte."""
+    zigzag, size = (value << 1) ^ (value >> 63), 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
+    return size
+
+
+def v2_record_bytes(value_bytes: int, offset_delta: int) -> int:
+    """DefaultRecord.sizeInBytes of a record with a null key, no headers and timestamp delta 0: the body (attributes
+    1, timestamp delta, offset delta, key length -1, value length and value, header count) after its length."""
+    body = 1 + varint_bytes(0) + varint_bytes(offset_delta) + varint_bytes(-1) + varint_bytes(value_bytes) \
+        + value_bytes + varint_bytes(0)
+    return varint_bytes(body) + body
+
+
+RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2, Kafka 0.11+)
+
+
 def records_per_batch(batch_size: int, record_bytes: int) -> int:
-    """Records in a full batch: batch.size // record size (at least one)."""
-    return max(1, int(batch_size) // int(record_bytes))
+    """Records of `record_bytes` value bytes a full v2 batch holds (MemoryRecordsBuilder.hasRoomFor: the first
+    always, then each while the 61-byte header, the records so far and it fit in batch.size)."""
+    total, n = RECORD_BATCH_OVERHEAD + v2_record_bytes(int(record_bytes), 0), 1
+    while total + v2_record_bytes(int(record_bytes), n) <= int(batch_size):
+        total += v2_record_bytes(int(record_bytes), n)
+        n += 1
+    return n
 
 
 def acks_all_capacity_per_s(batch_records: int, one_way_ms: float, in_flight: int = 5) -> float:
