@@ -30,7 +30,7 @@ class Cpu:
     """Every broker's cores and collections."""
 
     __slots__ = ("cores", "free", "paused_until", "busy_ms", "young_bytes", "request_bytes", "allocated",
-                 "pause_draws", "pause_ms", "pauses", "kernel")
+                 "pause_draws", "pause_ms", "pauses", "kernel", "run")
 
     def __init__(self, kernel, brokers: int, cores: int | None, young_mib: float, request_kib: float, pause_draws):
         self.cores = cores
@@ -44,22 +44,23 @@ class Cpu:
         self.pause_ms = [0.0] * brokers  # broker -> time stopped by collections
         self.pauses = [0] * brokers
         self.kernel = kernel
+        self.run = self._run_unlimited if cores is None else self._run_on_cores  # (bound once: a call per work)
 
-    def run(self, broker: int, ready: float, cost: float) -> float:
-        """Work of `cost` ms that may start at `ready` on `broker`: when it ends."""
+    def _run_on_cores(self, broker: int, ready: float, cost: float) -> float:
+        """Work of `cost` ms that may start at `ready` on `broker`: when it ends (on the core that frees first;
+        a collection holds every core, so no pause check is needed here)."""
         self.busy_ms[broker] += cost
-        stopped = self.paused_until[broker]
-        if ready < stopped:
-            ready = stopped
-        free = self.free
-        if free is None:
-            return ready + cost
-        cores = free[broker]
+        cores = self.free[broker]
         first = cores[0]
-        start = ready if ready > first else first
-        end = start + cost
+        end = (ready if ready > first else first) + cost
         heapreplace(cores, end)
         return end
+
+    def _run_unlimited(self, broker: int, ready: float, cost: float) -> float:
+        """As ``_run_on_cores`` without a core limit: only a collection holds the work back."""
+        self.busy_ms[broker] += cost
+        stopped = self.paused_until[broker]
+        return (ready if ready > stopped else stopped) + cost
 
     def allocate(self, broker: int, nbytes: float) -> None:
         """The broker read `nbytes` into its heap for a request (plus the request's own garbage)."""
