@@ -32,6 +32,10 @@ def test_capacities_and_regimes():
     assert rt.acks_all_capacity_per_s(148, 5, in_flight=1) == pytest.approx(7400)  # 4L with one in flight
     assert rt.acks1_capacity_per_s(148, 5) == pytest.approx(74000)
     assert rt.backlog_after(20000, 14800, 10) == pytest.approx(52000) and rt.backlog_after(1000, 14800, 10) == 0
+    # buffer.memory 32 MiB in batch.size pieces of 148 records: 2048 batches; beyond, send() blocks
+    assert rt.held_records_max(33554432, 16384, 148) == 2048 * 148
+    assert rt.backlog_after(111000, 74000, 10, held_max=2048 * 148) == 2048 * 148
+    assert rt.backlog_after(20000, 14800, 10, held_max=2048 * 148) == pytest.approx(52000)
     regime = dict(rate_per_s=2000, batch_records=148, record_bytes=100, in_flight=5, linger_ms=5, lag_ms=10000,
                   fetch_max_bytes=1048576)
     assert [rt.slow_regime("all", rtt, **regime) for rtt in (1, 10, 100, 6000, 20000)] == [

@@ -11,7 +11,9 @@
   batch per round trip, so the capacity is in-flight × records per batch / 2L.
 * While the in-flight slots are full, a record waits for the requests ahead
   of it and half a cycle for its batch to be drained: (in-flight + 0.5) ×
-  cycle. Beyond capacity the backlog grows at offered − capacity.
+  cycle. Beyond capacity the backlog grows at offered − capacity, until the
+  batches hold all of ``buffer.memory`` (``batch.size`` each) and send()
+  blocks.
 * A follower's fetcher threads (``getFetcherId``: ``abs(31 * hash(topic) +
   p) % num.replica.fetchers``) each read their partitions at the leader and
   append them; a burst's produce request is validated whole before its
@@ -27,6 +29,8 @@
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -81,9 +85,16 @@ def queued_latency_ms(in_flight: int, cycle_ms: float) -> float:
     return (in_flight + 0.5) * cycle_ms
 
 
-def backlog_after(offered_per_s: float, capacity_per_s: float, seconds: float) -> float:
-    """Records waiting after `seconds` beyond capacity: they pile up at offered − capacity."""
-    return max(0.0, offered_per_s - capacity_per_s) * seconds
+def held_records_max(buffer_memory: int, batch_size: int, batch_records: int) -> int:
+    """Records a producer can hold unanswered: its BufferPool gives every batch batch.size bytes of buffer.memory
+    (until it is answered) and send() blocks once they are used up, so buffer.memory // batch.size full batches."""
+    return int(buffer_memory) // int(batch_size) * int(batch_records)
+
+
+def backlog_after(offered_per_s: float, capacity_per_s: float, seconds: float, held_max: float = math.inf) -> float:
+    """Records waiting after `seconds` beyond capacity: they pile up at offered − capacity, up to what buffer.memory
+    holds (`held_max`; beyond it send() blocks and the records wait outside the producer's accumulator)."""
+    return min(max(0.0, offered_per_s - capacity_per_s) * seconds, held_max)
 
 
 def java_string_hash(text: str) -> int:
