@@ -39,9 +39,11 @@ def test_a_saturated_broker_plateaus_at_its_machines_bound_and_latency_grows_bey
         # bytes/s: written back + what stays dirty at the end (the setpoint midway between the freerun ceiling,
         # 15%, and vm.dirty_ratio, 20%: Linux's balance_dirty_pages settles the writers there)
         capacity = 40 * MIB + 0.175 * GIB / (duration / 1000)
-    else:  # the NIC carries 0.25 Gbps each way; the disk is not a limit
-        machine = {"nic.gbps": 0.25, "disk.write.mib.per.s": None}
-        capacity = 0.25e9 / 8
+    else:  # the NIC carries 0.25 Gbps each way with standard 1500-byte frames; the disk is not a limit
+        machine = {"nic.gbps": 0.25, "nic.mtu": 1500, "disk.write.mib.per.s": None}
+        # a full TCP segment carries 1500 - 20 (IPv4) - 20 (TCP) - 12 (timestamps) bytes in 1500 + 14 + 4 (Ethernet
+        # header, FCS) + 8 (preamble) + 12 (inter-frame gap) on the wire
+        capacity = 0.25e9 / 8 * (1500 - 52) / (1500 + 38)
     bound_mib = payload_mib_per_s(capacity)
     over = one_broker(2 * bound_mib * MIB / RECORD, duration, machine)
     under = one_broker(0.5 * bound_mib * MIB / RECORD, duration, machine)

@@ -46,7 +46,7 @@ def burst(records, size=100, **producer):
             "burst": {"records": records, "every.ms": 100000}, **producer}
 
 
-@pytest.mark.parametrize("records,size", [(1, 100), (10, 100), (100, 1000), (200, 20), (70, 10000)])
+@pytest.mark.parametrize("records,size", [(1, 100), (10, 100), (100, 1000), (200, 20), (70, 10000), (100, 8185)])
 def test_a_v2_batch_of_null_key_records_is_kafkas_size(records, size):
     b = batches_of(scenario([burst(records, size)]))
     assert b.count[0] == records
@@ -156,3 +156,67 @@ def test_an_open_loop_producer_blocks_only_once_its_pool_is_full():
     assert over["producer_buffer_wait_ms"] > 0.5 * 3000.0
     assert in_pool - cap <= over["backlog_records"] <= in_pool
     assert over["records_sent"] < 0.5 * 20000 * 3.0
+
+
+@pytest.mark.parametrize("version,partitioner", [("2.6", None), ("4.1", None), ("2.0", None), ("3.0", "round_robin")])
+def test_a_closed_loop_send_order_is_the_partitioners_choice_record_by_record(version, partitioner):
+    """The send order made as runs or a cycle (slots.SendOrder) gives each record the partition Kafka's partitioner
+    gives it record by record (workload.assign_partitions over the records' times), and counts them alike."""
+    from kafkamodel.config.settings import Settings
+    from kafkamodel.sim.clients.workload import assign_partitions, closed_loop_order
+
+    p = Settings.of(load_scenario(scenario([closed(**({"partitioner": partitioner} if partitioner else {}),
+                                                   **{"linger.ms": 0.3})], version=version))).producers[0]
+    n, gap, partitions, cap = 20_000, 0.0011, 7, 148
+    order = closed_loop_order(p, n, gap, partitions, 3, np.random.default_rng(5), cap=cap)
+    times = p.start_ms + gap * np.arange(1, n + 1, dtype=np.float64)
+    expected = assign_partitions(p, np.full(n, -1, dtype=np.int64), times, partitions, np.random.default_rng(5),
+                                 cap=cap) + 3
+    assert len(order) == n
+    assert np.array_equal(order.partitions(0, n), expected)
+    for lo, hi in ((0, 1), (5, 400), (147, 149), (1234, 19_999), (19_999, 20_000)):
+        assert np.array_equal(order.partitions(lo, hi), expected[lo:hi])
+    for k in (0, 1, 148, 5000, n):
+        assert np.array_equal(order.counts(k, 12), np.bincount(expected[:k], minlength=12))
+
+
+def test_slots_that_grow_as_producers_send_give_the_run_slots_for_every_record_would(monkeypatch):
+    """Closed-loop producers' slots made for a few records at first and grown as they send (slots.resize) leave
+    every number and table as slots made at once for every record they could send."""
+    import kafkamodel.sim.clients.workload as workload
+    from snapshot import capture
+
+    s = scenario([closed(**{"linger.ms": 1}), closed(keys={"cardinality": 30}, acks=-1)], 300.0,
+                 version="2.6", costs={**ZERO_COSTS, "producer.record.us": 2.0},
+                 topics=[{"name": "t", "partitions": 5, "replication.factor": 1}],
+                 consumers=[{"group": "g", "topic": "t", "members": 2}])
+    whole = capture(simulate(s))
+    monkeypatch.setattr(workload, "FIRST_SLOTS", 64)
+    grown = capture(simulate(s))
+    assert grown == whole
+    assert whole["summary"]["records_sent"] > 64 * 100
+
+
+def test_a_brokers_decompression_of_a_batch_is_its_uncompressed_bytes_at_the_codecs_speed():
+    """lzbench 1.7.1: lz4 1.7.5 decompresses 2,244 MB/s (10^6 bytes/s); none costs nothing."""
+    b = batches_of(scenario([burst(100, 1000, **{"compression.type": "lz4"})]))
+    plain = v2_batch(100, 1000) - 61
+    assert b.decompress_ms(0) == pytest.approx(plain / 2244e6 * 1000.0, rel=0.001)
+    assert batches_of(scenario([burst(100, 1000)])).decompress_ms(0) == 0.0
+
+
+def test_compression_costs_the_application_thread_per_uncompressed_byte():
+    """gzip (zlib -6 in lzbench 1.7.1: 20 MB/s of input) on 1,000-byte records and nothing else: one record per
+    (record bytes / 20 MB/s)."""
+    s = simulate(scenario([closed(**{"compression.type": "gzip", "record.size.bytes": 1000})], 1000.0,
+                          costs={**ZERO_COSTS, "producer.record.us": 0})).summary
+    per_record_s = v2_record(0, 0, None, 1000) / 20e6
+    assert s["records_sent"] == pytest.approx(1.0 / per_record_s, rel=0.001)
+
+
+def test_a_closed_loop_producer_nothing_bounds_is_refused():
+    from kafkamodel.config.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"producers\[0\]\.rate\.per\.s: max needs costs\.producer\.record\.us > 0"):
+        load_scenario(scenario([closed()], costs={**ZERO_COSTS, "producer.record.us": 0}))
+    load_scenario(scenario([closed(**{"compression.type": "lz4"})], costs={**ZERO_COSTS, "producer.record.us": 0}))

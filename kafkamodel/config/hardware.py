@@ -25,8 +25,24 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 # the parts of a machine, as scenarios name them (hardware.broker.<part>), in the order tables show them
-PARTS = ("cores", "memory.gib", "nic.gbps", "disk.write.mib.per.s", "disk.read.mib.per.s", "disk.latency.ms",
-         "fsync.ms", "jvm.heap.gib")
+PARTS = ("cores", "memory.gib", "nic.gbps", "nic.mtu", "disk.write.mib.per.s", "disk.read.mib.per.s",
+         "disk.latency.ms", "fsync.ms", "jvm.heap.gib")
+
+# Bytes of a full TCP segment on the wire beyond its payload: IPv4 20 + TCP 20 + the timestamps option 12 (Linux
+# sends it by default: RFC 7323) inside the MTU, and Ethernet's 14-byte header, 4-byte FCS, 8-byte preamble and
+# 12-byte inter-frame gap outside it (IEEE 802.3). A NIC of G Gbps carries G x goodput(mtu) of a stream's bytes.
+TCP_IP_HEADERS = 20 + 20 + 12
+ETHERNET_FRAMING = 14 + 4 + 8 + 12
+
+
+def goodput(mtu: int) -> float:
+    """The share of a NIC's bit rate a TCP stream's payload gets with full segments of this MTU."""
+    return (mtu - TCP_IP_HEADERS) / (mtu + ETHERNET_FRAMING)
+
+
+def nic_ms_per_byte(gbps: float | None, mtu: int) -> float:
+    """The time a NIC of `gbps` takes per byte of a TCP stream (0.0: unlimited)."""
+    return 8.0 / (gbps * 1e6 * goodput(mtu)) if gbps else 0.0
 
 DEFAULT_BROKER = "default"  # hardware.broker.profile when a scenario names none
 DEFAULT_CLIENT = "c5n.2xlarge"  # hardware.client.profile when a scenario names none
@@ -81,6 +97,10 @@ REFERENCES: dict[str, str] = {
     "kreps-2014": ("J. Kreps, \"Benchmarking Apache Kafka: 2 Million Writes Per Second (On Three Cheap Machines)\", "
                    "LinkedIn Engineering blog, 2014, https://engineering.linkedin.com/kafka/benchmarking-apache-kafka-2-"
                    "million-writes-second-three-cheap-machines (read in copies: docs/validation-sources.md section 1)"),
+    "aws-mtu": ("AWS, Amazon EC2 User Guide, \"Network maximum transmission unit (MTU) for your EC2 instance\": "
+                "\"All current generation instances support jumbo frames\" (9001 MTU) inside a VPC, "
+                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/network_mtu.html (read in "
+                "awsdocs/amazon-ec2-user-guide, doc_source/network_mtu.md)"),
     "kafka-java": ("Apache Kafka documentation, \"Java Version\": -Xmx6g -Xms6g ... -XX:+UseG1GC; the 0.8 "
                    "documentation: -Xms4g -Xmx4g, https://kafka.apache.org/documentation/#java "
                    "(docs/validation-sources.md section 7.3)"),
@@ -116,6 +136,7 @@ NVME_FSYNC = Part({"dist": "lognormal", "median": 0.9, "sigma": 0.5},
                   "[callaghan-2026]; judgement: AWS does not say whether i3en instance store has power-loss "
                   "protection, so the consumer-drive figure (the model's default before hardware profiles) is kept; "
                   "sigma 0.5 (p99 about 3.2x the median) is a judgement")
+AWS_MTU = Part(9001, "[aws-mtu]: jumbo frames inside the VPC (Confluent 2020's cluster was one subnet)")
 KAFKA_HEAP = Part(6, "[kafka-java]: -Xmx6g; Confluent 2020's brokers ran the same (KAFKA_HEAP_OPTS=-Xms6g -Xmx6g, "
                      "[confluent-2020])")
 
@@ -138,6 +159,7 @@ def _i3en(name: str) -> Profile:
         "cores": Part(cores, f"[aws-storage]: {cores} vCPUs = {cores // 2} cores with two hyper-threads each"),
         "memory.gib": Part(memory_gib, f"[aws-storage]: {memory_gib} GiB"),
         "nic.gbps": Part(baseline, nic),
+        "nic.mtu": AWS_MTU,
         "disk.write.mib.per.s": Part(round(mb_to_mib(write_mb), 1), write_source),
         "disk.read.mib.per.s": Part(round(mb_to_mib(read_mb), 1), (
             f"judgement: the write bandwidth scaled by [aws-storage]'s random-read over write IOPS ({read_iops:,} / "
@@ -157,6 +179,7 @@ LINKEDIN_2014 = Profile("linkedin-2014", "the brokers of Kreps 2014: one six-cor
                       "(Xeons of that clock and core count had hyper-threading), counted as AWS counts vCPUs"),
     "memory.gib": Part(32, "[kreps-2014]: \"32GB of RAM\" (memory is sold in binary sizes: 32 GiB)"),
     "nic.gbps": Part(1.0, "[kreps-2014]: \"1Gb Ethernet\""),
+    "nic.mtu": Part(1500, "judgement: standard Ethernet frames (1500 MTU); the post mentions no jumbo frames"),
     "disk.write.mib.per.s": Part(round(mb_to_mib(6 * HDD_MB), 1), (
         f"judgement: six drives (JBOD; Kafka spreads partitions over the six log.dirs) at {HDD_MB:g} MB/s each, the "
         "middle of a 7200 RPM drive's zone range ([seagate-constellation2]); Kreps' own figure for the six disks is "
@@ -178,6 +201,7 @@ C5N_2XLARGE = Profile("c5n.2xlarge", "AWS c5n.2xlarge: 8 vCPUs, 21 GiB, 10 Gbps 
     "memory.gib": Part(21, "[aws-compute]: 21 GiB; [confluent-2020]: \"21 GB RAM\""),
     "nic.gbps": Part(10.0, ("[aws-compute]: baseline 10 Gbps, burst 25 Gbps ([confluent-2020]: \"Upto 25 Gbps\"); "
                             "the baseline is what a sustained load gets once the credits are spent ([aws-bandwidth])")),
+    "nic.mtu": AWS_MTU,
     "disk.write.mib.per.s": Part(None, "judgement: a client writes no log (not modelled)"),
     "disk.read.mib.per.s": Part(None, "judgement: a client reads no log (not modelled)"),
     "disk.latency.ms": Part(0, "judgement: a client does no disk I/O in the model"),

@@ -131,6 +131,9 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
             problems.append(f"{where}.rate.per.s: must be > 0 unless a burst is given (the producer would send nothing)")
         if p["rate.per.s"] == CLOSED_LOOP and p["burst"] is not None:
             problems.append(f"{where}.burst: not used with rate.per.s: max (a closed-loop producer sends as fast as it can)")
+        if p["rate.per.s"] == CLOSED_LOOP and _unbounded_sender(s, given, p):
+            problems.append(f"{where}.rate.per.s: max needs costs.producer.record.us > 0, a compression.type or a "
+                            "hardware.client.nic.gbps (nothing else bounds how fast the application sends)")
         if mine.get("delivery.timeout.ms") is not None and p["delivery.timeout.ms"] < delivery_timeout_floor(p):
             problems.append(  # a value the author set (an unset one is raised to the floor: settings.derive)
                 f"{where}.delivery.timeout.ms: must be >= linger.ms + request.timeout.ms "
@@ -266,6 +269,15 @@ def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict, rac
     if kind == "restart":
         return [f"{where}: restart needs a broker id (a crashed broker leads nothing)"]
     return []
+
+
+def _unbounded_sender(s: Mapping, given: Mapping, p: Mapping) -> bool:
+    """A closed-loop producer whose send() costs nothing and whose client NIC is unlimited."""
+    try:
+        nic = resolved_machines(s, given)["client"]["nic.gbps"]
+    except (KeyError, TypeError, ValueError):  # a hardware section already reported
+        return False
+    return not s["costs"].get("producer.record.us") and p.get("compression.type", "none") == "none" and nic is None
 
 
 def validate(given: Any) -> dict:

@@ -262,6 +262,7 @@ def machine_keys(default_profile: str) -> dict[str, Key]:
         "cores": Key(parts["cores"], optional(integer(1, 100000)), "hardware threads (vCPUs) shared by every thread of the process; null = unlimited"),
         "memory.gib": Key(parts["memory.gib"], number(positive=True), "RAM in GiB: the JVM heap, and the page cache in what is left"),
         "nic.gbps": Key(parts["nic.gbps"], optional(number(positive=True)), "the NIC in Gbps (10^9 bit/s), each direction; null = unlimited"),
+        "nic.mtu": Key(parts["nic.mtu"], integer(576, 65536), "the network's MTU in bytes: a TCP stream gets (mtu - 52) / (mtu + 38) of the NIC's bits (headers, Ethernet framing)"),
         "disk.write.mib.per.s": Key(parts["disk.write.mib.per.s"], optional(number(positive=True)), "sequential write bandwidth of the log disks together, MiB/s; null = unlimited"),
         "disk.read.mib.per.s": Key(parts["disk.read.mib.per.s"], optional(number(positive=True)), "sequential read bandwidth of the log disks together, MiB/s; null = unlimited"),
         "disk.latency.ms": Key(parts["disk.latency.ms"], distribution, "one read's access time on the log disks (seek, or an NVMe read)"),

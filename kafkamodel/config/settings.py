@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .hardware import PARTS, profile
+from .hardware import PARTS, nic_ms_per_byte, profile  # nic_ms_per_byte: for the model, which reads config here
 from .schema import CLOSED_LOOP, CONSUMER_FAULTS
 from .versions import MAX_INT, Mechanisms, mechanisms
 
@@ -181,6 +181,7 @@ class MachineSettings:
     cores: int | None  # hardware threads (vCPUs); None: unlimited
     memory_gib: float
     nic_gbps: float | None  # each direction; None: unlimited
+    nic_mtu: int  # a TCP stream gets hardware.goodput(mtu) of the NIC's bits
     disk_write_mib_per_s: float | None  # None: unlimited (no writeback limit, no disk time)
     disk_read_mib_per_s: float | None  # None: unlimited
     disk_latency_ms: Any  # one read's access time (a distribution, as config.distributions takes it)
@@ -194,7 +195,7 @@ class MachineSettings:
 
         return cls(
             profile=m["profile"], cores=None if m["cores"] is None else int(m["cores"]),
-            memory_gib=float(m["memory.gib"]), nic_gbps=bound(m["nic.gbps"]),
+            memory_gib=float(m["memory.gib"]), nic_gbps=bound(m["nic.gbps"]), nic_mtu=int(m["nic.mtu"]),
             disk_write_mib_per_s=bound(m["disk.write.mib.per.s"]), disk_read_mib_per_s=bound(m["disk.read.mib.per.s"]),
             disk_latency_ms=m["disk.latency.ms"], fsync_ms=m["fsync.ms"], jvm_heap_gib=float(m["jvm.heap.gib"]),
         )

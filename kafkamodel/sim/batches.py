@@ -99,14 +99,16 @@ class RecordFormat:
     """One producer's records as Kafka's message format lays them out: a batch's bytes, and how many records
     batch.size holds."""
 
-    __slots__ = ("magic", "value", "keyed", "ratio", "header", "static", "vbody", "per", "legacy", "times", "keys",
+    __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys",
                  "records_per_batch", "record_bytes", "record_size")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
         self.magic = magic
         self.value = value  # record.size.bytes: the value's bytes
         self.keyed = key_cardinality is not None
+        self.codec = codec  # compression.type
         self.ratio = CODECS[codec].ratio
+        self.decompress_ms = decompress_ms_per_byte(codec)  # per uncompressed byte
         self.times = None  # every record's time in the accumulator (array('d')), for timestamp deltas (attach)
         self.keys = None  # every record's key index (-1: null)
         if magic >= 2:
@@ -236,6 +238,14 @@ class Batches:
 
     def __len__(self) -> int:
         return len(self.lo)
+
+    def decompress_ms(self, b: int) -> float:
+        """CPU ms a broker spends decompressing batch b to validate it (LogValidator; 0 uncompressed): its records'
+        uncompressed bytes x the codec's decompress_ms_per_byte."""
+        f = self.formats[self.producer[b]]
+        if f.ratio == 1.0:
+            return 0.0
+        return (self.bytes[b] - f.header) * f.ratio * f.decompress_ms
 
     def of_records(self, records: int) -> np.ndarray:
         """Per record, the batch holding it (-1: still in the accumulator at the end)."""

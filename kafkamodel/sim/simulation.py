@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..config.distributions import Sampler
 from ..config.scenario import Scenario, load_scenario
-from ..config.settings import Settings
+from ..config.settings import Settings, nic_ms_per_byte
 from .batches import Batches, record_format
 from .broker.consumer_fetch import ConsumerFetchHandler
 from .broker.cpu import Cpu
@@ -69,8 +69,9 @@ class Simulation:
                  Sampler(settings.latency_ms, self.streams("consumers")))
         self.layout = Layout(settings)  # node ids, racks, which link each pair of nodes takes
         latency = latency_streams(self.layout, settings, self.streams, draws)
+        mbps = settings.bandwidth_mbps  # each broker's NIC (hardware.broker.nic.gbps, or network.bandwidth.mbps)
         self.transport = Transport(self.kernel, self.brokers, draws, latency, self.layout.offset,
-                                   settings.bandwidth_mbps)
+                                   nic_ms_per_byte(mbps / 1000.0 if mbps else None, settings.broker_machine.nic_mtu))
 
         # partitions, their replicas placed as Kafka places a new topic's (placement; rack-aware with racks)
         self.partitions: list[Partition] = []
@@ -105,7 +106,7 @@ class Simulation:
         # each broker machine: its cores and JVM (cpu), its page cache and disk (storage.disk)
         machine, costs, os = settings.broker_machine, settings.costs, settings.os
         self.cpu = Cpu(self.kernel, settings.brokers, machine.cores, costs.gc_young_mib, costs.gc_request_kib,
-                       Sampler(costs.gc_pause_ms, self.streams("gc")).stream)
+                       Sampler(costs.gc_pause_ms, self.streams("gc")).stream, self.streams("gc.phase"))
         cache_bytes = max(machine.memory_gib - machine.jvm_heap_gib, 0.0) * GIB
         self.caches = [PageCache(machine.disk_write_mib_per_s, machine.disk_read_mib_per_s, cache_bytes,
                                  os.dirty_background_ratio, os.dirty_ratio, os.dirty_expire_ms,

@@ -14,7 +14,10 @@ allocated, G1 runs a young collection: a stop-the-world pause drawn from
 moves packets and writes dirty pages back). Work that is running when a pause
 starts stretches by the pause; work that becomes ready during it starts after
 it. Pauses per second therefore follow the allocation rate: (bytes allocated
-per second / young generation) collections of the pause's mean length.
+per second / young generation) collections of the pause's mean length. A run
+starts each broker's young generation filled to a uniformly random point (as
+a broker that has been running is found), so even a run shorter than the
+time between two collections meets them at their rate.
 
 ``cores: null`` removes the core limit (pauses still stop the broker).
 """
@@ -32,14 +35,19 @@ class Cpu:
     __slots__ = ("cores", "free", "paused_until", "busy_ms", "young_bytes", "request_bytes", "allocated",
                  "pause_draws", "pause_ms", "pauses", "kernel", "run")
 
-    def __init__(self, kernel, brokers: int, cores: int | None, young_mib: float, request_kib: float, pause_draws):
+    def __init__(self, kernel, brokers: int, cores: int | None, young_mib: float, request_kib: float, pause_draws,
+                 rng=None):
         self.cores = cores
         self.free = None if cores is None else [[0.0] * cores for _ in range(brokers)]  # broker -> cores' free times
         self.paused_until = [0.0] * brokers  # broker -> end of its current (or last) collection
         self.busy_ms = [0.0] * brokers  # broker -> CPU time its threads spent
         self.young_bytes = young_mib * MIB if young_mib > 0 else float("inf")  # a collection every this many bytes
         self.request_bytes = request_kib * 1024.0  # garbage one request leaves
-        self.allocated = [0.0] * brokers  # broker -> bytes allocated since its last collection
+        # broker -> bytes allocated since its last collection: a broker that has been running has its young
+        # generation filled to a point anywhere in it (uniform), so a short run does not start every broker just
+        # after a collection
+        self.allocated = ([0.0] * brokers if rng is None or self.young_bytes == float("inf")
+                          else (rng.random(brokers) * self.young_bytes).tolist())
         self.pause_draws = pause_draws  # an iterator of pause lengths (ms)
         self.pause_ms = [0.0] * brokers  # broker -> time stopped by collections
         self.pauses = [0] * brokers

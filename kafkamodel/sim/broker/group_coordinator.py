@@ -13,6 +13,8 @@ side is ``clients.consumer``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..protocol import CONSUMER_CONN, COORDINATOR
 from ..results.measures import CONSUMER_SESSION_EXPIRED, REBALANCE_START
 from ..state import Group
@@ -35,7 +37,10 @@ class GroupCoordinator:
         for i, c in enumerate(sim.settings.consumers):
             first = sim.topic_first[c.topic]
             count = sim.settings.topic(c.topic).partitions
-            self.groups.append(Group(i, c, list(range(first, first + count)), n, sim.layout.client_node(c.client_rack)))
+            g = Group(i, c, list(range(first, first + count)), n, sim.layout.client_node(c.client_rack))
+            sim.workload.track(g, "processed", 0)  # per record: they move with the producers' slots
+            sim.workload.track(g, "first_processed_ms", np.nan)
+            self.groups.append(g)
 
     def connect(self, consumer) -> None:
         """The members it answers and tells to rejoin (built after it: they send to it)."""

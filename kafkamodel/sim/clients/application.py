@@ -10,11 +10,13 @@ completes; after ``max.block.ms`` it fails that record (Kafka's
 TimeoutException: the record is never sent) and the application goes on with
 the next one.
 
-The records are decided before the run (``workload``: their partitions and
-keys, in the order the application sends them) and each producer partition
-has a range of slots; a record sent takes the next free slot of its partition,
-so every partition's records stay in time order and batches stay contiguous
-ranges. Slots never filled are dropped from the results (``results.outcome``).
+The records are decided before the run (``slots.SendOrder``: their partitions
+and keys, in the order the application sends them) and each producer
+partition has a range of slots; a record sent takes the next free slot of its
+partition, so every partition's records stay in time order and batches stay
+contiguous ranges. The ranges hold the first ``covered`` records of the send
+order; a send that needs more grows them first (``slots``). Slots never filled
+are dropped when the run ends (``producer.ProducerClient.finish``).
 
 An open-loop producer (``rate.per.s`` a number) keeps the send times decided
 before the run while its pool never fills (``PoolWatch``: the first record
@@ -29,17 +31,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from .slots import SendOrder
+
 
 class ApplicationThread:
     """One producer's application thread and its BufferPool, from when the pool matters."""
 
-    __slots__ = ("order", "keys", "arrivals", "k", "filled", "free_at", "used", "unit", "limit", "cost", "max_block",
-                 "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
+    __slots__ = ("order", "covered", "arrivals", "k", "filled", "free_at", "used", "unit", "limit", "cost",
+                 "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
 
-    def __init__(self, order: np.ndarray, keys: np.ndarray | None, lo: np.ndarray, cost_ms: float, unit: float,
+    def __init__(self, order: SendOrder, covered: int, lo: np.ndarray, cost_ms: float, unit: float,
                  limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None):
-        self.order = order  # partition (global index) of each record, in the order the application sends them
-        self.keys = keys  # key index of each, in that order (None: null keys)
+        self.order = order  # partition (global index) and key of each record, in the order the application sends them
+        self.covered = covered  # records of the order its partitions' slots are for (a send beyond grows them)
         self.arrivals = arrivals  # an open-loop producer's: when the application calls each send() at the earliest
         self.k = 0  # next record the application sends
         self.filled = lo.copy()  # partition -> its next free slot (global record index)
@@ -49,6 +53,7 @@ class ApplicationThread:
         self.limit = limit  # buffer.memory
         self.cost = cost_ms  # the thread's time per send()
         self.max_block = max_block_ms
+        self.start_ms = start_ms
         self.blocked_at = -1.0  # when the send() now blocked began (-1: not blocked)
         self.stamp = 0  # version of its max.block.ms timer
         self.end_ms = end_ms  # no send() after this (stop.ms or the run's end)
@@ -56,10 +61,11 @@ class ApplicationThread:
         self.exhausted = 0  # records whose send() failed after max.block.ms
 
 
-def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray, keys: np.ndarray):
+def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
-    (the accumulator's `times`, the workload's `send_ms` and `keys`); returns the partitions that got records (a
-    NumPy array), and the time its send() blocks until (None: not blocked, or nothing left to send)."""
+    (the accumulator's `times`, the workload's `send_ms` and `key`; `grow(app, k)` first if the slots hold fewer
+    than k of its records); returns the partitions that got records (a NumPy array), and the time its send() blocks
+    until (None: not blocked, or nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
             app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
@@ -94,7 +100,9 @@ def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray,
                 app.blocked_at = max(start, float(app.arrivals[lo])) if app.arrivals is not None else start
             return None, app.blocked_at + app.max_block
         return None, None
-    parts = app.order[lo:lo + m]
+    if lo + m > app.covered:
+        grow(app, lo + m)
+    parts = app.order.partitions(lo, lo + m)
     if app.blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > app.blocked_at:
             app.wait_ms += now - app.blocked_at
@@ -110,9 +118,10 @@ def send_records(app: ApplicationThread, now: float, times, send_ms: np.ndarray,
     slots[by_part] = app.filled[sorted_parts] + rank
     app.filled[touched] += counts
     np.frombuffer(times, dtype=np.float64)[slots] = done
-    send_ms[slots] = called
-    if app.keys is not None:
-        keys[slots] = app.keys[lo:lo + m]
+    workload.send_ms[slots] = called
+    keys = app.order.keys(lo, lo + m)
+    if keys is not None:
+        workload.key[slots] = keys
     app.k = lo + m
     app.used += m * app.unit
     app.free_at = float(done[-1])

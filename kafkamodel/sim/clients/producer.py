@@ -22,7 +22,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
-from ...config.settings import ProducerSettings
+from ...config.settings import ProducerSettings, nic_ms_per_byte
 from ..protocol import (
     ACKED,
     DELIVERY_TIMEOUT,
@@ -35,6 +35,7 @@ from ..protocol import (
 )
 from .accumulator import INF, Accumulator, PartitionQueue
 from .application import ApplicationThread, PoolWatch, release, send_records
+from .slots import SendOrder
 from .network_client import Connection
 from .workload import send_cost_ms
 
@@ -71,7 +72,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full")
+    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full", "_written")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -93,7 +94,7 @@ class ProducerClient:
         n_brokers = len(sim.brokers)
         settings = sim.settings
         machine = settings.client_machine  # each producer's own machine: its NIC, its Sender thread
-        self.nic_ms_per_byte = 8.0 / (machine.nic_gbps * 1e6) if machine.nic_gbps else 0.0
+        self.nic_ms_per_byte = nic_ms_per_byte(machine.nic_gbps, machine.nic_mtu)
         costs = settings.costs
         self.request_ms, self.batch_ms = costs.producer_request_us / 1000.0, costs.producer_batch_us / 1000.0
         self.states = []
@@ -103,15 +104,16 @@ class ProducerClient:
             ps = ProducerState(i, node, config, acc, len(sim.partitions), n_brokers)
             fmt = sim.batches.formats[i]
             if w.closed and i in w.closed:
-                order, keys = w.closed[i]
-                ps.app = ApplicationThread(order, keys, w.lo[i], send_cost_ms(settings, config, fmt), fmt.record_bytes,
-                                           config.buffer_memory, config.max_block_ms, config.start_ms,
-                                           self._stop(config))
+                order, covered = w.closed[i]
+                ps.app = ApplicationThread(order, covered, w.lo[i], send_cost_ms(settings, config, fmt),
+                                           fmt.record_bytes, config.buffer_memory, config.max_block_ms,
+                                           config.start_ms, self._stop(config))
             elif w.returns and i in w.returns:
                 ps.watch = PoolWatch(w.returns[i], fmt.record_bytes, config.buffer_memory)
             ps.pooled = ps.app is not None or ps.watch is not None
             self.states.append(ps)
         w.returns = None
+        w.closed = None
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
         self.on_refused = network.handle_refused  # bound once: every request carries it
         self.network = network  # the connections' in-flight requests, timeouts and failures
@@ -137,7 +139,7 @@ class ProducerClient:
         """The application thread sends what the pool has room for; the queues that got records are filed again."""
         app = ps.app
         w = self.workload
-        touched, until = send_records(app, self.kernel.now, self.times, w.send_ms, w.key)
+        touched, until = send_records(app, self.kernel.now, self.times, w, self._grow)
         if touched is not None:
             queues = ps.acc.queues
             for p in touched.tolist():
@@ -163,6 +165,11 @@ class ProducerClient:
             self._application(ps)
         else:
             ps.watch.released += self.batches.count[b]
+
+    def _written(self, ps: ProducerState, taken: list[int]) -> None:
+        """An acks=0 request left the client's NIC: its batches are done, their pool bytes go back."""
+        for b in taken:
+            self._completed(ps, b)
 
     def _pool_full(self, ps: ProducerState, stamp: int) -> None:
         """An open-loop producer's first record that does not fit calls send() (as far as was known when this was
@@ -195,10 +202,12 @@ class ProducerClient:
         counts = np.bincount(parts, minlength=len(self.partitions))
         filled = w.hi[i] - counts  # a partition's remaining records are its last slots
         times[rest] = np.inf
+        del times  # (no view of the accumulator's times outlives its use: slots may move)
         w.send_ms[rest] = np.nan
         fmt = self.batches.formats[i]
-        app = ps.app = ApplicationThread(parts, keys, filled, cost, fmt.record_bytes, ps.config.buffer_memory,
-                                         ps.config.max_block_ms, self.kernel.now, self._stop(ps.config), arrivals)
+        app = ps.app = ApplicationThread(SendOrder.of_arrays(parts, keys), len(parts), filled, cost, fmt.record_bytes,
+                                         ps.config.buffer_memory, ps.config.max_block_ms, self.kernel.now,
+                                         self._stop(ps.config), arrivals)
         app.used = (k - ps.watch.released) * fmt.record_bytes
         ps.watch = None
         for q in ps.acc.queues:
@@ -206,17 +215,61 @@ class ProducerClient:
                 self._arm(ps, q)
         self._application(ps)
 
+    def _grow(self, app: ApplicationThread, k: int) -> None:
+        """The application thread is about to send its k-th record and its slots hold fewer: they grow to hold its
+        records up to what its pace so far would send by its stop (at least twice as many, at most its order); every
+        other application thread whose slots are short of its order grows alike (one move for all)."""
+        w = self.workload
+        sizes = w.hi - w.lo
+        now = self.kernel.now
+        for ps in self.states:
+            a = ps.app
+            if a is None or a.covered >= len(a.order):
+                continue
+            elapsed = now - a.start_ms
+            pace = a.k / elapsed * (a.end_ms - a.start_ms) * 1.1 if elapsed > 0 else 0.0
+            a.covered = min(len(a.order), max(k if a is app else 0, 2 * a.covered, int(pace)))
+            sizes[ps.index] = a.order.counts(a.covered, sizes.shape[1])
+        self._relayout(sizes)
+
+    def _relayout(self, sizes: np.ndarray) -> None:
+        """The workload's slots take `sizes` per producer and partition (``slots.resize``); every record index held
+        moves with its range: the accumulator's times and queues, the application threads' next free slots, the
+        batches' first records."""
+        w = self.workload
+        shift, move = w.resize(sizes)
+        view = np.frombuffer(self.times, dtype=np.float64)
+        moved = move(view, np.inf)
+        del view
+        del self.times[:]  # the same array, which the accumulators and record formats hold
+        self.times.frombytes(memoryview(moved).cast("B"))
+        del moved
+        for f in self.batches.formats:
+            f.attach(self.times, w.key)
+        flat = shift.ravel()
+        batches = self.batches
+        if batches.lo:
+            cell = np.asarray(batches.producer, dtype=np.int64) * shift.shape[1] + np.asarray(batches.partition)
+            batches.lo[:] = (np.asarray(batches.lo, dtype=np.int64) + flat[cell]).tolist()  # in place: others hold it
+        for ps in self.states:
+            moves, ends = shift[ps.index].tolist(), w.hi[ps.index].tolist()
+            for q in ps.acc.queues:
+                q.next += moves[q.p]
+                q.end = ends[q.p]
+            if ps.app is not None:
+                ps.app.filled += shift[ps.index]
+
     def finish(self) -> None:
-        """The run ended: the slots of records closed-loop producers never sent are left out of the results."""
+        """The run ended: the slots of records application threads never sent are dropped (the ranges shrink to
+        what was filled)."""
         w = self.workload
         if not any(ps.app is not None for ps in self.states):
             return
-        sent = np.ones(w.records, dtype=bool)
+        sizes = w.hi - w.lo
         for ps in self.states:
             if ps.app is not None:
-                for a, b in zip(ps.app.filled.tolist(), w.hi[ps.index].tolist()):
-                    sent[a:b] = False
-        w.sent = sent
+                sizes[ps.index] = ps.app.filled - w.lo[ps.index]
+        self._relayout(sizes)
         self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
         self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
 
@@ -344,8 +397,8 @@ class ProducerClient:
                 if batches.state[b] != ACKED:
                     batches.state[b] = ACKED
                     batches.ack_ms[b] = now
-                    if ps.pooled:
-                        self._completed(ps, b)
+            if ps.pooled:  # the batches complete once the NIC has sent them (Kafka: written to the socket)
+                self.kernel.schedule(at, self._written, ps, taken)
             self.send(ps.node, node, self.server_produce,
                       (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes,
                       delay=delay)

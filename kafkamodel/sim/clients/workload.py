@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...config.settings import ProducerSettings, Settings
+from ...config.settings import ProducerSettings, Settings, nic_ms_per_byte
 from ..batches import compress_ms_per_byte, record_format
 from .partitioner import partition_for_keys
+from .slots import SendOrder, resize
+
+FIRST_SLOTS = 1 << 20  # a closed-loop producer's slots at first: for this many of its records (they grow as needed)
 
 
 @dataclass
@@ -32,15 +35,35 @@ class Workload:
     hi: np.ndarray  # int64 (producers, partitions)
     ready_ms: np.ndarray | None = None  # float64: when send() returned (the record is in the accumulator); the
     #                                     producer takes it over (None after)
-    closed: dict | None = None  # closed-loop producer -> (partition of each record in send order, their keys or None):
-    #                             its records' slots are filled as its application thread sends them (application)
-    sent: np.ndarray | None = None  # bool: the slots filled (None: every one), set at the run's end
+    closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
+    #                             far): its slots are filled as its application thread sends them (application)
     returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
     #                              returns, in send order (application.PoolWatch)
+    tracked: list = field(default_factory=list)  # (holder, attribute, fill): other per-record arrays (a consumer
+    #                                              group's), moved with the slots
 
     @property
     def records(self) -> int:
         return len(self.send_ms)
+
+    def track(self, holder, name: str, fill) -> None:
+        """`holder.name` is a per-record array: it moves with the slots, new slots get `fill`."""
+        self.tracked.append((holder, name, fill))
+
+    def resize(self, sizes: np.ndarray):
+        """Every (producer, partition) range gets `sizes` slots (its records so far kept, new slots empty); returns
+        the move of each range (new lo - old lo) and `move(array, fill)` for other arrays in the old layout."""
+        old_lo = self.lo
+        self.lo, self.hi, move = resize(self.lo, self.hi, sizes)
+        self.send_ms = move(self.send_ms, np.nan)
+        self.key = move(self.key, -1)
+        cells = self.hi - self.lo
+        producers, partitions = cells.shape
+        self.producer = np.repeat(np.repeat(np.arange(producers, dtype=np.int16), partitions), cells.ravel())
+        self.partition = np.repeat(np.tile(np.arange(partitions, dtype=np.int32), producers), cells.ravel())
+        for holder, name, fill in self.tracked:
+            setattr(holder, name, move(getattr(holder, name), fill))
+        return self.lo - old_lo, move
 
 
 def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) -> np.ndarray:
@@ -96,8 +119,9 @@ def closed_loop_records(settings: Settings, p: ProducerSettings, index: int) -> 
     cost = send_cost_ms(settings, p, fmt)
     stop = min(p.stop_ms if p.stop_ms is not None else settings.duration_ms, settings.duration_ms)
     window = max(0.0, stop - p.start_ms)
-    nic = settings.client_machine.nic_gbps
-    gaps = [g for g in (cost, (fmt.record_size / fmt.ratio) / (nic * 125_000.0) if nic else 0.0) if g > 0]
+    machine = settings.client_machine
+    gaps = [g for g in (cost, (fmt.record_size / fmt.ratio) * nic_ms_per_byte(machine.nic_gbps, machine.nic_mtu))
+            if g > 0]
     if not gaps:
         raise ValueError(f"producers[{index}]: rate.per.s: max needs costs producer.record.us > 0 or a client nic.gbps "
                          "(nothing else bounds how fast the application sends)")
@@ -118,13 +142,40 @@ def _sticky_runs(times: np.ndarray, cap: int, linger: float | None) -> np.ndarra
     if linger is None:
         lengths = np.full(n // cap, cap, dtype=np.int64)
         return np.append(lengths, n % cap) if n % cap else lengths
-    t = times.tolist()
+    t = times.tolist() if isinstance(times, np.ndarray) else times
     runs, i = [], 0
     while i < n:
-        j = min(bisect_right(t, t[i] + linger, i, n), i + cap)
+        top = min(i + cap, n)
+        end = t[i] + linger
+        j = top if t[top - 1] <= end else bisect_right(t, end, i, top)
         runs.append(j - i)
         i = j
     return np.asarray(runs, dtype=np.int64)
+
+
+class _Evenly:
+    """start + gap * k for k = 1..n, each as NumPy computes it, without the array."""
+
+    __slots__ = ("start", "gap", "n")
+
+    def __init__(self, start: float, gap: float, n: int):
+        self.start, self.gap, self.n = start, gap, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> float:
+        return self.start + self.gap * (k + 1)
+
+
+def _sticky_choices(lengths: np.ndarray, partitions: int, rng: np.random.Generator) -> np.ndarray:
+    """The partition of each sticky run: a new one, other than the last, for each (int32)."""
+    choice, last = [0] * len(lengths), -1
+    draws = rng.integers(0, max(partitions - 1, 1), len(lengths)).tolist()
+    for r, d in enumerate(draws):
+        last = d if last < 0 or partitions == 1 else (d if d < last else d + 1)
+        choice[r] = last
+    return np.asarray(choice, dtype=np.int32)
 
 
 def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, partitions: int,
@@ -161,13 +212,25 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
             cap = cap or p.records_per_batch  # records a batch holds (the record format's, from build_workload)
             linger = p.linger_ms if name == "sticky" else None
             lengths = _sticky_runs(times[nulls], cap, linger)
-            choice, last = [0] * len(lengths), -1
-            draws = rng.integers(0, max(partitions - 1, 1), len(lengths)).tolist()
-            for r, d in enumerate(draws):  # a new partition, other than the last one, for each run
-                last = d if last < 0 or partitions == 1 else (d if d < last else d + 1)
-                choice[r] = last
-            out[nulls] = np.repeat(np.asarray(choice, dtype=np.int32), lengths)
+            out[nulls] = np.repeat(_sticky_choices(lengths, partitions, rng), lengths)
     return out
+
+
+def closed_loop_order(p: ProducerSettings, n: int, gap: float, partitions: int, first: int,
+                      rng: np.random.Generator, custom=None, cap: int | None = None) -> SendOrder:
+    """A closed-loop producer's n records in send order, as ``assign_partitions`` places them were they sent
+    `gap` apart from start.ms: null keys as runs or a cycle, without a per-record array."""
+    name = p.partitioner if isinstance(p.partitioner, str) else "default"
+    if p.key_cardinality is not None or custom is not None:
+        key = rng.integers(0, p.key_cardinality, n).astype(np.int64) if p.key_cardinality is not None else None
+        local = assign_partitions(p, key if key is not None else np.full(n, -1, dtype=np.int64), None, partitions,
+                                  rng, custom, cap)
+        return SendOrder.of_arrays(local + first, key)
+    if name in ("legacy", "round_robin"):  # every record to the next partition
+        return SendOrder.of_cycle(n, partitions, first)
+    lengths = _sticky_runs(_Evenly(p.start_ms, gap, n), cap or p.records_per_batch,
+                           p.linger_ms if name == "sticky" else None)
+    return SendOrder.of_runs(lengths, _sticky_choices(lengths, partitions, rng) + first)
 
 
 def build_workload(settings: Settings, topic_first: dict[str, int], streams, partitioner=None) -> Workload:
@@ -180,69 +243,66 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     -> partition for every producer.
     """
     duration = settings.duration_ms
-    send, ready, prod, part, keys, closed, returns = [], [], [], [], [], {}, {}
+    n_partitions = sum(t.partitions for t in settings.topics)
+    # each producer's records, partition after partition, each partition's in send order (a stable sort of its
+    # records, which are in send order already), and how many each partition has
+    send, ready, part, keys, counts, closed, returns = [], [], [], [], [], {}, {}
     for i, p in enumerate(settings.producers):
         arrivals_rng, keys_rng = streams(f"producers[{i}].arrivals"), streams(f"producers[{i}].keys")
+        partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
+        cap = record_format(settings, p).records_per_batch
         if p.closed_loop:  # its partitions as if sent back to back; its times come as the application sends them
             n, gap = closed_loop_records(settings, p, i)
-            times = p.start_ms + gap * np.arange(1, n + 1, dtype=np.float64)
-        else:
-            times = _arrivals(p, duration, arrivals_rng)
-            n = len(times)
-        partitions = settings.topic(p.topic).partitions
+            order = closed_loop_order(p, n, gap, partitions, first, keys_rng, partitioner, cap)
+            covered = min(n, FIRST_SLOTS)
+            closed[i] = (order, covered)
+            count = order.counts(covered, n_partitions)
+            m = int(count.sum())
+            send.append(np.full(m, np.nan))
+            ready.append(np.full(m, np.inf))
+            part.append(np.repeat(np.arange(n_partitions, dtype=np.int32), count))
+            keys.append(np.full(m, -1, dtype=np.int64))
+            counts.append(count)
+            continue
+        times = _arrivals(p, duration, arrivals_rng)
+        n = len(times)
         if p.key_cardinality is not None:
             key = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64)
         else:
             key = np.full(n, -1, dtype=np.int64)
-        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner,
-                                  record_format(settings, p).records_per_batch)
-        if p.closed_loop:
-            closed[i] = ((local + topic_first[p.topic]).astype(np.int32),
-                         key if p.key_cardinality is not None else None)
-            send.append(np.full(n, np.nan))
-            ready.append(np.full(n, np.inf))
-        else:
-            fmt = record_format(settings, p)
-            cost = send_cost_ms(settings, p, fmt)
-            done = _after_sends(times, cost)
-            send.append(done if done is times else done - cost)
-            ready.append(done)
-            if n * fmt.record_bytes > p.buffer_memory:
-                returns[i] = done
-        prod.append(np.full(n, i, dtype=np.int16))
-        part.append(local + topic_first[p.topic])
+        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner, cap)
+        fmt = record_format(settings, p)
+        cost = send_cost_ms(settings, p, fmt)
+        done = _after_sends(times, cost)
+        if n * fmt.record_bytes > p.buffer_memory:
+            returns[i] = done
+        sent = done if done is times else done - cost
+        partition = local + first
+        if len(partition) and np.any(partition[1:] < partition[:-1]):
+            by = np.argsort(partition, kind="stable")
+            partition = partition[by]
+            if p.key_cardinality is not None:  # (null keys read the same in any order)
+                key = key[by]
+            if done is sent:
+                sent = done = sent[by]
+            else:
+                sent, done = sent[by], done[by]
+        send.append(sent)
+        ready.append(done)
+        part.append(partition)
         keys.append(key)
+        counts.append(np.bincount(partition, minlength=n_partitions))
+    producers = len(settings.producers)
     if send:
         same = all(r is t for r, t in zip(ready, send))  # no send() cost: the record is in a batch when sent
-        send_ms, producer, partition, key = (np.concatenate(a) for a in (send, prod, part, keys))
+        send_ms, partition, key = (np.concatenate(a) for a in (send, part, keys))
         ready_ms = send_ms if same else np.concatenate(ready)
+        sizes = np.stack(counts).astype(np.int64)
+        producer = np.repeat(np.arange(producers, dtype=np.int16), sizes.sum(axis=1))
     else:
         send_ms, ready_ms, producer, partition, key = (np.empty(0), np.empty(0), np.empty(0, np.int16),
                                                        np.empty(0, np.int32), np.empty(0, np.int64))
-    # each producer's records are in send order already (arrivals are sorted): a stable sort by
-    # (producer, partition) keeps it within each partition (one producer whose partitions are in order already,
-    # one partition for instance, needs none)
-    if len(settings.producers) > 1:
-        order = np.lexsort((partition, producer))
-    elif len(partition) and np.any(partition[1:] < partition[:-1]):
-        order = np.argsort(partition, kind="stable")
-    else:
-        order = None
-    if order is not None:
-        same = ready_ms is send_ms
-        send_ms, partition = send_ms[order], partition[order]
-        ready_ms = send_ms if same else ready_ms[order]
-        if len(settings.producers) > 1:  # (one producer's index, and null keys alone, read the same in any order)
-            producer = producer[order]
-        if any(q.key_cardinality is not None for q in settings.producers):
-            key = key[order]
-    n_partitions = sum(t.partitions for t in settings.topics)
-    lo = np.zeros((len(settings.producers), n_partitions), dtype=np.int64)
-    hi = np.zeros_like(lo)
-    if len(send_ms):
-        flat = producer.astype(np.int64) * n_partitions + partition
-        cells = np.arange(len(settings.producers) * n_partitions)
-        lo[:] = np.searchsorted(flat, cells, side="left").reshape(lo.shape)
-        hi[:] = np.searchsorted(flat, cells, side="right").reshape(lo.shape)
-    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=lo, hi=hi, ready_ms=ready_ms,
-                    closed=closed or None, returns=returns or None)
+        sizes = np.zeros((0, n_partitions), dtype=np.int64)
+    hi = np.cumsum(sizes.ravel()).reshape(sizes.shape)
+    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=hi - sizes, hi=hi,
+                    ready_ms=ready_ms, closed=closed or None, returns=returns or None)

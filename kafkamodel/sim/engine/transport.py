@@ -75,7 +75,7 @@ class Transport:
     __slots__ = ("kernel", "heap", "seq", "brokers", "draws", "links", "slow", "ms_per_byte",
                  "egress_free", "ingress_free", "cuts", "calm", "check", "direct", "deliver", "fire")
 
-    def __init__(self, kernel, brokers, draws: tuple, latency: tuple, offset: int, bandwidth_mbps: float | None):
+    def __init__(self, kernel, brokers, draws: tuple, latency: tuple, offset: int, ms_per_byte: float):
         self.kernel = kernel
         self.heap, self.seq = kernel.events()  # messages go straight onto the kernel's heap (the hot path)
         self.brokers = brokers  # Broker objects: up, paused, isolated, slow, incarnation, deferred
@@ -85,7 +85,7 @@ class Transport:
         by_id = [*range(offset, len(latency[0])), *range(offset)]  # node id -> its index in network's tables
         self.links = [[[Link(table[a][b]) for b in by_id] for a in by_id] for table in latency]
         self.slow = 0  # brokers slowed down now (their fetch messages take `slow` times longer)
-        self.ms_per_byte = 8.0 / (bandwidth_mbps * 1000.0) if bandwidth_mbps else 0.0  # a broker NIC's time per byte
+        self.ms_per_byte = ms_per_byte  # a broker NIC's time per byte of a TCP stream (0.0: unlimited)
         self.egress_free = [0.0] * len(brokers)  # broker -> when its NIC has sent everything queued so far
         self.ingress_free = [0.0] * len(brokers)  # broker -> when its NIC has received everything so far
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link

@@ -86,7 +86,7 @@ COUNTERS = (
     Measure("fetch_requests", "count", "follower fetch requests sent"),
     Measure("fetch_partitions", "count", "partitions in the fetch responses (with records, a new HW or an error)"),
     Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
-    Measure("producer_buffer_wait_ms", "ms", "time closed-loop producers' send() blocked on a full buffer.memory, summed"),
+    Measure("producer_buffer_wait_ms", "ms", "time producers' send() blocked on a full buffer.memory (BufferPool), summed over producers"),
     Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
 

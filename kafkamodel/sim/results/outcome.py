@@ -13,7 +13,7 @@ Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
@@ -133,31 +133,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
-def _drop_unsent(end: RunEnd) -> RunEnd:
-    """Closed-loop producers' slots never filled (records the application never sent) leave the records: the
-    workload's arrays, each batch's first record and each group's per-record arrays are renumbered without them
-    (the one change made to what the run left: it is over)."""
-    w = end.workload
-    keep = w.sent
-    if keep is None or keep.all():
-        return end
-    index = np.cumsum(keep) - 1  # a kept record's new index
-    end.batches.lo = index[np.asarray(end.batches.lo, dtype=np.int64)].tolist() if len(end.batches) else []
-    n_partitions = w.lo.shape[1]
-    flat = w.producer.astype(np.int64) * n_partitions + w.partition
-    flat = flat[keep]
-    cells = np.arange(w.lo.size)
-    lo = np.searchsorted(flat, cells, side="left").reshape(w.lo.shape)
-    hi = np.searchsorted(flat, cells, side="right").reshape(w.lo.shape)
-    for g in end.groups:
-        g.processed = g.processed[keep]
-        g.first_processed_ms = g.first_processed_ms[keep]
-    return replace(end, workload=type(w)(send_ms=w.send_ms[keep], producer=w.producer[keep],
-                                         partition=w.partition[keep], key=w.key[keep], lo=lo, hi=hi))
-
-
 def build_result(end: RunEnd) -> Result:
-    end = _drop_unsent(end)
     w, batches = end.workload, end.batches
     nb = len(batches)
     # per batch, and one more row for the records no batch took (still in the accumulator: never sent)
@@ -184,7 +160,8 @@ def build_result(end: RunEnd) -> Result:
     rb = batches.of_records(w.records)
     rb[rb < 0] = nb
     rec_state = state[rb]
-    rec_presence = logs.presence[rb]
+    error_codes = np.where(rec_state == FAILED, error[rb], -1) if w.records else np.empty(0, np.int8)
+    rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
     acked = rec_state == ACKED
     rec_committed = committed[rb]
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
@@ -196,9 +173,11 @@ def build_result(end: RunEnd) -> Result:
     last_offset = logs.last_base[rb]
     last_offset += position
     last_offset[rec_presence == 0] = -1
+    del position  # (each per-record temporary goes once used: the peak is their sum)
     rec_ack = ack_ms[rb]
     rec_ack[~acked] = np.nan
     rec_visible = visible[rb]
+    del rb
 
     acked_lost = acked & (rec_presence == 0)
     committed_lost = rec_committed & (rec_presence == 0)
@@ -211,7 +190,12 @@ def build_result(end: RunEnd) -> Result:
             row[name] = c
 
     produce_latency = (rec_ack - w.send_ms)[acked]
+    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
+    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
+    del produce_latency
     e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
+    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
+    del e2e
     counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
     skews = []
     for t in end.settings.topics:
@@ -228,9 +212,6 @@ def build_result(end: RunEnd) -> Result:
     group_rows = [group_row(end, g, offset, rec_presence) for g in end.groups]
 
     s, c = end.settings, end.counters
-    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
-    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
-    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
     summary = {
         "scenario": s.name,
         "seed": s.seed,
@@ -295,10 +276,10 @@ def build_result(end: RunEnd) -> Result:
     topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
     key_codes, key_names = _key_categories(w.key)
-    error_codes = np.where(rec_state == FAILED, error[rb], -1) if len(rb) else np.empty(0, np.int8)
     records = pd.DataFrame({
-        "topic": pd.Categorical.from_codes(topic_of[w.partition] if len(rb) else np.empty(0, np.int32), categories=topics),
-        "partition": number_of[w.partition] if len(rb) else np.empty(0, np.int32),
+        "topic": pd.Categorical.from_codes(topic_of[w.partition] if w.records else np.empty(0, np.int32),
+                                           categories=topics),
+        "partition": number_of[w.partition] if w.records else np.empty(0, np.int32),
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
         "producer": w.producer,
         "send_ms": w.send_ms,
@@ -308,7 +289,7 @@ def build_result(end: RunEnd) -> Result:
         "offset": offset,
         "last_offset": last_offset,
         "visible_ms": rec_visible,
-        "copies": rec_presence.astype(np.int16),
+        "copies": rec_presence,
     }, copy=False)  # fresh arrays: no need to copy them again
     events = pd.DataFrame(events_rows(end), columns=list(TABLES["events"]))
     timeline = pd.DataFrame(end.timeline, columns=list(TABLES["timeline"]))

@@ -47,7 +47,7 @@ from collections import deque
 
 MIB = 1048576.0
 GIB = 1073741824.0
-CHUNK_MS = 1.0  # writes within this long of the newest dirty chunk join it (the queue stays short)
+CHUNK_MS = 10.0  # writes within this long of the newest dirty chunk join it (the queue stays short)
 MARK_MS = 10.0  # how often the eviction history notes (time, bytes written so far)
 
 
