@@ -137,11 +137,12 @@ def test_a_full_buffer_blocks_send_and_max_block_ms_fails_records():
     assert failing["buffer_exhausted_records"] * 5.0 >= 0.9 * failing["producer_buffer_wait_ms"] - 5.0 * 30
 
 
-def test_an_open_loop_producer_blocks_only_once_its_pool_is_full():
+@pytest.mark.parametrize("record_us", [1.0, 0.0])
+def test_an_open_loop_producer_blocks_only_once_its_pool_is_full(record_us):
     """Open loop at 2,000 records/s under the broker's capacity: the send times stand, nothing blocks. At 20,000/s
     over it: the 1 MiB pool fills (64 batches of records), send() blocks, and the records the run could not take
-    are never sent."""
-    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    are never sent. (With send() free, the record that finds the pool full is appended the instant it is sent.)"""
+    costs = {**ZERO_COSTS, "producer.record.us": record_us}
     cap = v2_capacity(16384, 100)
     in_pool = (1 << 20) // 16384 * cap
 
@@ -166,7 +167,8 @@ def test_a_closed_loop_send_order_is_the_partitioners_choice_record_by_record(ve
     from kafkamodel.sim.clients.workload import assign_partitions, closed_loop_order
 
     p = Settings.of(load_scenario(scenario([closed(**({"partitioner": partitioner} if partitioner else {}),
-                                                   **{"linger.ms": 0.3})], version=version))).producers[0]
+                                                   **{"linger.ms": 0.3})], version=version,
+                                           costs={**ZERO_COSTS, "producer.record.us": 1.1}))).producers[0]
     n, gap, partitions, cap = 20_000, 0.0011, 7, 148
     order = closed_loop_order(p, n, gap, partitions, 3, np.random.default_rng(5), cap=cap)
     times = p.start_ms + gap * np.arange(1, n + 1, dtype=np.float64)

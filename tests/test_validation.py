@@ -27,7 +27,9 @@ from kafkamodel.validation import band_for, inside, load_case, load_cases
 from kafkamodel.validation import command
 from kafkamodel.validation.cases import ValidationError
 from kafkamodel.validation.measure import measure
-from kafkamodel.validation.report import README_END, README_START, figure_sentence, readme_table, update_readme
+from kafkamodel.validation.report import (README_END, README_START, figure_sentence, finding, readme_table,
+                                          run_sentence, update_readme)
+from kafkamodel.validation import runner
 from kafkamodel.validation.runner import run_cases
 
 # a small valid case with the keys every Kafka version has (the loader's tests mutate it)
@@ -116,6 +118,12 @@ def test_the_small_case_loads(tmp_path):
     ("source/verified", None, True, "source.verified: required"),
     ("setup/unknown[0]/assumed", None, True, "setup.unknown[0].assumed: required"),
     ("case", "other", False, "case: must be the file's name 'tiny'"),
+    ("figures[0]/published/unit", "MB/s", False,
+     "figures[0].published.unit: the model quantity is in records/s, the published value in MB/s"),
+    ("figures[4]/difference[0]/quantity", {"summary": "produce_latency_p50"}, False,
+     "figures[4]: run all reports no 'produce_latency_p50'"),
+    ("figures[4]/difference[0]/quantity", {"records": "acked_per_s"}, False,
+     "figures[4].difference: its terms are in records/s and ms"),
 ])
 def test_a_malformed_case_is_one_line_naming_the_field(tmp_path, path, value, delete, field):
     case = mutated(path, value, delete)
@@ -271,6 +279,27 @@ def test_figures_combine_their_terms_and_carry_their_band(small_doc):
     json.dumps(small_doc, allow_nan=False)
 
 
+def test_a_figure_whose_records_never_came_back_has_no_value_and_says_why(tmp_path, monkeypatch):
+    write_case(tmp_path, CASE)
+    monkeypatch.setattr(runner, "measure", lambda *a: (math.inf, ""))
+    doc = run_cases(load_cases(tmp_path), command="test")
+    fig = doc["cases"][0]["figures"][0]
+    assert fig["model"] is None and not fig["inside"] and "infinitely late" in fig["note"]
+    json.dumps(doc, allow_nan=False)  # the document stays valid JSON
+    assert "The model gives no value (" in figure_sentence(fig)
+
+
+def test_the_finding_names_the_figure_furthest_either_way():
+    def fig(title, ratio):
+        return {"title": title, "case": "c", "kind": "latency", "ratio": ratio, "model": ratio, "inside": False}
+
+    doc = {"totals": {"figures": 3, "inside": 0},
+           "cases": [{"figures": [fig("a", 0.5), fig("b", 3.0), fig("c", 0.25)]}]}
+    assert "Furthest from its published value: c (c), 0.25×" in finding(doc)  # 1/4 is further than 3
+    doc["cases"][0]["figures"].append(fig("zero", 0.0))
+    assert "Furthest from its published value: zero (c), 0×" in finding(doc)
+
+
 def test_each_sentence_states_its_figures_numbers(small_doc):
     from kafkamodel.study.present import number
 
@@ -278,6 +307,20 @@ def test_each_sentence_states_its_figures_numbers(small_doc):
         text = figure_sentence(fig)
         assert number(fig["model"]) in text and number(fig["published"]["value"]) in text
         assert ("inside" in text) == fig["inside"] and ("outside" in text) == (not fig["inside"])
+
+
+@pytest.mark.parametrize("context, expected", [
+    ({"writeback_stall_ms": 0.0, "dirty_mib_max": 2513.9, "disk_write_utilization_max": 0.651},
+     "In this run its disk wrote back 65.1% of the run; dirty pages peaked at 2,514 MiB and no writer was throttled "
+     "(the dirty limit was not reached in the run)."),
+    ({"writeback_stall_ms": 1250.0, "dirty_mib_max": 512.0, "producer_buffer_wait_ms": 21399.9,
+      "broker_cpu_utilization_max": 0.068, "gc_pause_ms_per_s": 3.248},
+     "In this run send() waited on buffer.memory 21,400 ms in total; the busiest broker's cores were 6.8% busy; "
+     "GC paused a broker 3.25 ms per second on average; dirty pages peaked at 512 MiB and writers were throttled 1,250 ms."),
+    ({}, ""),
+])
+def test_a_runs_sentence_reads_its_measures(context, expected):
+    assert run_sentence({"context": context}) == expected
 
 
 def test_the_readme_table_is_regenerated_between_its_markers(small_doc, tmp_path):

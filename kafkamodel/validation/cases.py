@@ -37,7 +37,7 @@ import yaml
 
 from ..config.scenario import Scenario, ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
 from .bands import KINDS
-from .measure import RECORDS
+from .measure import RECORDS, unit_of
 
 TOP = ("case", "source", "setup", "scenario", "runs", "figures")
 SOURCE = ("title", "authors", "year", "url", "publisher", "config_url", "verified")
@@ -254,10 +254,32 @@ def _figures(raw: Any, runs: dict, problems: list[str]) -> tuple:
             _text(published, key, f"{where}.published", problems)
         band = _band(spec, kind, where, problems)
         terms, combine = _terms(spec, where, runs, figures, problems)
+        if terms and isinstance(published.get("unit"), str):
+            _check_unit(terms, combine, published["unit"], runs, where, problems)
         if isinstance(name, str) and terms:
             figures[name] = Figure(name, str(spec.get("title", name)), str(kind), published, band, match, terms,
                                    combine)
     return tuple(figures.values())
+
+
+def _check_unit(terms: tuple, combine: str | None, published: str, runs: dict, where: str,
+                problems: list[str]) -> None:
+    """The model quantity must exist and be in the published value's unit (MB/s is not MiB/s)."""
+    units = []
+    for run, quantity in terms:
+        groups = [c["group"] for c in runs[run].scenario["consumers"]]
+        unit = unit_of(quantity, groups)
+        if unit is None:
+            problems.append(f"{where}: run {run} reports no {quantity['summary']!r} (python -m kafkamodel measures; "
+                            f"a group's keys are GROUP.key, groups: {', '.join(groups) or 'none'})")
+            return
+        units.append(unit)
+    if len(set(units)) > 1:
+        problems.append(f"{where}.{combine}: its terms are in {units[0]} and {units[1]}")
+        return
+    unit = "ratio" if combine == "ratio" else units[0]
+    if unit != published:
+        problems.append(f"{where}.published.unit: the model quantity is in {unit}, the published value in {published}")
 
 
 def _band(spec: Mapping, kind: Any, where: str, problems: list[str]) -> dict | None:

@@ -18,12 +18,27 @@ import math
 
 import numpy as np
 
+from ..sim.results.measures import GROUP_SUMMARY, SUMMARY
+
 MIB = 1 << 20
-# the quantities read from the records table: name -> (throughput or latency, how a reader says it)
-RECORDS = {"acked_per_s": ("throughput", "records acknowledged per second"),
-           "acked_mib_per_s": ("throughput", "MiB of payload acknowledged per second"),
-           "produce_latency": ("latency", "produce latency (send -> acknowledged)"),
-           "e2e_latency": ("latency", "end-to-end latency (send -> visible below the HW)")}
+# the quantities read from the records table: name -> (throughput or latency, how a reader says it, unit)
+RECORDS = {"acked_per_s": ("throughput", "records acknowledged per second", "records/s"),
+           "acked_mib_per_s": ("throughput", "MiB of payload acknowledged per second", "MiB/s"),
+           "produce_latency": ("latency", "produce latency (send -> acknowledged)", "ms"),
+           "e2e_latency": ("latency", "end-to-end latency (send -> visible below the HW)", "ms")}
+SUMMARY_UNITS = {m.name: m.unit for m in SUMMARY}
+GROUP_UNITS = {m.name: m.unit for m in GROUP_SUMMARY}
+
+
+def unit_of(quantity: dict, groups: list[str]) -> str | None:
+    """The unit of a quantity on a run whose consumer groups are `groups`; None for a key no run reports."""
+    if "records" in quantity:
+        return RECORDS[quantity["records"]][2]
+    key = quantity["summary"]
+    group, _, name = key.rpartition(".")
+    if group:
+        return GROUP_UNITS.get(name) if group in groups else None
+    return SUMMARY_UNITS.get(key)
 
 
 def describe(quantity: dict) -> str:

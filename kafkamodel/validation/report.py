@@ -54,6 +54,25 @@ def figure_sentence(f: dict) -> str:
             f"{_band_text(f)}).")
 
 
+def run_sentence(r: dict) -> str:
+    """What bounded a run, as far as its measures say (every number read from them); "" without them."""
+    c = r["context"]
+    parts = []
+    if c.get("producer_buffer_wait_ms"):
+        parts.append(f"send() waited on buffer.memory {number(c['producer_buffer_wait_ms'])} ms in total")
+    if c.get("broker_cpu_utilization_max") is not None:
+        parts.append(f"the busiest broker's cores were {number(100 * c['broker_cpu_utilization_max'])}% busy")
+    if c.get("gc_pause_ms_per_s"):
+        parts.append(f"GC paused a broker {number(c['gc_pause_ms_per_s'])} ms per second on average")
+    if c.get("disk_write_utilization_max"):
+        parts.append(f"its disk wrote back {number(100 * c['disk_write_utilization_max'])}% of the run")
+    if "writeback_stall_ms" in c and c.get("dirty_mib_max"):
+        parts.append(f"dirty pages peaked at {number(c['dirty_mib_max'])} MiB and "
+                     + (f"writers were throttled {number(c['writeback_stall_ms'])} ms" if c["writeback_stall_ms"]
+                        else "no writer was throttled (the dirty limit was not reached in the run)"))
+    return ("In this run " + "; ".join(parts) + ".") if parts else ""
+
+
 def finding(doc: dict) -> str:
     """The headline: how many figures are inside, per kind, and the furthest from its published value."""
     figures = [f for c in doc["cases"] for f in c["figures"]]
@@ -64,9 +83,9 @@ def finding(doc: dict) -> str:
         if of_kind:
             per_kind.append(f"{label} {sum(f['inside'] for f in of_kind)} of {len(of_kind)}")
     text = parts[0] + (f" ({'; '.join(per_kind)})" if per_kind else "") + "."
-    rated = [f for f in figures if f["ratio"] is not None and f["ratio"] > 0]
-    if rated:
-        worst = max(rated, key=lambda f: abs(math.log(f["ratio"])))
+    rated = [f for f in figures if f["ratio"] is not None and f["ratio"] >= 0]
+    if rated:  # how far, either way: a ratio of 0 (a value truncated to 0 ms) is the furthest
+        worst = max(rated, key=lambda f: abs(math.log(f["ratio"])) if f["ratio"] > 0 else math.inf)
         text += (f" Furthest from its published value: {worst['title']} ({worst['case']}), "
                  f"{number(worst['ratio'])}× the published value.")
     missing = [f for f in figures if f["model"] is None]
@@ -115,7 +134,7 @@ def _case_section(c: dict) -> str:
     runs = "".join(
         f"<tr><td class='run'><code>{esc(r['name'])}</code></td><td>{esc(r['what'])}<br><small>{esc(r['scenario'])}; records "
         f"counted from {number(r['window_ms'][0] / 1000)} s to {number(r['window_ms'][1] / 1000)} s</small></td>"
-        f"<td class='n'>{number(r['cpu_seconds'])} s</td><td><small>"
+        f"<td class='n'>{number(r['cpu_seconds'])} s</td><td>{esc(run_sentence(r))}<br><small>"
         + ", ".join(f"{esc(k)} {number(x)}" for k, x in r["context"].items()) + "</small></td></tr>"
         for r in c["runs"])
     figures = "".join(

@@ -63,9 +63,13 @@ def _figure(case: Case, figure, results: dict) -> dict:
         if note:
             notes.append(f"{run_name}: {note}")
     model = _combine(figure.combine, values)
+    if model is not None and not math.isfinite(model):
+        notes.append("records sent in the window were not answered by the end of the run (infinitely late)")
+        model = None
+    values = [v if v is None or math.isfinite(v) else None for v in values]  # JSON has no infinity
     published = float(figure.published["value"])
     band = band_for(figure.kind, figure.band)
-    ratio = model / published if model is not None and math.isfinite(model) else None
+    ratio = model / published if model is not None else None
     return {
         "name": figure.name, "title": figure.title, "kind": figure.kind, "published": figure.published,
         "model": model, "unit": figure.published["unit"], "ratio": ratio,

@@ -196,6 +196,10 @@ class ProducerClient:
         times = np.frombuffer(self.times, dtype=np.float64)
         by_time = np.argsort(times[first:last], kind="stable")  # send order (a partition's slots in order)
         rest = by_time[k:] + first
+        taken = np.array([q.next for q in ps.acc.queues], dtype=np.int64)  # below these: in batches already
+        waiting = rest >= taken[w.partition[rest]]
+        drained = len(rest) - int(waiting.sum())  # appended at this very instant and drained (no send() cost)
+        rest = rest[waiting]
         arrivals = np.sort(times[rest]) - cost  # when each send() would have been called
         parts = w.partition[rest]
         keys = w.key[rest] if ps.config.key_cardinality is not None else None
@@ -208,7 +212,7 @@ class ProducerClient:
         app = ps.app = ApplicationThread(SendOrder.of_arrays(parts, keys), len(parts), filled, cost, fmt.record_bytes,
                                          ps.config.buffer_memory, ps.config.max_block_ms, self.kernel.now,
                                          self._stop(ps.config), arrivals)
-        app.used = (k - ps.watch.released) * fmt.record_bytes
+        app.used = (k + drained - ps.watch.released) * fmt.record_bytes
         ps.watch = None
         for q in ps.acc.queues:
             if q.next < q.end:
