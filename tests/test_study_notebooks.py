@@ -121,24 +121,31 @@ def test_zones_notebook(study_reports):
 
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
+    from kafka_format import v2_capacity
     from test_requests import fetcher_of
 
     from kafkamodel.config.schema import COSTS
 
     numbers = numbers_of(study_reports, "requests")
     parts = {name: part["overrides"] for name, part in yaml.safe_load((STUDIES / "requests.yaml").read_text())["parts"].items()}
-    batch = 16384 // 100  # records in a full batch: Kafka's batch.size over the records' 100 bytes
+    producer = parts["load_one_partition"]["producers"][0]
+    assert not {"batch.size", "record.size.bytes", "buffer.memory"} & set(producer)  # defaults: 16384, 100, 32 MiB
+    batch = v2_capacity(16384, 100)  # records in a full batch: what batch.size holds in the v2 format
     # one partition: acks=all commits a full batch per 2L (the connection is muted while a request waits for its
     # commit); acks=1 does not wait, five requests in flight each carry a batch per round trip (2L)
     load = parts["load_one_partition"]
     L, seconds = load["network"]["latency.ms"], load["duration.ms"] / 1000
     capacity = {"all": batch / (2 * L) * 1000, "1": 5 * batch / (2 * L) * 1000}
+    # the producer holds at most buffer.memory (default 32 MiB): each batch takes batch.size of it until answered,
+    # and send() blocks once it is used up (Kafka's BufferPool)
+    held_max = 33554432 // 16384 * batch
     for acks, cap in capacity.items():
         for mode in ("isr", "quorum"):
             assert numbers[f"capacity_acks_{acks}_{mode}_measured_per_s"] == pytest.approx(cap, rel=0.1), (acks, mode)
-        # beyond it the backlog grows at offered - capacity
+        # beyond it the backlog grows at offered - capacity, until buffer.memory is full
         top = numbers[f"acks_{acks}_top_load_per_s"]
-        assert top > cap and numbers[f"acks_{acks}_top_load_backlog"] == pytest.approx((top - cap) * seconds, rel=0.05)
+        assert top > cap and numbers[f"acks_{acks}_top_load_backlog"] == pytest.approx(
+            min((top - cap) * seconds, held_max), rel=0.05)
         # below it nothing piles up: at most the five requests in flight and the open batch
         assert numbers[f"acks_{acks}_below_capacity_backlog"] < 6 * batch
     # below the knee acks=all is flat at five queued cycles and half a cycle: (5 + 0.5) x 2L, p99 within one more
@@ -161,7 +168,7 @@ def test_requests_notebook(study_reports):
     for fetchers in (1, 4):
         added = numbers[f"partitions1000_fetchers{fetchers}_added_ms"]
         assert added == pytest.approx(predicted_ms(1000, fetchers) - predicted_ms(10, fetchers), rel=0.1)
-    assert 10 <= numbers["partitions1000_fetchers1_added_ms"] <= 30  # Jun Rao (2015): about 20 ms for 1,000
+    # (Jun Rao's 2015 figure, about 20 ms for 1,000, is the validation set's rao-2015 case: Kafka 0.8's fetches)
     assert numbers["partitions1000_fetchers4_added_ms"] < numbers["partitions1000_fetchers1_added_ms"]
     # a leader's 500 partitions share one parity, so getFetcherId puts them on 2 of the 4 fetchers, 250 each
     assert len({fetcher_of("t", p, 4) for p in range(0, 1000, 2)}) == 2

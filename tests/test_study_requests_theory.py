@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kafka_format import v2_capacity
 from test_requests import fetcher_of, java_hash
 
 from kafkamodel.study.analyses import requests_theory as rt
@@ -23,12 +24,19 @@ def test_replication_extra_is_the_leaders_validation_and_the_busiest_fetcher():
 
 
 def test_capacities_and_regimes():
-    assert rt.records_per_batch(16384, 100) == 163
-    assert rt.acks_all_capacity_per_s(163, 5) == pytest.approx(16300)
-    assert rt.acks_all_capacity_per_s(163, 5, in_flight=1) == pytest.approx(8150)  # 4L with one in flight
-    assert rt.acks1_capacity_per_s(163, 5) == pytest.approx(81500)
-    assert rt.backlog_after(20000, 16300, 10) == pytest.approx(37000) and rt.backlog_after(1000, 16300, 10) == 0
-    regime = dict(rate_per_s=2000, batch_records=163, record_bytes=100, in_flight=5, linger_ms=5, lag_ms=10000,
+    # a v2 batch: the 61-byte header and each record's varints (tests/kafka_format.py, from Kafka's definitions)
+    for batch_size, value in ((16384, 100), (64000, 100), (16384, 1000), (1024, 10), (100, 100)):
+        assert rt.records_per_batch(batch_size, value) == v2_capacity(batch_size, value), (batch_size, value)
+    assert rt.records_per_batch(16384, 100) == 148
+    assert rt.acks_all_capacity_per_s(148, 5) == pytest.approx(14800)
+    assert rt.acks_all_capacity_per_s(148, 5, in_flight=1) == pytest.approx(7400)  # 4L with one in flight
+    assert rt.acks1_capacity_per_s(148, 5) == pytest.approx(74000)
+    assert rt.backlog_after(20000, 14800, 10) == pytest.approx(52000) and rt.backlog_after(1000, 14800, 10) == 0
+    # buffer.memory 32 MiB in batch.size pieces of 148 records: 2048 batches; beyond, send() blocks
+    assert rt.held_records_max(33554432, 16384, 148) == 2048 * 148
+    assert rt.backlog_after(111000, 74000, 10, held_max=2048 * 148) == 2048 * 148
+    assert rt.backlog_after(20000, 14800, 10, held_max=2048 * 148) == pytest.approx(52000)
+    regime = dict(rate_per_s=2000, batch_records=148, record_bytes=100, in_flight=5, linger_ms=5, lag_ms=10000,
                   fetch_max_bytes=1048576)
     assert [rt.slow_regime("all", rtt, **regime) for rtt in (1, 10, 100, 6000, 20000)] == [
         rt.KEEPS_UP, rt.PACE, rt.BACKLOG_GROWS, rt.BACKLOG_GROWS, rt.EVICTED]
@@ -51,7 +59,7 @@ def test_the_requests_specs_rates_are_the_stated_multiples_of_the_capacity_its_s
     part = next(p for p in spec.parts if p.name == "load_one_partition")
     s = Settings.of(load_scenario(scenario_path(part.base)).with_overrides(part.overrides).to_dict())
     p = s.producers[0]
-    batch = p.batch_size // p.record_size_bytes  # Kafka: a batch holds what fits in batch.size
+    batch = v2_capacity(p.batch_size, p.record_size_bytes)  # Kafka: a v2 batch holds what fits in batch.size
     all_cap = batch / (2 * float(s.latency_ms)) * 1000.0  # one batch per 2L (leader append to follower's next fetch)
     one_cap = p.max_in_flight * all_cap  # acks=1: every in-flight request carries a batch per round trip
     multiples = {"all": {0.25, 0.5, 0.75, 0.9, 1.1, 1.5, 2.0}, "1": {0.25, 0.5, 1.1, 1.5, 2.0}}

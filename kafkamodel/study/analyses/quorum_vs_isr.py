@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ... import theory
-from ...config.schema import DISK, TOP
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
@@ -27,14 +26,11 @@ def _latency_dist(agg: Aggregates, part: str, sigma: float | None = None):
 
 def _fsync(agg: Aggregates, part: str, mode: str):
     """The fsync a replica adds to each append in this part, or None: a quorum fsyncs before it counts
-    (quorum.fsync, on by default, as Raft); Kafka's ISR only with log.flush.interval.messages 1."""
-    o = part_overrides(agg, part)
-    fsync = o.get("disk.fsync.ms", (o.get("disk") or {}).get("fsync.ms", DISK["fsync.ms"].default))
-    if mode == "quorum":
-        on = o.get("quorum.fsync", TOP["quorum.fsync"].default)
-    else:
-        on = o.get("broker.log.flush.interval.messages", (o.get("broker") or {}).get("log.flush.interval.messages")) == 1
-    return fsync if on and fsync != 0 else None
+    (quorum.fsync, on by default, as Raft); Kafka's ISR only with log.flush.interval.messages 1. The fsync is the
+    part's effective one (disk.fsync.ms, else the broker machine's fsync.ms)."""
+    s = part_settings(agg, part)
+    on = s.quorum_fsync if mode == "quorum" else s.broker.log_flush_interval_messages == 1
+    return s.fsync_ms if on and s.fsync_ms != 0 else None
 
 
 def _predict(agg: Aggregates, part: str, rf: int, mode: str, sigma: float | None = None) -> theory.Prediction:

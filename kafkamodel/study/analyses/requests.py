@@ -25,6 +25,7 @@ from .requests_theory import (
     acks_all_capacity_per_s,
     backlog_after,
     busiest_fetcher,
+    held_records_max,
     queued_latency_ms,
     records_per_batch,
     replication_extra_ms,
@@ -53,6 +54,7 @@ def load_theory(agg: Aggregates) -> dict:
     p = s.producers[0]
     rpb, L = records_per_batch(p.batch_size, p.record_size_bytes), _one_way(s)
     return {"batch_records": rpb, "one_way_ms": L, "in_flight": p.max_in_flight, "seconds": s.duration_ms / 1000.0,
+            "held_max": held_records_max(p.buffer_memory, p.batch_size, rpb),
             "capacity": {"all": acks_all_capacity_per_s(rpb, L, p.max_in_flight),
                          "1": acks1_capacity_per_s(rpb, L, p.max_in_flight)}}
 
@@ -80,7 +82,8 @@ def load_table_df(agg: Aggregates) -> pd.DataFrame:
     df = df.assign(acks=df["acks"].astype(str))
     df["capacity"] = df["acks"].map(th["capacity"])
     df["acked_per_s"] = df["records_acked"] / th["seconds"]
-    df["backlog_predicted"] = [backlog_after(r, c, th["seconds"]) for r, c in zip(df["rate"], df["capacity"])]
+    df["backlog_predicted"] = [backlog_after(r, c, th["seconds"], th["held_max"])
+                               for r, c in zip(df["rate"], df["capacity"])]
     return df.sort_values(["acks", "mode", "rate"], key=_acks_first)
 
 
@@ -102,7 +105,8 @@ def load_figure(agg: Aggregates):
         axes[1].plot(g["rate"], g[BACKLOG].clip(lower=1), "o-", color=c, label=f"acks={acks}")
         cap = th["capacity"][acks]
         over = np.geomspace(cap, g["rate"].max(), 100)[1:] if g["rate"].max() > cap else []
-        axes[1].plot(over, [backlog_after(x, th["capacity"][acks], th["seconds"]) for x in over], ":", color=c,
+        axes[1].plot(over, [backlog_after(x, th["capacity"][acks], th["seconds"], th["held_max"]) for x in over], ":",
+                     color=c,
                      linewidth=2, label="predicted" if acks == "all" else None)
     q = df[df["mode"] == "quorum"]
     if len(q):
@@ -112,7 +116,7 @@ def load_figure(agg: Aggregates):
     plots.finish(axes[0], f"one partition, RF 3, {fmt(th['one_way_ms'])} ms one-way: produce latency",
                  "offered load (records/s)", "produce latency (ms)", logx=True, logy=True)
     plots.finish(axes[1], f"backlog at the end of a {fmt(th['seconds'])} s run; predicted: (offered − capacity) × "
-                 f"{fmt(th['seconds'])} s", "offered load (records/s)", "records waiting", logx=True, logy=True)
+                 f"{fmt(th['seconds'])} s, at most buffer.memory's {fmt(th['held_max'])}", "offered load (records/s)", "records waiting", logx=True, logy=True)
     for ax, top in zip(axes, (df[P99].max(), df[BACKLOG].max())):
         ax.set_ylim(top=top * 30)  # room above the data for the legend and the capacity labels
         for acks, side in zip(ACKS, ("left", "right")):
@@ -140,8 +144,9 @@ def load_table(agg: Aggregates) -> Table:
     return Table(view, [
         f"Capacity (the formula): acks=all {rpb} records per batch / 2L = {fmt(round(th['capacity']['all']))} records/s; "
         f"acks=1 {n} in flight × {rpb} / 2L = {fmt(round(th['capacity']['1']))} records/s (L = {L} ms, constant).",
-        "Backlog predicted: (offered − capacity) × the run's length, 0 below capacity; the simulated backlog below "
-        "capacity is what is in flight and in the open batch when the run ends.",
+        "Backlog predicted: (offered − capacity) × the run's length, 0 below capacity, at most what `buffer.memory` "
+        f"holds ({fmt(th['held_max'])} records: a batch takes `batch.size` of it; beyond, send() blocks); the "
+        "simulated backlog below capacity is what is in flight and in the open batch when the run ends.",
         "ISR rows; quorum p99: the same configuration under a majority quorum.",
         f"Brokers spend no time here (costs 0, no NIC limit), so the cycle is the network's alone. {_seeds(agg, df)} "
         f"seed(s) per configuration: the arrivals are Poisson, every message takes exactly L; values are means over "
@@ -242,7 +247,8 @@ def slow_df(agg: Aggregates) -> pd.DataFrame:
                                    b.replica_lag_time_max_ms, b.replica_fetch_max_bytes)
                        for a, t in zip(df["acks"], rtt)]
     df["pace_ms"] = [queued_latency_ms(p.max_in_flight, t) for t in rtt]
-    df["backlog_predicted"] = [backlog_after(p.rate_per_s, rpb / t * 1000.0, seconds) if a == "all" else 0.0
+    held = held_records_max(p.buffer_memory, p.batch_size, rpb)
+    df["backlog_predicted"] = [backlog_after(p.rate_per_s, rpb / t * 1000.0, seconds, held) if a == "all" else 0.0
                                for a, t in zip(df["acks"], rtt)]
     base = df[df["factor"] == df["factor"].min()].set_index("acks")[P50]
     df["measured"] = [_measured_regime(r, base.get(r["acks"], math.nan), p.rate_per_s) for _, r in df.iterrows()]
@@ -430,7 +436,8 @@ def partitions_text(agg: Aggregates) -> str:
             "assigns a partition to fetcher `abs(31 × hash(topic) + partition) % fetchers` (`getFetcherId`); the "
             f"partitions a broker leads land on only {used} of {fetchers} fetchers (right: the grey line is what an "
             "even spread would give). Jun Rao (Confluent, 2015) reported about 20 ms for replicating 1,000 partitions "
-            f"from one broker to another with one fetcher; here {each_way}.")
+            "from one broker to another with one fetcher, on Kafka 0.8, whose fetches named every partition (the "
+            f"validation set's rao-2015 case reproduces it); here, on Kafka {s.kafka.version}, {each_way}.")
 
 
 def knee_text(agg: Aggregates) -> str:
@@ -440,8 +447,9 @@ def knee_text(agg: Aggregates) -> str:
     p = s.producers[0]
     L, rpb, n = th["one_way_ms"], th["batch_records"], th["in_flight"]
     all_, one = th["capacity"]["all"], th["capacity"]["1"]
-    return (f"So one partition commits at most one full batch (`batch.size` / record size = {fmt(p.batch_size)} / "
-            f"{fmt(p.record_size_bytes)} = {rpb} records) every 2L: with L = {fmt(L)} ms, {fmt(all_)} records/s. Below "
+    return (f"So one partition commits at most one full batch (what `batch.size` = {fmt(p.batch_size)} bytes holds of "
+            f"{fmt(p.record_size_bytes)}-byte records in the v2 format, its 61-byte header and each record's varints: "
+            f"{rpb} records) every 2L: with L = {fmt(L)} ms, {fmt(all_)} records/s. Below "
             f"that, the {n} in-flight requests queue at the leader and batches grow to what arrives in a cycle, so "
             f"latency is flat at ({n} + 0.5) × 2L = {fmt(queued_latency_ms(n, 2 * L))} ms; above it the producer's "
             f"accumulator keeps the difference, and the backlog grows at offered − capacity (dotted, right). acks=1 "

@@ -11,7 +11,9 @@
   batch per round trip, so the capacity is in-flight × records per batch / 2L.
 * While the in-flight slots are full, a record waits for the requests ahead
   of it and half a cycle for its batch to be drained: (in-flight + 0.5) ×
-  cycle. Beyond capacity the backlog grows at offered − capacity.
+  cycle. Beyond capacity the backlog grows at offered − capacity, until the
+  batches hold all of ``buffer.memory`` (``batch.size`` each) and send()
+  blocks.
 * A follower's fetcher threads (``getFetcherId``: ``abs(31 * hash(topic) +
   p) % num.replica.fetchers``) each read their partitions at the leader and
   append them; a burst's produce request is validated whole before its
@@ -28,6 +30,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 KEEPS_UP, PACE, BACKLOG_GROWS, EVICTED = "unaffected", "sets the pace", "backlog grows", "leaves the ISR"
@@ -35,9 +39,34 @@ KEEPS_UP, PACE, BACKLOG_GROWS, EVICTED = "unaffected", "sets the pace", "backlog
 
 # ---- the formulas ----------------------------------------------------------------------------------------------
 
+def varint_bytes(value: int) -> int:
+    """Bytes of Kafka's zigzag varint (ByteUtils.sizeOfVarint): 7 bits per byte."""
+    zigzag, size = (value << 1) ^ (value >> 63), 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
+    return size
+
+
+def v2_record_bytes(value_bytes: int, offset_delta: int) -> int:
+    """DefaultRecord.sizeInBytes of a record with a null key, no headers and timestamp delta 0: the body (attributes
+    1, timestamp delta, offset delta, key length -1, value length and value, header count) after its length."""
+    body = 1 + varint_bytes(0) + varint_bytes(offset_delta) + varint_bytes(-1) + varint_bytes(value_bytes) \
+        + value_bytes + varint_bytes(0)
+    return varint_bytes(body) + body
+
+
+RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2, Kafka 0.11+)
+
+
 def records_per_batch(batch_size: int, record_bytes: int) -> int:
-    """Records in a full batch: batch.size // record size (at least one)."""
-    return max(1, int(batch_size) // int(record_bytes))
+    """Records of `record_bytes` value bytes a full v2 batch holds (MemoryRecordsBuilder.hasRoomFor: the first
+    always, then each while the 61-byte header, the records so far and it fit in batch.size)."""
+    total, n = RECORD_BATCH_OVERHEAD + v2_record_bytes(int(record_bytes), 0), 1
+    while total + v2_record_bytes(int(record_bytes), n) <= int(batch_size):
+        total += v2_record_bytes(int(record_bytes), n)
+        n += 1
+    return n
 
 
 def acks_all_capacity_per_s(batch_records: int, one_way_ms: float, in_flight: int = 5) -> float:
@@ -56,9 +85,16 @@ def queued_latency_ms(in_flight: int, cycle_ms: float) -> float:
     return (in_flight + 0.5) * cycle_ms
 
 
-def backlog_after(offered_per_s: float, capacity_per_s: float, seconds: float) -> float:
-    """Records waiting after `seconds` beyond capacity: they pile up at offered − capacity."""
-    return max(0.0, offered_per_s - capacity_per_s) * seconds
+def held_records_max(buffer_memory: int, batch_size: int, batch_records: int) -> int:
+    """Records a producer can hold unanswered: its BufferPool gives every batch batch.size bytes of buffer.memory
+    (until it is answered) and send() blocks once they are used up, so buffer.memory // batch.size full batches."""
+    return int(buffer_memory) // int(batch_size) * int(batch_records)
+
+
+def backlog_after(offered_per_s: float, capacity_per_s: float, seconds: float, held_max: float = math.inf) -> float:
+    """Records waiting after `seconds` beyond capacity: they pile up at offered − capacity, up to what buffer.memory
+    holds (`held_max`; beyond it send() blocks and the records wait outside the producer's accumulator)."""
+    return min(max(0.0, offered_per_s - capacity_per_s) * seconds, held_max)
 
 
 def java_string_hash(text: str) -> int:
