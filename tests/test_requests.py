@@ -121,8 +121,8 @@ def test_commit_latency_grows_with_partitions_per_fetcher_and_shrinks_with_more_
     a leader carries a batch per partition it leads; its handler thread validates them all before it appends
     (partition.us each); the follower's fetchers each read their partitions at the leader (partition.us each,
     in parallel threads) and append them (fetcher.partition.us each); the batch is committed when the slowest
-    fetcher's next request arrives. Jun Rao (Confluent, 2015): 1,000 partitions from one broker to another
-    add about 20 ms."""
+    fetcher's next request arrives. (Jun Rao's "about 20 ms" for 1,000 partitions is the validation case
+    rao-2015.)"""
     # (the producer's own machine costs nothing here: this is the brokers' side)
     costs = {"partition.us": 10, "fetcher.partition.us": 10, "producer.record.us": 0, "producer.batch.us": 0,
              "producer.request.us": 0}
@@ -141,8 +141,6 @@ def test_commit_latency_grows_with_partitions_per_fetcher_and_shrinks_with_more_
     predicted = (len(led) * costs["partition.us"] + per_fetcher * (costs["partition.us"] + costs["fetcher.partition.us"])) / 1000
     extra = run(partitions, fetchers) - run(10, 1)
     assert extra == pytest.approx(predicted, rel=0.1)
-    if (partitions, fetchers) == (1000, 1):
-        assert 10 <= extra <= 30  # Jun Rao's "about 20 ms" for 1,000 partitions
 
 
 @pytest.mark.parametrize("mode", ["isr", "quorum"])
