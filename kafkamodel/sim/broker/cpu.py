@@ -76,11 +76,7 @@ class Cpu:
         if a < self.young_bytes:
             self.allocated[broker] = a
             return
-        self.young_full(broker, a)
-
-    def young_full(self, broker: int, allocated: float) -> None:
-        """The young generation filled (`allocated` bytes since the last collection): collect now."""
-        self.allocated[broker] = allocated - self.young_bytes
+        self.allocated[broker] = a - self.young_bytes  # the young generation filled: collect now
         self._collect(broker)
 
     def _collect(self, broker: int) -> None:

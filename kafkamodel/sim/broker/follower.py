@@ -32,9 +32,7 @@ class FollowerRole:
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.caches = sim.caches  # broker -> its page cache and disk
-        self.cpu = sim.cpu
-        self.allocated, self.young_bytes = sim.cpu.allocated, sim.cpu.young_bytes  # the JVM's (Cpu.allocate, inline)
-        self.request_garbage = sim.cpu.request_bytes
+        self.allocate = sim.cpu.allocate  # the JVM's heap: what a fetcher reads into it
         self.retention_on = sim.retention_on
         costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
         self.response_ms = costs.fetcher_response_us / 1000.0
@@ -107,11 +105,7 @@ class FollowerRole:
         blocked = fsync
         if size:
             follower = f.follower
-            allocated = self.allocated[follower] + size + self.request_garbage  # read into the heap
-            if allocated < self.young_bytes:
-                self.allocated[follower] = allocated
-            else:
-                self.cpu.young_full(follower, allocated)
+            self.allocate(follower, size)
             cache = self.caches[follower]
             blocked += cache.append(now, size)
             if flushed:

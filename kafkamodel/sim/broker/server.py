@@ -41,8 +41,7 @@ class Server:
         self.kernel = sim.kernel
         self.cpu = sim.cpu
         self.cpu_run = sim.cpu.run  # the machine's cores: when a piece of work that may start then ends
-        self.allocated, self.young_bytes = sim.cpu.allocated, sim.cpu.young_bytes  # the JVM's (inline: per request)
-        self.request_garbage = sim.cpu.request_bytes
+        self.allocate = sim.cpu.allocate  # the JVM's heap: what a request reads into it
         self.transport = sim.transport
         self.send = sim.transport.send
         self.timer = sim.transport.timer
@@ -74,11 +73,7 @@ class Server:
         (``departure``)."""
         if self.transport.check is not None:
             self.transport.check(handler)
-        allocated = self.allocated[broker] + nbytes + self.request_garbage  # read into the heap (Cpu.allocate)
-        if allocated < self.young_bytes:
-            self.allocated[broker] = allocated
-        else:
-            self.cpu.young_full(broker, allocated)
+        self.allocate(broker, nbytes)
         cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
         if cost > 0.0:

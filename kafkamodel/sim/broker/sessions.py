@@ -191,7 +191,7 @@ class SessionManager:
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
         total = uncached = 0
         cache = self.caches[leader]
-        cut = cache.cold_before if cache.written <= cache.capacity else cache.evicted_before()  # out of the cache
+        cut = cache.evicted_before()  # what was written before this has left the page cache
         again = []
         for p in list(dirty):
             rep = replicas[p][leader]

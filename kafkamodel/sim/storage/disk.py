@@ -56,7 +56,7 @@ class PageCache:
 
     __slots__ = ("write_per_ms", "read_per_ms", "capacity", "background", "limit", "freerun", "expire_ms",
                  "chunks", "dirty", "clean_credit", "last", "written", "marks", "read_free", "read_debt",
-                 "writeback_ms", "read_ms", "stall_ms", "stalls", "dirty_max", "read_bytes", "read_uncached_bytes",
+                 "writeback_ms", "read_ms", "stall_ms", "dirty_max", "read_bytes", "read_uncached_bytes",
                  "latency", "cold_before", "quiet_until", "next_mark", "tail", "chunk_until", "admit")
 
     def __init__(self, write_mib_per_s: float | None, read_mib_per_s: float | None, cache_bytes: float,
@@ -80,7 +80,6 @@ class PageCache:
         self.writeback_ms = 0.0  # disk time spent writing back (and fsyncing)
         self.read_ms = 0.0  # disk time spent reading
         self.stall_ms = 0.0  # time writers were throttled or blocked (summed over threads)
-        self.stalls = 0  # appends that were throttled or blocked
         self.dirty_max = 0.0
         self.read_bytes = 0.0  # bytes read by fetches (counted by the readers)
         self.read_uncached_bytes = 0.0  # of them, from the disk
@@ -183,7 +182,6 @@ class PageCache:
         self.admit = admit
         pause = admit - now
         self.stall_ms += pause
-        self.stalls += 1
         return pause
 
     def fsync(self, now: float, nbytes: float) -> float:
