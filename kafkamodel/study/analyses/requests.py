@@ -447,7 +447,7 @@ def knee_text(agg: Aggregates) -> str:
     p = s.producers[0]
     L, rpb, n = th["one_way_ms"], th["batch_records"], th["in_flight"]
     all_, one = th["capacity"]["all"], th["capacity"]["1"]
-    return (f"So one partition commits at most one full batch (what `batch.size` = {fmt(p.batch_size)} bytes holds of "
+    return (f"So one partition commits at most one full batch (what `batch.size` = {p.batch_size:,} bytes holds of "
             f"{fmt(p.record_size_bytes)}-byte records in the v2 format, its 61-byte header and each record's varints: "
             f"{rpb} records) every 2L: with L = {fmt(L)} ms, {fmt(all_)} records/s. Below "
             f"that, the {n} in-flight requests queue at the leader and batches grow to what arrives in a cycle, so "
