@@ -163,3 +163,77 @@ def test_intervals_cover_the_markov_value_nine_times_in_ten():
             for seed in range(100)]
     coverage = np.mean([e.low <= exact <= e.high for e in hits])
     assert coverage >= 0.9, coverage
+
+
+# ---- the estimator end to end (the detailed model inside the windows) and the verb -------------------------------
+
+from kafkamodel.cli import main  # noqa: E402
+
+NO_FAILURES = {"broker.crash.per.year": 0, "machine.failure.per.year": 0, "zone.power.loss.per.year": 0,
+               "zone.outage.per.year": 0}
+LOW = {"producers[0].rate.per.s": 200}
+ONE_ZONE = {**LOW, "racks": ["a"], "network.links": []}
+
+
+def _run(tmp_path, configurations, failures, windows=300):
+    spec = _spec(tmp_path, {**NO_FAILURES, **failures}, configurations=configurations, windows=windows, seed=3)
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out)]) == 0
+    rows = json.loads((out / "durability.json").read_text())
+    assert [sorted(r) for r in rows] == [sorted(CONTRACT)] * len(rows)
+    return {r["configuration"]: r for r in rows}
+
+
+import json  # noqa: E402
+
+CONTRACT = ("configuration", "loss_probability_per_partition_year", "loss_probability_per_partition_year_low",
+            "loss_probability_per_partition_year_high", "acked_records_lost_per_year", "unavailable_minutes_per_year")
+
+
+def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path):
+    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, so no crash pattern
+    loses an acknowledged record (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0."""
+    rows = _run(tmp_path, {"rf3_min2": LOW}, {"broker.crash.per.year": 50, "broker.restart.ms": 600000})
+    r = rows["rf3_min2"]
+    assert r["loss_probability_per_partition_year"] == 0 and r["acked_records_lost_per_year"] == 0
+    assert 0 < r["loss_probability_per_partition_year_high"] < 1
+    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law for crashes
+    lam, rr = 50, 600000 / (365.25 * 24 * 3600 * 1000)
+    exact = markov.unavailable_minutes_per_year(3, 2, lam, rr)
+    assert r["unavailable_minutes_per_year"] == pytest.approx(exact, rel=0.25)
+
+
+def test_zone_power_loss_loses_without_fsync_in_one_zone_only(tmp_path):
+    """Zone power loss only: every replica in one zone loses its unflushed tail at once (acknowledged records
+    lost); an fsync per message (log.flush.interval.messages 1) keeps them; three zones make it rarer by orders
+    of magnitude (three power losses inside one restart)."""
+    rows = _run(tmp_path, {"one_zone": ONE_ZONE,
+                           "one_zone_fsync": {**ONE_ZONE, "broker.log.flush.interval.messages": 1},
+                           "three_zones": LOW},
+                {"zone.power.loss.per.year": 2.0})
+    one, fsync, three = rows["one_zone"], rows["one_zone_fsync"], rows["three_zones"]
+    # one zone: every zone power loss is a loss, so P = 1 - exp(-2) per partition-year
+    assert one["loss_probability_per_partition_year_low"] <= -math.expm1(-2.0) <= one["loss_probability_per_partition_year_high"]
+    assert one["acked_records_lost_per_year"] > 0
+    assert fsync["loss_probability_per_partition_year"] == 0 and fsync["acked_records_lost_per_year"] == 0
+    assert fsync["loss_probability_per_partition_year_high"] > 0
+    assert three["loss_probability_per_partition_year"] < 1e-6 * one["loss_probability_per_partition_year"]
+
+
+def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
+    spec = _spec(tmp_path, {"zone.outage.per.year": {"z": 1}})
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "failures.zone.outage.per.year.z: no zone 'z'" in err
+    assert not out.exists()
+
+
+def test_a_file_the_kit_did_not_write_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "durability.json").write_text("mine\n")
+    spec = _spec(tmp_path, NO_FAILURES)
+    assert main(["durability", str(spec), "--out", str(out)]) == 2
+    assert "is in the way" in capsys.readouterr().err
+    assert (out / "durability.json").read_text() == "mine\n"

@@ -210,6 +210,8 @@ def ratio(a: np.ndarray, b: np.ndarray) -> Estimate:
     """Renewal-reward: E[a] / E[b] per cycle, with a 95% interval by the delta method; with no event observed,
     0 and the rule of three's bound (3 events over the cycles' total time) as the high end."""
     n = len(a)
+    if n == 0:  # no window ever opens: no failure, no loss
+        return Estimate(0.0, 0.0, 0.0)
     mb = float(b.mean())
     if not np.any(a):
         return Estimate(0.0, 0.0, 3.0 / float(b.sum()))
