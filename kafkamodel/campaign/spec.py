@@ -108,12 +108,12 @@ class CampaignSweep(Spec):
         return [c.point(s, i) for s in c.settings for i in range(self.schedules)]
 
 
-def campaign_path(spec: "str | Path") -> Path:
-    """A campaign's spec file: a name (``safety``) or a path."""
+def campaign_path(spec: "str | Path", folder: Path = CAMPAIGNS) -> Path:
+    """A campaign's spec file (or another kind's, shipped in `folder`): a name (``safety``) or a path."""
     p = Path(spec)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    return CAMPAIGNS / f"{spec}.yaml"
+    return folder / f"{spec}.yaml"
 
 
 def load_campaign(spec: "str | Path") -> Campaign:

@@ -35,7 +35,7 @@ from ...config.scenario import Scenario, ScenarioError, did_you_mean, load_scena
 from ...paths import SHIPPED
 from ...study.spec import NAME, SpecError
 from ...study.specfile import load_spec_file
-from ..spec import base_scenario
+from ..spec import base_scenario, campaign_path
 
 DURABILITY = SHIPPED / "data" / "durability"  # shipped durability specs
 TOP_KEYS = ("scenario", "configurations", "failures", "seed", "windows")
@@ -95,16 +95,9 @@ def zones_of(scenario: Mapping) -> list[str]:
     return [racks[i % len(racks)] if racks else ONE_ZONE for i in range(scenario["brokers"])]
 
 
-def durability_path(spec: "str | Path") -> Path:
-    p = Path(spec)
-    if p.suffix in (".yaml", ".yml") or p.exists():
-        return p
-    return DURABILITY / f"{spec}.yaml"
-
-
 def load_durability(spec: "str | Path") -> DurabilitySpec:
     """A validated DurabilitySpec from a name (data/durability/NAME.yaml) or a path; SpecError lists every problem."""
-    return load_spec_file(spec, durability_path(spec), DURABILITY, "durability", TOP_KEYS, _build)
+    return load_spec_file(spec, campaign_path(spec, DURABILITY), DURABILITY, "durability", TOP_KEYS, _build)
 
 
 def _number(x: Any) -> bool:
