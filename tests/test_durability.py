@@ -38,6 +38,28 @@ def test_disk_loss_of_every_replica_loses_everything_acknowledged_before():
     assert r.summary["acked_records_lost"] == before
 
 
+
+def test_zookeeper_keeps_the_last_isr_member_so_its_empty_disk_is_elected():
+    """ZooKeeper mode (2.8): the controller never removes the last ISR member (ZkReplicaStateMachine keeps an
+    ISR of one as it is), so the broker whose disk was replaced is still "in sync" in ZooKeeper when it returns,
+    is elected cleanly with an empty log, and the other replicas truncate to it: every record acknowledged on
+    that partition before is lost."""
+    faults = [{"at.ms": 3000, "kind": "crash", "broker": 1, "duration.ms": 40000},
+              {"at.ms": 3000, "kind": "crash", "broker": 2, "duration.ms": 40000},
+              {"at.ms": 25000, "kind": "disk_loss", "broker": 0, "duration.ms": 5000}]
+    r = simulate(load_scenario(scenario_path("steady-state")).with_overrides(
+        {"kafka.version": "2.8", "duration.ms": 60000, "producers[0].rate.per.s": 600,
+         "broker.min.insync.replicas": 1, "faults": faults}))
+    ev = r.events
+    mine = ev[ev.partition == 0]
+    assert "isr [0]" in mine[mine.kind == "partition_offline"].detail.iloc[0]
+    election = mine[mine.kind == "leader_election"].iloc[-1]
+    assert election.broker == 0 and election.detail.startswith("clean")
+    rec = r.records
+    before = int((rec.acked & (rec.partition == 0) & (rec.ack_ms < 25000)).sum())
+    row = r.partitions[r.partitions.partition == 0].iloc[0]
+    assert before > 0 and row.acked_records_lost == before
+
 # ---- the failure-rate spec ---------------------------------------------------------------------------------------
 
 import math  # noqa: E402
