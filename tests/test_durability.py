@@ -259,3 +259,22 @@ def test_a_file_the_kit_did_not_write_is_not_replaced(tmp_path, capsys):
     assert main(["durability", str(spec), "--out", str(out)]) == 2
     assert "is in the way" in capsys.readouterr().err
     assert (out / "durability.json").read_text() == "mine\n"
+
+
+def test_a_second_estimate_reuses_every_detailed_run(tmp_path):
+    """Each detailed run's answer is kept as it finishes: a rerun (or a killed run resumed) runs none again."""
+    from kafkamodel.campaign.durability.estimate import estimate
+
+    spec = load_durability(_spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0},
+                                 configurations={"one_zone": ONE_ZONE}, windows=50))
+    calls = []
+
+    def fake(scenario, topic, partition, replicas, pattern, returns):
+        calls.append(pattern)
+        return 7
+
+    first = estimate(spec, progress=False, measure=fake, cache=tmp_path / "runs")
+    ran = len(calls)
+    again = estimate(spec, progress=False, measure=fake, cache=tmp_path / "runs")
+    assert ran > 0 and len(calls) == ran
+    assert [e.row() for e in first] == [e.row() for e in again]

@@ -21,11 +21,14 @@ says so.)
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from ...folders import write_atomic
 from ...sim.controller.placement import assign
 from ...study.progress import progress_bar
 from ...study.spec import stable_hash
@@ -174,9 +177,31 @@ def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tup
     return tuple(pattern), tuple(i for _, _, i in order)
 
 
-def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure) -> list[ConfigurationEstimate]:
+def measured(cache: Path | None, measure, scenario, topic: str, partition: int, replicas: tuple, pattern: tuple,
+             returns: tuple) -> int:
+    """``measure``'s answer, kept in `cache` (one small JSON file per detailed run, named by what it ran): a
+    killed estimate resumes without running them again."""
+    if cache is None:
+        return measure(scenario, topic, partition, replicas, pattern, returns)
+    ran = {"scenario": scenario.to_dict(), "topic": topic, "partition": partition, "replicas": list(replicas),
+           "pattern": pattern, "returns": list(returns)}
+    path = cache / f"{stable_hash(ran)}.json"
+    if path.is_file():
+        try:
+            return int(json.loads(path.read_text())["acked_records_lost"])
+        except (ValueError, KeyError, TypeError):
+            pass  # a file we cannot read is run again
+    lost = measure(scenario, topic, partition, replicas, pattern, returns)
+    write_atomic(path, json.dumps({"acked_records_lost": lost, "written_by": "kafkamodel durability", **ran},
+                                  default=list) + "\n")
+    return lost
+
+
+def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
+             cache: Path | None = None) -> list[ConfigurationEstimate]:
     """Every configuration's estimate: failure process per replica layout, detailed model per class of critical
-    events (``reduced``), Kafka's rules where they decide alone."""
+    events (``reduced``), Kafka's rules where they decide alone; `cache`: a folder keeping each detailed run's
+    answer (``measured``)."""
     rates = rates_of(spec.failures)
     plans, todo = [], {}
     for config in spec.configurations:
@@ -200,7 +225,8 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure) -> li
         for (name, n, steps), (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
             topic, partition, replicas = g.partitions[0]
             pattern, returns = representative(steps, len(g.zones), spec.failures)
-            lost[(name, n, steps)] = measure(config.scenario, topic, partition, replicas, pattern, returns)
+            lost[(name, n, steps)] = measured(cache, measure, config.scenario, topic, partition, replicas, pattern,
+                                              returns)
             bar.update(1)
     finally:
         bar.close()

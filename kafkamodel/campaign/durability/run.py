@@ -5,7 +5,8 @@
    critical events (a tqdm bar counts the simulations), Kafka's rules where they decide alone.
 3. ``DIR/durability.json`` (the contract's rows, one per configuration) and ``DIR/durability-details.json``
    (intervals of every measure, each class's measured loss, the assumptions) are each written whole (a hidden
-   file renamed over the old one, only over a file the kit wrote).
+   file renamed over the old one, only over a file the kit wrote). Each detailed run's answer is kept in
+   ``DIR/runs/`` as it finishes, so a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 from ...folders import check_file_replaceable, writable_folder, write_atomic
 from .estimate import WARMUP_MS, estimate, gaps_ms
 from .spec import load_durability
+
+RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them
 
 ASSUMPTIONS = (
     "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, "
@@ -50,7 +53,7 @@ def run_durability(spec, out, *, progress: bool = True, say=None) -> tuple[list[
         check_file_replaceable(folder / name, "--out")
     say(f"durability: {len(loaded.configurations)} configurations x {loaded.windows} failure windows per replica "
         "layout; the detailed model once per class of critical events")
-    estimates = estimate(loaded, progress=progress)
+    estimates = estimate(loaded, progress=progress, cache=folder / RUNS)
     rows = [e.row() for e in estimates]
     details = {
         "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
