@@ -294,3 +294,18 @@ def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of
         row = json.loads((tmp_path / "out" / "durability.json").read_text())[0]
         exact = markov.loss_probability_per_year(3, lam, r)
         assert row["loss_probability_per_partition_year_low"] <= exact <= row["loss_probability_per_partition_year_high"], (lam, row, exact)
+
+
+@pytest.mark.slow  # about 35 s: a dozen detailed runs
+def test_quorum_with_fsync_under_crashes_and_power_loss_reports_zero_with_a_bound(tmp_path):
+    """Quorum replication with fsync before a replica counts (quorum.fsync): Kafka's ISR rules do not apply, so
+    every critical class (the leader crashing or losing power, alone or after the others) goes to the detailed
+    model; none loses an acknowledged record, and the answer is 0 with an upper bound."""
+    rows = _run(tmp_path, {"quorum_fsync": {**ONE_ZONE, "replication": "quorum", "quorum.fsync": True}},
+                {"broker.crash.per.year": 20, "zone.power.loss.per.year": 1.0}, windows=200)
+    q = rows["quorum_fsync"]
+    assert q["loss_probability_per_partition_year"] == 0 and q["acked_records_lost_per_year"] == 0
+    assert 0 < q["loss_probability_per_partition_year_high"] < 1
+    details = json.loads((tmp_path / "out" / "durability-details.json").read_text())
+    classes = details["configurations"][0]["classes_records_lost"]
+    assert any("power_loss x3" in c for c in classes) and any(c.endswith("crash x1") for c in classes)
