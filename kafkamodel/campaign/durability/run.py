@@ -64,7 +64,9 @@ def run_durability(spec, out, *, progress: bool = True, say=None) -> tuple[list[
             "configuration": e.configuration, "overrides": c.overrides, "partitions": e.partitions,
             "gaps_ms": gaps_ms(c.scenario), "warmup_ms": WARMUP_MS,
             "loss_rate_per_partition_year": vars(e.loss), "acked_records_lost_per_year": vars(e.records),
-            "unavailable_share": vars(e.unavailable), "classes_records_lost": e.classes}
+            "unavailable_share": vars(e.unavailable),
+            "mean_years_to_first_loss_per_partition": _inverse(e.loss),
+            "classes_records_lost": e.classes}
             for e, c in zip(estimates, loaded.configurations)],
         "assumptions": list(ASSUMPTIONS),
         "seconds": round(time.perf_counter() - t0, 1),
@@ -77,18 +79,29 @@ def run_durability(spec, out, *, progress: bool = True, say=None) -> tuple[list[
     return rows, path
 
 
+def _inverse(rate) -> dict:
+    """Mean years to the first loss (1 / rate) and its 95% interval (null: unbounded)."""
+    def inv(x):
+        return 1 / x if x > 0 else None
+
+    return {"years": inv(rate.rate), "low": inv(rate.high), "high": inv(rate.low)}
+
+
 def lines(rows: list[dict]) -> list[str]:
     """The rows as a table in nines (-log10 of the yearly loss probability per partition)."""
     import math
 
-    def nines(p):
-        return "inf" if p <= 0 else f"{-math.log10(p):.1f}"
+    def nines(p, high):
+        """-log10 of the probability; with none observed, at least -log10 of its upper bound."""
+        if p > 0:
+            return f"{-math.log10(p):.1f}"
+        return f">={-math.log10(high):.1f}" if high > 0 else "inf"
 
     out = [f"{'configuration':<20} {'P(loss)/partition-yr':>22} {'95% interval':>24} {'nines':>6} "
            f"{'acked lost/yr':>14} {'unavail min/yr':>15}"]
     for r in rows:
         p, lo, hi = (r["loss_probability_per_partition_year"], r["loss_probability_per_partition_year_low"],
                      r["loss_probability_per_partition_year_high"])
-        out.append(f"{r['configuration']:<20} {p:>22.3g} {f'[{lo:.3g}, {hi:.3g}]':>24} {nines(hi if p == 0 else p):>6} "
+        out.append(f"{r['configuration']:<20} {p:>22.3g} {f'[{lo:.3g}, {hi:.3g}]':>24} {nines(p, hi):>6} "
                    f"{r['acked_records_lost_per_year']:>14.3g} {r['unavailable_minutes_per_year']:>15.3g}")
     return out
