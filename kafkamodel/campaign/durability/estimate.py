@@ -12,11 +12,10 @@ longer than the failure detection time, and for an isolation than
 replica.lag.time.max.ms, so the controller and the leaders have reacted to it
 before the next, as they have in real minutes or hours; every replica down at
 the critical moment kept down until after it, then back in the order of their
-kinds' down times). The
-partition's ``acked_records_lost`` in that run is the pattern's loss. (The
-records lost by a pattern that loses a whole log are those the compressed run
-acknowledged; in a real window the log's retention is at stake: the report
-says so.)
+kinds' down times). The partition's ``acked_records_lost`` in that run is the
+class's loss. (The records lost by a class that loses a whole log are those
+the compressed run acknowledged; in a real window the log's retention is at
+stake: the details file says so.)
 """
 
 from __future__ import annotations
