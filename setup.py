@@ -15,7 +15,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 SHIPPED = ("data/scenarios/*.yaml", "data/studies/*.yaml", "data/campaigns/*.yaml", "data/campaigns/*/*.yaml",
-           "data/validation/*.yaml", "notebooks/*.ipynb")
+           "data/validation/*.yaml", "data/durability/*.yaml", "notebooks/*.ipynb")
 
 
 class build_py_with_shipped(build_py):

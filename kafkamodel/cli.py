@@ -222,6 +222,16 @@ def _cmd_campaign(args) -> int:
     return 0
 
 
+def _cmd_durability(args) -> int:
+    from .campaign.durability.run import lines, run_durability
+
+    rows, path = run_durability(args.spec, args.out)
+    for line in lines(rows):
+        print(line)
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_aggregate(args) -> int:
     _needs("aggregate", "pyspark")
     from .study.aggregate import aggregate
@@ -458,6 +468,12 @@ def build_parser() -> argparse.ArgumentParser:
     campaign.add_argument("--no-resume", action="store_true", help="run every schedule again, replacing finished runs")
     campaign.add_argument("--no-report", action="store_true", help="skip the HTML report")
     campaign.set_defaults(func=_cmd_campaign)
+
+    durability = verbs.add_parser("durability", help="failure rates -> acknowledged records lost per year and the "
+                                                     "yearly loss probability per partition, per configuration")
+    durability.add_argument("spec", help="a durability spec name (data/durability/NAME.yaml) or a spec file")
+    durability.add_argument("--out", required=True, help="folder for durability.json (and durability-details.json)")
+    durability.set_defaults(func=_cmd_durability)
 
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
     agg.add_argument("study", help="a study name or spec file")

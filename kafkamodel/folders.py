@@ -43,9 +43,7 @@ def write_atomic(path: Path, text: str) -> None:
     name is added to its folder's ``MARKER`` list.
     """
     path = Path(path)
-    if (path.exists() or path.is_symlink()) and not file_is_kits(path):
-        raise FolderError(f"{path} is in the way and kafkamodel did not write it (it replaces only files it "
-                          "wrote); move it away")
+    check_file_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = hidden_sibling(path, "tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -53,6 +51,14 @@ def write_atomic(path: Path, text: str) -> None:
         with open(path.parent / MARKER, "a", encoding="utf-8") as marker:
             marker.write(f"{path.name}\n")
     os.replace(tmp, path)
+
+
+def check_file_replaceable(path: Path, flag: str = "") -> None:
+    """FolderError (one line, naming `flag` if given) when `path` exists and the kit did not write it."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not file_is_kits(path):
+        raise FolderError(f"{flag + ': ' if flag else ''}{path} is in the way and kafkamodel did not write it (it "
+                          "replaces only files it wrote); move it away")
 
 
 def _listed(folder: Path) -> set:

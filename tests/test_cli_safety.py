@@ -210,7 +210,7 @@ def test_version_and_bare_invocation(capsys):
     code, out, err = run_main(capsys)
     verbs = {line.split()[0] for line in err.splitlines() if line.startswith("  ")}
     assert code == 2 and out == "" and err.startswith("usage: ")
-    assert verbs == {"run", "validate", "study", "sweep", "campaign", "aggregate", "report", "keys", "hardware",
+    assert verbs == {"run", "validate", "study", "sweep", "campaign", "durability", "aggregate", "report", "keys", "hardware",
                      "measures", "bench", "validation"}
 
 

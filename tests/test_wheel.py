@@ -22,7 +22,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # what a build reads: the package, data/'s inputs, notebooks and the build files (not outputs, caches or a venv)
-SOURCES = ("kafkamodel", "data/scenarios", "data/studies", "data/campaigns", "data/validation", "notebooks",
+SOURCES = ("kafkamodel", "data/scenarios", "data/studies", "data/campaigns", "data/validation", "data/durability",
+           "notebooks",
            "pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 
 
@@ -80,7 +81,8 @@ def test_the_wheel_holds_every_package_and_what_the_commands_read(installed):
     assert packages <= {n.rpartition("/")[0] for n in names}  # every package, campaign included
     assert "kafkamodel/study/templates/report.html.j2" in names
     for pattern in ("data/scenarios/*.yaml", "data/studies/*.yaml", "data/campaigns/*.yaml",
-                    "data/campaigns/*/*.yaml", "data/validation/*.yaml", "notebooks/*.ipynb"):
+                    "data/campaigns/*/*.yaml", "data/validation/*.yaml", "data/durability/*.yaml",
+                    "notebooks/*.ipynb"):
         shipped = sorted(REPO.glob(pattern))
         assert shipped and all(f"kafkamodel/shipped/{p.relative_to(REPO)}" in names for p in shipped), pattern
     assert not any("/runs/" in n or "/processed/" in n for n in names)

@@ -108,12 +108,12 @@ class CampaignSweep(Spec):
         return [c.point(s, i) for s in c.settings for i in range(self.schedules)]
 
 
-def campaign_path(spec: "str | Path") -> Path:
-    """A campaign's spec file: a name (``safety``) or a path."""
+def campaign_path(spec: "str | Path", folder: Path = CAMPAIGNS) -> Path:
+    """A campaign's spec file (or another kind's, shipped in `folder`): a name (``safety``) or a path."""
     p = Path(spec)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    return CAMPAIGNS / f"{spec}.yaml"
+    return folder / f"{spec}.yaml"
 
 
 def load_campaign(spec: "str | Path") -> Campaign:
@@ -135,7 +135,7 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> Campaign | None:
     if not _count(schedules, 1):
         problems.append(f"schedules: must be an integer >= 1 (schedules per setting), got {schedules!r}")
     shrink = _shrink(data.get("shrink") or {}, problems)
-    base_path = _base(data.get("base"), path, problems)
+    base_path = base_scenario(data.get("base"), path, problems)
     overrides = _mapping(data.get("overrides"), "overrides", problems)
     base = None
     if base_path is not None:
@@ -189,14 +189,16 @@ def _mapping(raw: Any, where: str, problems: list[str]) -> dict:
     return {str(k): v for k, v in raw.items()}
 
 
-def _base(raw: Any, path: Path, problems: list[str]) -> Path | None:
+def base_scenario(raw: Any, path: Path, problems: list[str], key: str = "base") -> Path | None:
+    """The scenario file a spec at `path` names under `key`: a shipped scenario's name or a path (relative to the
+    spec, too); None and a problem when there is none."""
     if not isinstance(raw, str) or not raw:
-        problems.append("base: required (a shipped scenario name or a scenario YAML path)")
+        problems.append(f"{key}: required (a shipped scenario name or a scenario YAML path)")
         return None
     for candidate in (scenario_path(raw), path.parent / raw):
         if candidate.is_file():
             return candidate
-    problems.append(f"base: no scenario {raw!r} in data/scenarios/ or beside the spec"
+    problems.append(f"{key}: no scenario {raw!r} in data/scenarios/ or beside the spec"
                     + did_you_mean(raw, shipped_scenarios()))
     return None
 

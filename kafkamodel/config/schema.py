@@ -357,7 +357,7 @@ PRODUCER: dict[str, Key] = {
     "keys": Key(None, optional(_section(KEYS)), "null (no keys) or {cardinality}"),
 }
 
-BROKER_FAULTS = ("crash", "restart", "power_loss", "isolate", "pause", "slow")
+BROKER_FAULTS = ("crash", "restart", "power_loss", "isolate", "pause", "slow", "disk_loss")
 CONSUMER_FAULTS = ("consumer_crash", "consumer_leave", "consumer_join")
 FAULT_KINDS = BROKER_FAULTS + CONSUMER_FAULTS
 
@@ -367,7 +367,7 @@ FAULT: dict[str, Key] = {
     "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, rack:NAME (its brokers), * (every broker), or a list of them (all at once)"),
     "group": Key(None, optional(text), "consumer faults: the group.id"),
     "member": Key(None, optional(integer(0)), "consumer_crash / consumer_leave: the member index"),
-    "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash or power loss then restarts)"),
+    "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash, power loss or disk loss then restarts)"),
     "from": Key(None, lambda v, p: [], "isolate: cut only these links (broker ids, 'controller', 'clients'); default all"),
     "factor": Key(10, number(lo=1), "slow: fetch messages take this many times longer"),
 }

@@ -12,6 +12,7 @@ from ..config.settings import FaultSettings
 from .protocol import CLIENT, CONTROLLER
 from .results.measures import (
     FAULT_CRASH,
+    FAULT_DISK_LOSS,
     FAULT_ISOLATE,
     FAULT_ISOLATE_END,
     FAULT_PAUSE,
@@ -47,8 +48,9 @@ class FaultInjector:
         self.replica_manager, self.controller, self.consumer = replica_manager, controller, consumer
         # each broker fault kind: what starts it, and what ends it after its duration.ms (a restart has no end)
         self.start_of = {"crash": self.fault_crash, "power_loss": self.fault_power_loss, "restart": self.fault_restart,
-                         "isolate": self.fault_isolate, "pause": self.fault_pause, "slow": self.fault_slow}
-        self.end_of = {"crash": self.fault_restart, "power_loss": self.fault_restart, "isolate": self.fault_end_isolate,
+                         "disk_loss": self.fault_disk_loss, "isolate": self.fault_isolate, "pause": self.fault_pause, "slow": self.fault_slow}
+        self.end_of = {"crash": self.fault_restart, "power_loss": self.fault_restart, "disk_loss": self.fault_restart,
+                       "isolate": self.fault_end_isolate,
                        "pause": self.fault_end_pause, "slow": self.fault_end_slow}
 
     def start(self) -> None:
@@ -151,19 +153,33 @@ class FaultInjector:
         by the OS (past vm.dirty_expire_centisecs or vm.dirty_background_ratio: ``disk``)
         survives; the rest of each log is gone, and the page cache is empty when it comes back.
         The HW checkpoint file is fsynced when written, so it survives (clamped to the log)."""
+        self._lose_storage(b, "power_loss", FAULT_POWER_LOSS, "power loss: unflushed log tail gone", "unflushed offsets")
+
+    def fault_disk_loss(self, b: int, f: FaultSettings) -> None:
+        """The machine fails and is replaced (duration.ms later) with an empty disk, as an operator brings back a
+        broker id on a new machine: every log, the HW checkpoint and the page cache are gone. It truncates
+        nothing more when it comes back; as a follower it fetches every partition from the log start offset of
+        its leader, and it rejoins the ISR only once caught up. Its old session expires meanwhile, so the
+        controller has removed it from every ISR (ZooKeeper and KRaft alike) before it registers again."""
+        self._lose_storage(b, "disk_loss", FAULT_DISK_LOSS, "disk loss: the machine came back empty", "offsets")
+
+    def _lose_storage(self, b: int, kind: str, event: str, why: str, what: str) -> None:
+        """The process stops and each log keeps only what its disk still holds (power loss: the durable part;
+        disk loss: nothing); the page cache is empty afterwards."""
         if not self._stop_process(b):
-            self.event(FAULT_SKIPPED, -1, b, "power_loss: already down")
+            self.event(FAULT_SKIPPED, -1, b, f"{kind}: already down")
             return
         now = self.kernel.now
         cache = self.caches[b]
-        cutoff = cache.durable_before(now)
+        cutoff = cache.durable_before(now) if kind == "power_loss" else None
         cache.power_loss(now)
         lost = 0
         for p in self.partitions_of[b]:
             rep = self.replicas[p][b]
-            lost += self.follower.truncate(rep, rep.log.durable_offset(cutoff), "power loss: unflushed log tail gone")
+            keep = rep.log.durable_offset(cutoff) if cutoff is not None else rep.log.log_start_offset
+            lost += self.follower.truncate(rep, keep, why)
         self.brokers[b].unclean_shutdown = True
-        self.event(FAULT_POWER_LOSS, -1, b, f"{lost} unflushed offsets lost")
+        self.event(event, -1, b, f"{lost} {what} lost")
         self.controller.health_changed(b)
 
     def fault_restart(self, b: int, f, held_from: float | None = None) -> None:

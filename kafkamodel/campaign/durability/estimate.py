@@ -1,0 +1,252 @@
+"""Rates to loss per year: the failure process finds the critical events, the detailed model measures each.
+
+For a configuration (a scenario), partitions are grouped by the zones of their
+replicas in assignment order (partitions alike in that are alike to the
+failure process). For each group, ``windows.sample`` draws the windows of one
+partition (failure biasing). Each critical event falls in a class (``reduced``:
+the kinds and sizes of its steps; none where Kafka's rules decide alone), and
+each class is run once through ``simulate`` (whatever the layout: the first
+group's first partition stands for all): the scenario with that class's faults
+on that partition's brokers, *compressed in time* (each step followed by a gap
+longer than the failure detection time, and for an isolation than
+replica.lag.time.max.ms, so the controller and the leaders have reacted to it
+before the next, as they have in real minutes or hours; every replica down at
+the critical moment kept down until after it, then back in the order of their
+kinds' down times). The partition's ``acked_records_lost`` in that run is the
+class's loss. (The records lost by a class that loses a whole log are those
+the compressed run acknowledged; in a real window the log's retention is at
+stake: the details file says so.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...folders import write_atomic
+from ...sim.controller.placement import assign
+from ...study.progress import progress_bar
+from ...study.spec import stable_hash
+from . import windows as W
+from .markov import MINUTES_PER_YEAR
+from .spec import Configuration, DurabilitySpec, Failures, zones_of
+
+WARMUP_MS = 5000.0  # traffic before the first step
+SETTLE_MS = 5000.0  # beyond detection and lag limits between steps
+
+
+@dataclass
+class Group:
+    zones: tuple  # the replicas' zones, in assignment order
+    partitions: list  # (topic, partition, replica brokers)
+    cycles: W.Cycles | None = None
+
+
+@dataclass
+class ConfigurationEstimate:
+    configuration: str
+    loss: W.Estimate  # first losses per partition-year
+    records: W.Estimate  # acknowledged records lost per year, the whole cluster
+    unavailable: W.Estimate  # share of time a partition refuses writes
+    partitions: int
+    windows: int
+    classes: dict = field(default_factory=dict)  # class of critical events -> records its detailed run lost
+
+    def row(self) -> dict:
+        """The contract's row of durability.json."""
+        to_p = lambda rate: -math.expm1(-rate)  # noqa: E731  (at least one loss in a year)
+        return {"configuration": self.configuration,
+                "loss_probability_per_partition_year": to_p(self.loss.rate),
+                "loss_probability_per_partition_year_low": to_p(self.loss.low),
+                "loss_probability_per_partition_year_high": to_p(self.loss.high),
+                "acked_records_lost_per_year": self.records.rate,
+                "unavailable_minutes_per_year": self.unavailable.rate * MINUTES_PER_YEAR}
+
+
+def rates_of(f: Failures) -> W.Rates:
+    return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
+                   dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years)
+
+
+def needed_in_sync(scenario) -> int:
+    """In-sync replicas a partition needs to accept the producers' writes: quorum: a majority; acks=all:
+    min.insync.replicas (at most RF, Partition.effectiveMinIsr); otherwise the leader alone."""
+    rf = max(t["replication.factor"] for t in scenario["topics"])
+    if scenario["replication"] == "quorum":
+        return rf // 2 + 1
+    if any(str(p["acks"]) in ("all", "-1") for p in scenario["producers"]):
+        return min(int(scenario["broker"]["min.insync.replicas"]), rf)
+    return 1
+
+
+def groups_of(scenario) -> list[Group]:
+    zones = zones_of(scenario)
+    racks = tuple(zones) if scenario.get("racks") else ()
+    out: dict = {}
+    for t in scenario["topics"]:
+        for p, replicas in enumerate(assign(t["partitions"], t["replication.factor"], scenario["brokers"], racks)):
+            key = tuple(zones[b] for b in replicas)
+            out.setdefault(key, Group(key, [])).partitions.append((t["name"], p, replicas))
+    return list(out.values())
+
+
+def gaps_ms(scenario) -> dict:
+    """How long after each kind of step (and after each return) the next comes, in the compressed run: past the
+    failure detection (the broker's session; a returning broker also waits for its old session to expire) and,
+    for an isolation, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
+    b = scenario["broker"]
+    detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
+    lag = max(detect, float(b["replica.lag.time.max.ms"]))
+    return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
+            W.ISOLATE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
+
+
+def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict) -> tuple[list, float]:
+    """The faults reproducing a critical pattern on these brokers, compressed; and the run's duration.ms."""
+    at, starts = WARMUP_MS, []
+    for kind, _ in pattern:
+        starts.append(at)
+        at += gaps[kind]
+    back = {i: at + gaps["return"] * j for j, i in enumerate(returns)}
+    faults = [{"at.ms": start, "kind": kind, "broker": replicas[i], "duration.ms": back[i] - start}
+              for start, (kind, hit) in zip(starts, pattern) for i in hit]
+    return faults, at + gaps["return"] * (len(returns) + 1)
+
+
+def measure(scenario, topic: str, partition: int, replicas: tuple, pattern: tuple, returns: tuple) -> int:
+    """Acknowledged records of `topic`-`partition` the pattern loses, by the detailed model."""
+    from ...sim.simulation import simulate
+
+    faults, duration = schedule(pattern, returns, replicas, gaps_ms(scenario))
+    result = simulate(scenario.with_overrides({"faults": faults, "duration.ms": duration}))
+    rows = result.partitions
+    row = rows[(rows.topic == topic) & (rows.partition == partition)]
+    return int(row.acked_records_lost.iloc[0])
+
+
+def combine(parts: list[tuple[float, W.Estimate]]) -> W.Estimate:
+    """Σ weight × estimate, independent parts; a zero part's rule-of-three bound counts as its spread."""
+    rate = sum(w * e.rate for w, e in parts)
+    var = sum((w * (e.high - e.rate) / W.Z95) ** 2 for w, e in parts)
+    sd = math.sqrt(var)
+    return W.Estimate(rate, max(0.0, rate - W.Z95 * sd) if rate > 0 else 0.0, rate + W.Z95 * sd)
+
+
+def kafka_rules_apply(scenario) -> bool:
+    """Whether a critical event's loss follows from Kafka's rules alone: ISR replication, every producer acks=all,
+    unclean.leader.election.enable false. Then an acknowledged record is on every ISR member (HW = min LEO of the
+    ISR), only an ISR member is elected (or an ELR member, which was one), and a crash or an isolation keeps the
+    log (the page cache outlives a process). So an event that leaves an in-sync replica up and intact loses
+    nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
+    them and are elected again."""
+    return (scenario["replication"] == "isr" and not scenario["broker"]["unclean.leader.election.enable"]
+            and all(str(p["acks"]) in ("all", "-1") for p in scenario["producers"]))
+
+
+def reduced(c: W.Critical, n: int, by_rules: bool) -> tuple | None:
+    """The class of a critical event the detailed model runs once: the steps' kinds and sizes in order (which
+    replicas and when does not enter: the last step hits the leader, replica 0; earlier steps the others, from
+    replica 1 on), or None when Kafka's rules already say it loses nothing (``kafka_rules_apply``)."""
+    down = sum(len(hit) for _, hit in c.pattern)
+    final = c.pattern[-1][0]
+    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE)):
+        return None
+    return tuple((kind, len(hit)) for kind, hit in c.pattern)
+
+
+def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tuple]:
+    """A class's schedule on replica indices: (pattern, returns). Earlier steps take replicas 1, 2, ...; the last
+    step replica 0 (the leader) and any more it hits; they come back in the order of their kinds' down times
+    (restart < outage < replacement with the defaults), first down first among equals."""
+    pool = list(range(1, n))
+    pattern = []
+    for k, (kind, size) in enumerate(steps):
+        if k == len(steps) - 1:
+            hit, pool = [0] + pool[:size - 1], pool[size - 1:]
+        else:
+            hit, pool = pool[:size], pool[size:]
+        pattern.append((kind, tuple(hit)))
+    down = {W.CRASH: failures.restart_years, W.POWER_LOSS: failures.restart_years,
+            W.ISOLATE: failures.outage_years, W.DISK_LOSS: failures.replace_years}
+    order = sorted((down[kind], k, i) for k, (kind, hit) in enumerate(pattern) for i in hit)
+    return tuple(pattern), tuple(i for _, _, i in order)
+
+
+def measured(cache: Path | None, measure, scenario, topic: str, partition: int, replicas: tuple, pattern: tuple,
+             returns: tuple) -> int:
+    """``measure``'s answer, kept in `cache` (one small JSON file per detailed run, named by what it ran): a
+    killed estimate resumes without running them again."""
+    if cache is None:
+        return measure(scenario, topic, partition, replicas, pattern, returns)
+    ran = {"scenario": scenario.to_dict(), "topic": topic, "partition": partition, "replicas": list(replicas),
+           "pattern": pattern, "returns": list(returns)}
+    path = cache / f"{stable_hash(ran)}.json"
+    if path.is_file():
+        try:
+            return int(json.loads(path.read_text())["acked_records_lost"])
+        except (ValueError, KeyError, TypeError):
+            pass  # a file we cannot read is run again
+    lost = measure(scenario, topic, partition, replicas, pattern, returns)
+    write_atomic(path, json.dumps({"acked_records_lost": lost, "written_by": "kafkamodel durability", **ran},
+                                  default=list) + "\n")
+    return lost
+
+
+def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
+             cache: Path | None = None) -> list[ConfigurationEstimate]:
+    """Every configuration's estimate: failure process per replica layout, detailed model per class of critical
+    events (``reduced``), Kafka's rules where they decide alone; `cache`: a folder keeping each detailed run's
+    answer (``measured``)."""
+    rates = rates_of(spec.failures)
+    plans, todo = [], {}
+    for config in spec.configurations:
+        scenario = config.scenario
+        groups = groups_of(scenario)
+        needed = needed_in_sync(scenario)
+        by_rules = kafka_rules_apply(scenario)
+        for g in groups:  # the same draws for the same layout in every configuration (common random numbers)
+            seed = np.random.SeedSequence([spec.seed, int(stable_hash(list(g.zones)), 16)])
+            g.cycles = W.sample(g.zones, rates, needed, spec.windows, seed)
+            n = len(g.zones)
+            for w in g.cycles.windows:
+                for c in w.criticals:
+                    key = reduced(c, n, by_rules)
+                    if key is not None:
+                        todo.setdefault((config.name, n, key), (config, g))  # the first layout with n replicas stands for all
+        plans.append((config, groups, by_rules))
+    lost: dict = {}
+    bar = progress_bar(len(todo), "durability", unit="simulation", disable=not progress)
+    try:
+        for (name, n, steps), (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
+            topic, partition, replicas = g.partitions[0]
+            pattern, returns = representative(steps, len(g.zones), spec.failures)
+            lost[(name, n, steps)] = measured(cache, measure, config.scenario, topic, partition, replicas, pattern,
+                                              returns)
+            bar.update(1)
+    finally:
+        bar.close()
+    return [_combine(config, groups, spec, by_rules, lost) for config, groups, by_rules in plans]
+
+
+def _combine(config: Configuration, groups: list[Group], spec: DurabilitySpec, by_rules: bool,
+             lost: dict) -> ConfigurationEstimate:
+    total = sum(len(g.partitions) for g in groups)
+    loss, records, unavailable, classes = [], [], [], {}
+    for g in groups:
+        def amount(c, g=g):
+            key = reduced(c, len(g.zones), by_rules)
+            return 0 if key is None else lost[(config.name, len(g.zones), key)]
+
+        share = len(g.partitions) / total
+        loss.append((share, W.loss_rate(g.cycles, lambda c, amount=amount: amount(c) > 0)))
+        records.append((len(g.partitions), W.per_year(g.cycles, amount)))
+        unavailable.append((share, W.unavailable_share(g.cycles)))
+    for (name, n, steps), count in lost.items():
+        if name == config.name:
+            classes[f"RF {n}: " + " then ".join(f"{kind} x{size}" for kind, size in steps)] = count
+    return ConfigurationEstimate(config.name, combine(loss), combine(records), combine(unavailable), total,
+                                 spec.windows, classes)

@@ -1,0 +1,107 @@
+"""``python -m kafkamodel durability SPEC --out DIR``: failure rates -> DIR/durability.json.
+
+1. The spec is loaded and checked whole (``spec``), and DIR checked writable, before anything runs.
+2. ``estimate``: the failure process per replica layout (failure biasing), the detailed model once per class of
+   critical events (a tqdm bar counts the simulations), Kafka's rules where they decide alone.
+3. ``DIR/durability.json`` (the contract's rows, one per configuration) and ``DIR/durability-details.json``
+   (intervals of every measure, each class's measured loss, the assumptions) are each written whole (a hidden
+   file renamed over the old one, only over a file the kit wrote). Each detailed run's answer is kept in
+   ``DIR/runs/`` as it finishes, so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ...folders import check_file_replaceable, writable_folder, write_atomic
+from .estimate import WARMUP_MS, estimate, gaps_ms
+from .spec import load_durability
+
+RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them
+
+ASSUMPTIONS = (
+    "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, "
+    "machine.replace.hours, zone.outage.hours).",
+    "machine.replace.hours is the whole rebuild: replacement and catch-up (the detailed model's catch-up of a "
+    "compressed run is seconds; a real log's is not added).",
+    "A broker that is down has no further failure until it is back; back, it is in sync again.",
+    "A zone power loss takes every broker of the zone down for broker.restart.ms; a zone outage isolates them "
+    "for zone.outage.hours (modelled as the isolate fault).",
+    "A critical event (one hitting the leader, or leaving no replica in sync) is measured by the detailed model "
+    "once per class (the kinds and sizes of the steps down), on the first partition with that many replicas, "
+    "with the steps compressed in time (each 'gaps_ms' of its kind after the previous one).",
+    "With ISR, acks=all and unclean election off, Kafka's rules decide without a run: an event that leaves an "
+    "in-sync replica up and intact, or that takes the last in-sync replicas down with their logs, loses nothing.",
+    "Records lost by a class that loses a whole log are those the compressed run acknowledged before it (the "
+    "scenario's rate over its warm-up and steps), not a real log's retention.",
+    "Unavailability counts the time a partition has fewer in-sync replicas than its writes need (failure "
+    "process only: detection and election times are not added).",
+)
+
+
+def run_durability(spec, out, *, progress: bool = True, say=None) -> tuple[list[dict], Path]:
+    """Estimate every configuration of `spec` and write DIR/durability.json; returns the rows and the file."""
+    t0 = time.perf_counter()
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    loaded = load_durability(spec)
+    folder = writable_folder(out, "--out")
+    for name in ("durability.json", "durability-details.json"):  # refused now, not after the simulations
+        check_file_replaceable(folder / name, "--out")
+    say(f"durability: {len(loaded.configurations)} configurations x {loaded.windows} failure windows per replica "
+        "layout; the detailed model once per class of critical events")
+    estimates = estimate(loaded, progress=progress, cache=folder / RUNS)
+    rows = [e.row() for e in estimates]
+    details = {
+        "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
+        "failures": dict(loaded.failures.given),
+        "method": "failure biasing (importance sampling with likelihood-ratio weights) over renewal cycles; "
+                  "95% intervals by the delta method; zero losses: rule-of-three upper bound",
+        "configurations": [{
+            "configuration": e.configuration, "overrides": c.overrides, "partitions": e.partitions,
+            "gaps_ms": gaps_ms(c.scenario), "warmup_ms": WARMUP_MS,
+            "loss_rate_per_partition_year": vars(e.loss), "acked_records_lost_per_year": vars(e.records),
+            "unavailable_share": vars(e.unavailable),
+            "mean_years_to_first_loss_per_partition": _inverse(e.loss),
+            "classes_records_lost": e.classes}
+            for e, c in zip(estimates, loaded.configurations)],
+        "assumptions": list(ASSUMPTIONS),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "written_by": "kafkamodel durability",
+    }
+    path = folder / "durability.json"
+    write_atomic(folder / "durability-details.json", json.dumps(details, indent=1, default=str) + "\n")
+    write_atomic(path, json.dumps(rows, indent=1) + "\n")
+    return rows, path
+
+
+def _inverse(rate) -> dict:
+    """Mean years to the first loss (1 / rate) and its 95% interval (null: unbounded)."""
+    def inv(x):
+        return 1 / x if x > 0 else None
+
+    return {"years": inv(rate.rate), "low": inv(rate.high), "high": inv(rate.low)}
+
+
+def lines(rows: list[dict]) -> list[str]:
+    """The rows as a table in nines (-log10 of the yearly loss probability per partition)."""
+    import math
+
+    def nines(p, high):
+        """-log10 of the probability; with none observed, at least -log10 of its upper bound."""
+        if p > 0:
+            return f"{-math.log10(p):.1f}"
+        return f">={-math.log10(high):.1f}" if high > 0 else "inf"
+
+    out = [f"{'configuration':<20} {'P(loss)/partition-yr':>22} {'95% interval':>24} {'nines':>6} "
+           f"{'acked lost/yr':>14} {'unavail min/yr':>15}"]
+    for r in rows:
+        p, lo, hi = (r["loss_probability_per_partition_year"], r["loss_probability_per_partition_year_low"],
+                     r["loss_probability_per_partition_year_high"])
+        out.append(f"{r['configuration']:<20} {p:>22.3g} {f'[{lo:.3g}, {hi:.3g}]':>24} {nines(p, hi):>6} "
+                   f"{r['acked_records_lost_per_year']:>14.3g} {r['unavailable_minutes_per_year']:>15.3g}")
+    return out

@@ -1,0 +1,311 @@
+"""Issue 25: durability in nines -- the disk_loss fault, the failure-rate spec, the Markov cross-check, the estimator."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkamodel import load_scenario, simulate
+from kafkamodel.paths import scenario_path
+
+BASE = {"duration.ms": 16000, "producers[0].rate.per.s": 2000}
+
+
+def _steady(**faults):
+    return load_scenario(scenario_path("steady-state")).with_overrides({**BASE, **faults})
+
+
+def test_disk_loss_follower_comes_back_empty_and_catches_up():
+    """A follower whose machine is replaced returns with no log, fetches everything from its leader and
+    rejoins the ISR; nothing acknowledged is lost (the leader and the other follower hold it)."""
+    r = simulate(_steady(faults=[{"at.ms": 3000, "kind": "disk_loss", "broker": 1, "duration.ms": 3000}]))
+    ev = r.events
+    lost = ev[ev.kind == "fault_disk_loss"].detail.iloc[0]
+    on_broker_1 = int(lost.split()[0])
+    assert on_broker_1 > 0  # every offset it held went
+    assert r.summary["acked_records_lost"] == 0
+    assert all(sorted(p.isr.split(",")) == sorted(p.replicas.split(",")) for p in r.partitions.itertuples())
+    back = ev[(ev.kind == "isr_expand") & ev.detail.str.startswith("added 1")]
+    assert len(back) == 6  # every partition took broker 1 back once caught up
+
+
+def test_disk_loss_of_every_replica_loses_everything_acknowledged_before():
+    """All three machines replaced: what was acknowledged before is on no disk any more (Kafka keeps no other
+    copy); what is acknowledged after they return is kept."""
+    r = simulate(_steady(faults=[{"at.ms": 3000, "kind": "disk_loss", "broker": [0, 1, 2], "duration.ms": 3000}]))
+    rec = r.records
+    before = int((rec.acked & (rec.ack_ms < 3000)).sum())
+    assert before > 0
+    assert r.summary["acked_records_lost"] == before
+
+
+
+def test_zookeeper_keeps_the_last_isr_member_so_its_empty_disk_is_elected():
+    """ZooKeeper mode (2.8): the controller never removes the last ISR member (ZkReplicaStateMachine keeps an
+    ISR of one as it is), so the broker whose disk was replaced is still "in sync" in ZooKeeper when it returns,
+    is elected cleanly with an empty log, and the other replicas truncate to it: every record acknowledged on
+    that partition before is lost."""
+    faults = [{"at.ms": 3000, "kind": "crash", "broker": 1, "duration.ms": 40000},
+              {"at.ms": 3000, "kind": "crash", "broker": 2, "duration.ms": 40000},
+              {"at.ms": 25000, "kind": "disk_loss", "broker": 0, "duration.ms": 5000}]
+    r = simulate(load_scenario(scenario_path("steady-state")).with_overrides(
+        {"kafka.version": "2.8", "duration.ms": 60000, "producers[0].rate.per.s": 600,
+         "broker.min.insync.replicas": 1, "faults": faults}))
+    ev = r.events
+    mine = ev[ev.partition == 0]
+    assert "isr [0]" in mine[mine.kind == "partition_offline"].detail.iloc[0]
+    election = mine[mine.kind == "leader_election"].iloc[-1]
+    assert election.broker == 0 and election.detail.startswith("clean")
+    rec = r.records
+    before = int((rec.acked & (rec.partition == 0) & (rec.ack_ms < 25000)).sum())
+    row = r.partitions[r.partitions.partition == 0].iloc[0]
+    assert before > 0 and row.acked_records_lost == before
+
+# ---- the failure-rate spec ---------------------------------------------------------------------------------------
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from kafkamodel.campaign.durability import markov, windows as W  # noqa: E402
+from kafkamodel.campaign.durability.spec import load_durability  # noqa: E402
+from kafkamodel.study.spec import SpecError  # noqa: E402
+
+
+def _spec(tmp_path, failures, **top):
+    data = {"scenario": "three-zones", "configurations": {"rf3_min2": {}}, "failures": failures, **top}
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("failures, field, rule", [
+    ({"broker.crash.per.year": -1}, "failures.broker.crash.per.year", "must be a rate >= 0"),
+    ({"zone.outage.per.year": {"a": -0.5}}, "failures.zone.outage.per.year.a", "must be a rate >= 0"),
+    ({"broker.crash.per.year": 1000, "broker.restart.ms": 86400000},
+     "failures.broker.crash.per.year", "a broker would crash again before it restarts"),
+    ({"machine.failure.per.year": 400, "machine.replace.hours": 24},
+     "failures.machine.failure.per.year", "a machine would fail again before it is replaced"),
+    ({"zone.power.loss.per.year": {"d": 1}}, "failures.zone.power.loss.per.year.d", "no zone 'd'"),
+    ({"broker.crash.per.yaer": 1}, "failures.broker.crash.per.yaer", "broker.crash.per.year"),
+    ({"zone.outage.hours": 0}, "failures.zone.outage.hours", "must be a duration > 0"),
+])
+def test_bad_failures_are_one_line_naming_the_field(tmp_path, failures, field, rule):
+    with pytest.raises(SpecError) as info:
+        load_durability(_spec(tmp_path, failures))
+    first = info.value.problems[0]
+    assert f": {field}: " in first and rule in first, first
+
+
+def test_spec_defaults_and_zone_rates(tmp_path):
+    spec = load_durability(_spec(tmp_path, {"zone.outage.per.year": {"b": 0.3}}))
+    f = spec.failures
+    assert f.outage_per_year == {"b": 0.3}  # zones not named: no outage
+    assert f.power_loss_per_year == {"a": 0.2, "b": 0.2, "c": 0.2}  # a number: every zone
+    assert f.replace_years == pytest.approx(24 / (365.25 * 24))
+
+
+# ---- the analytic cross-check ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("lam_r", [1e-4, 1e-3, 1e-2])
+def test_markov_rate_is_the_closed_form_for_small_lambda_r(n, lam_r):
+    """1 / MTTDL -> n lam^n r^(n-1) as lam r -> 0 (flow into "all lost" from the binomial quasi-steady state);
+    the first-order correction is of relative size O(n lam r)."""
+    r = 1 / 365.25
+    lam = lam_r / r
+    closed = n * lam ** n * r ** (n - 1)
+    assert markov.loss_rate_per_year(n, lam, r) == pytest.approx(closed, rel=(n + 1) * lam_r)
+
+
+def test_markov_against_brute_force_monte_carlo_of_the_same_chain():
+    """Gillespie simulation of the chain itself: mean time to every copy lost, and the share lost within a year."""
+    n, lam, r = 3, 10.0, 7 / 365.25  # lam r ~ 0.19: losses common enough to count
+    rng = np.random.default_rng(7)
+    times = []
+    for _ in range(4000):
+        k, t = 0, 0.0
+        while k < n:
+            up, down = (n - k) * lam, k / r
+            t += rng.exponential(1 / (up + down))
+            k += 1 if rng.random() < up / (up + down) else -1
+        times.append(t)
+    times = np.array(times)
+    se = times.std(ddof=1) / math.sqrt(len(times))
+    assert abs(times.mean() - markov.mttdl_years(n, lam, r)) < 3 * se
+    p = markov.loss_probability_within(n, lam, r, 1.0)
+    share = (times <= 1.0).mean()
+    assert abs(share - p) < 3 * math.sqrt(p * (1 - p) / len(times))
+
+
+def test_markov_unavailability_is_the_binomial_tail():
+    n, m, lam, r = 3, 2, 4.0, 1 / 365.25
+    p = lam * r / (1 + lam * r)
+    assert markov.unavailable_fraction(n, m, lam, r) == pytest.approx(3 * p ** 2 * (1 - p) + p ** 3)
+
+
+# ---- the estimator's failure process against the chain -----------------------------------------------------------
+
+def _every_copy_lost(c):
+    return sum(len(ix) for kind, ix in c.pattern if kind == W.DISK_LOSS) == 3
+
+
+def _machine_only(lam, r):
+    return W.Rates(0.0, 1e-9, lam, r, {}, {}, 1e-9, exponential=True)
+
+
+@pytest.mark.parametrize("lam", [0.02, 0.2, 2.0, 20.0])
+def test_failure_biasing_agrees_with_the_markov_chain_across_three_orders_of_magnitude(lam):
+    """Independent machine failures, RF 3, exponential rebuilds of a day: the biased window sampler's loss rate
+    (per partition-year, probabilities from 1e-10 to 0.1) holds the chain's 1 / MTTDL within its 95% interval."""
+    r = 1 / 365.25
+    est = W.loss_rate(W.sample(["a", "b", "c"], _machine_only(lam, r), 2, 3000, 11), _every_copy_lost)
+    exact = markov.loss_rate_per_year(3, lam, r)
+    assert est.low <= exact <= est.high, (est, exact)
+    assert est.high - est.low < exact  # an interval that says something
+
+
+def test_unavailability_agrees_with_the_markov_chain():
+    lam, r = 5.0, 1 / 365.25
+    est = W.unavailable_share(W.sample(["a", "b", "c"], _machine_only(lam, r), 2, 3000, 5, bias=0.0))
+    exact = markov.unavailable_fraction(3, 2, lam, r)
+    assert est.low <= exact <= est.high, (est, exact)
+
+
+def test_nothing_lost_is_zero_with_an_upper_bound():
+    est = W.loss_rate(W.sample(["a", "b", "c"], _machine_only(0.5, 1 / 365.25), 2, 500, 3), lambda c: False)
+    assert est.rate == 0 and est.low == 0 and 0 < est.high < 1
+
+
+@pytest.mark.slow
+def test_intervals_cover_the_markov_value_nine_times_in_ten():
+    r, lam = 1 / 365.25, 2.0
+    exact = markov.loss_rate_per_year(3, lam, r)
+    hits = [W.loss_rate(W.sample(["a", "b", "c"], _machine_only(lam, r), 2, 1000, seed), _every_copy_lost)
+            for seed in range(100)]
+    coverage = np.mean([e.low <= exact <= e.high for e in hits])
+    assert coverage >= 0.9, coverage
+
+
+# ---- the estimator end to end (the detailed model inside the windows) and the verb -------------------------------
+
+from kafkamodel.cli import main  # noqa: E402
+
+NO_FAILURES = {"broker.crash.per.year": 0, "machine.failure.per.year": 0, "zone.power.loss.per.year": 0,
+               "zone.outage.per.year": 0}
+LOW = {"producers[0].rate.per.s": 200}
+ONE_ZONE = {**LOW, "racks": ["a"], "network.links": []}
+
+
+def _run(tmp_path, configurations, failures, windows=300):
+    spec = _spec(tmp_path, {**NO_FAILURES, **failures}, configurations=configurations, windows=windows, seed=3)
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out)]) == 0
+    rows = json.loads((out / "durability.json").read_text())
+    assert [sorted(r) for r in rows] == [sorted(CONTRACT)] * len(rows)
+    return {r["configuration"]: r for r in rows}
+
+
+import json  # noqa: E402
+
+CONTRACT = ("configuration", "loss_probability_per_partition_year", "loss_probability_per_partition_year_low",
+            "loss_probability_per_partition_year_high", "acked_records_lost_per_year", "unavailable_minutes_per_year")
+
+
+def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path):
+    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, so no crash pattern
+    loses an acknowledged record (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0."""
+    rows = _run(tmp_path, {"rf3_min2": LOW}, {"broker.crash.per.year": 50, "broker.restart.ms": 600000})
+    r = rows["rf3_min2"]
+    assert r["loss_probability_per_partition_year"] == 0 and r["acked_records_lost_per_year"] == 0
+    assert 0 < r["loss_probability_per_partition_year_high"] < 1
+    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law for crashes
+    lam, rr = 50, 600000 / (365.25 * 24 * 3600 * 1000)
+    exact = markov.unavailable_minutes_per_year(3, 2, lam, rr)
+    assert r["unavailable_minutes_per_year"] == pytest.approx(exact, rel=0.25)
+
+
+def test_zone_power_loss_loses_without_fsync_in_one_zone_only(tmp_path):
+    """Zone power loss only: every replica in one zone loses its unflushed tail at once (acknowledged records
+    lost); an fsync per message (log.flush.interval.messages 1) keeps them; three zones make it rarer by orders
+    of magnitude (three power losses inside one restart)."""
+    rows = _run(tmp_path, {"one_zone": ONE_ZONE,
+                           "one_zone_fsync": {**ONE_ZONE, "broker.log.flush.interval.messages": 1},
+                           "three_zones": LOW},
+                {"zone.power.loss.per.year": 2.0})
+    one, fsync, three = rows["one_zone"], rows["one_zone_fsync"], rows["three_zones"]
+    # one zone: every zone power loss is a loss, so P = 1 - exp(-2) per partition-year
+    assert one["loss_probability_per_partition_year_low"] <= -math.expm1(-2.0) <= one["loss_probability_per_partition_year_high"]
+    assert one["acked_records_lost_per_year"] > 0
+    assert fsync["loss_probability_per_partition_year"] == 0 and fsync["acked_records_lost_per_year"] == 0
+    assert fsync["loss_probability_per_partition_year_high"] > 0
+    assert three["loss_probability_per_partition_year"] < 1e-6 * one["loss_probability_per_partition_year"]
+
+
+def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
+    spec = _spec(tmp_path, {"zone.outage.per.year": {"z": 1}})
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "failures.zone.outage.per.year.z: no zone 'z'" in err
+    assert not out.exists()
+
+
+def test_a_file_the_kit_did_not_write_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "durability.json").write_text("mine\n")
+    spec = _spec(tmp_path, NO_FAILURES)
+    assert main(["durability", str(spec), "--out", str(out)]) == 2
+    assert "is in the way" in capsys.readouterr().err
+    assert (out / "durability.json").read_text() == "mine\n"
+
+
+def test_a_second_estimate_reuses_every_detailed_run(tmp_path):
+    """Each detailed run's answer is kept as it finishes: a rerun (or a killed run resumed) runs none again."""
+    from kafkamodel.campaign.durability.estimate import estimate
+
+    spec = load_durability(_spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0},
+                                 configurations={"one_zone": ONE_ZONE}, windows=50))
+    calls = []
+
+    def fake(scenario, topic, partition, replicas, pattern, returns):
+        calls.append(pattern)
+        return 7
+
+    first = estimate(spec, progress=False, measure=fake, cache=tmp_path / "runs")
+    ran = len(calls)
+    again = estimate(spec, progress=False, measure=fake, cache=tmp_path / "runs")
+    assert ran > 0 and len(calls) == ran
+    assert [e.row() for e in first] == [e.row() for e in again]
+
+
+def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of_magnitude(tmp_path):
+    """Machine failures only, RF 3 in three zones, acks=all: the verb's loss probability per partition-year (failure
+    process + the detailed model's run of "three disks lost") holds the chain's value within its 95% interval for
+    rates from 0.05 to 5 per broker-year. The chain's rebuilds are exponential, the estimator's fixed: to first
+    order in lam r both give 3 lam^3 r^2 (first failure 3 lam, second within r: 2 lam r, third while both are
+    down: lam r / 2), and lam r <= 0.014 here."""
+    r = 24 / (365.25 * 24)
+    for lam in (0.05, 0.5, 5.0):
+        spec = _spec(tmp_path, {**NO_FAILURES, "machine.failure.per.year": lam, "machine.replace.hours": 24},
+                     configurations={"rf3": LOW}, windows=1500, seed=5)
+        assert main(["durability", str(spec), "--out", str(tmp_path / "out")]) == 0  # one detailed run, then reused
+        row = json.loads((tmp_path / "out" / "durability.json").read_text())[0]
+        exact = markov.loss_probability_per_year(3, lam, r)
+        assert row["loss_probability_per_partition_year_low"] <= exact <= row["loss_probability_per_partition_year_high"], (lam, row, exact)
+
+
+@pytest.mark.slow  # about 35 s: a dozen detailed runs
+def test_quorum_with_fsync_under_crashes_and_power_loss_reports_zero_with_a_bound(tmp_path):
+    """Quorum replication with fsync before a replica counts (quorum.fsync): Kafka's ISR rules do not apply, so
+    every critical class (the leader crashing or losing power, alone or after the others) goes to the detailed
+    model; none loses an acknowledged record, and the answer is 0 with an upper bound."""
+    rows = _run(tmp_path, {"quorum_fsync": {**ONE_ZONE, "replication": "quorum", "quorum.fsync": True}},
+                {"broker.crash.per.year": 20, "zone.power.loss.per.year": 1.0}, windows=200)
+    q = rows["quorum_fsync"]
+    assert q["loss_probability_per_partition_year"] == 0 and q["acked_records_lost_per_year"] == 0
+    assert 0 < q["loss_probability_per_partition_year_high"] < 1
+    details = json.loads((tmp_path / "out" / "durability-details.json").read_text())
+    classes = details["configurations"][0]["classes_records_lost"]
+    assert any("power_loss x3" in c for c in classes) and any(c.endswith("crash x1") for c in classes)
