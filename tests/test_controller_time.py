@@ -179,3 +179,27 @@ def test_the_kip966_loss_does_not_happen_when_the_replica_that_lost_power_is_fen
     assert fenced[:2] == [2, 1]
     assert ((e.kind == "leader_election") & (e.broker == 1) & e.detail.str.startswith("last known leader")).any()
     assert s["acked_records_lost"] == s["committed_records_lost"] == 0
+
+
+# ---- controlled shutdown (the entry point operations use) ---------------------------------------------------------
+
+@pytest.mark.parametrize("version,batches_for", [("0.10", lambda led, held: held), ("1.1", lambda led, held: 2),
+                                                  ("4.1", lambda led, held: 2)])
+def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every_leadership(version, batches_for):
+    """Before 1.1 one partition at a time (a batch, a LeaderAndIsr each), from 1.1 and in KRaft two batches (the
+    leaderships, then the ISRs); every partition the broker holds costs the controller its write (or record)."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario(scenario(version, 90, target=1)))
+    sim.replica_manager.start()
+    c = sim.settings.controller
+    per, commit = (c.kraft_record_ms, c.kraft_commit_ms) if version >= "4" else (c.zookeeper_write_ms, 0.0)
+    held = len(sim.partitions_of[1])
+    sent = []
+    sim.channel.send_batch = lambda parts, requests, epoch, decided: sent.append(parts)
+    done = sim.replication.controlled_shutdown(1)
+    assert done == pytest.approx(held * per + batches_for(led(90, 1), held) * commit)
+    assert sim.recorder.controller_busy_ms == pytest.approx(done)
+    assert all(part.leader != 1 and 1 not in part.isr for part in sim.partitions)
+    sim.kernel.run(done)
+    assert len(sent) == batches_for(led(90, 1), held)

@@ -16,6 +16,7 @@ leader as any other does.
 
 from __future__ import annotations
 
+from ...config.versions import at_least
 from ..protocol import CONTROLLER
 from ..results.measures import ISR_SHRINK, LEADER_ELECTION, PARTITION_OFFLINE
 from ..state import Partition, Replica
@@ -43,6 +44,9 @@ class ReplicationControl:
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.send_partition = channel.send_partition
         self.close_batch = channel.close_batch
+        self.controller_done = lambda: max(channel.busy_until, self.kernel.now)  # when the controller's thread is free
+        # before 1.1 (KAFKA-5642) a controlled shutdown moved partitions one at a time, each its own batch
+        self.partition_at_a_time = not sim.settings.kafka.kraft and not at_least(sim.settings.kafka.version, "1.1")
         self.awaiting_leader = sim.recorder.awaiting_leader
         self.kraft = sim.settings.kafka.kraft
         cfg = sim.settings.broker
@@ -72,6 +76,26 @@ class ReplicationControl:
         for p in self.partitions_of[b]:
             if self.partitions[p].leader != b:
                 self.leave(self.partitions[p], b)
+
+    def controlled_shutdown(self, b: int) -> float:
+        """ControlledShutdown from broker b: what it leads moves to another ISR member, then it leaves the other
+        ISRs. Before 1.1 the ZooKeeper controller moved one partition at a time, each its own write and its own
+        LeaderAndIsr (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns
+        when the controller is done with it (its answer to the broker)."""
+        one_by_one = self.partition_at_a_time
+        led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
+        for p in led:
+            self.leave(self.partitions[p], b)
+            if one_by_one:
+                self.close_batch()
+        self.close_batch()
+        for p in self.partitions_of[b]:
+            if self.partitions[p].leader != b:
+                self.leave(self.partitions[p], b)
+                if one_by_one:
+                    self.close_batch()
+        self.close_batch()
+        return self.controller_done()
 
     def leave(self, part: Partition, b: int) -> None:
         """Broker b leaves the partition's ISR (the controller fences it, or it shuts down): a new leader if it led."""
