@@ -289,8 +289,10 @@ def _two_brokers_die_together(version: str, seed: int) -> dict:
     # t-1 lives on brokers 1, 2, 3 (leader 1). Broker 1 crashes and broker 2 loses power (its log is gone) at
     # the same instant, so both sessions expire together: the controller first elects broker 2 (epoch 1, its
     # session not yet seen to expire), then broker 3 (epoch 2). Both restart when their old sessions expire,
-    # and the LeaderAndIsr of epoch 1 reaches broker 2's new process.
+    # and the LeaderAndIsr of epoch 1 reaches broker 2's new process. Each batch of the controller's writes takes
+    # 2 ms a partition (the Kafka wiki's "each ZK write takes 2ms"), so epoch 2 follows epoch 1 by a few ms.
     return {"name": "kip380", "kafka.version": version, "seed": seed, "duration.ms": 16000, "brokers": 4,
+            "controller": {"zookeeper.write.ms": 2},
             "broker": {"min.insync.replicas": 2, "zookeeper.session.timeout.ms": 2000, "replica.lag.time.max.ms": 1500,
                        "replica.socket.timeout.ms": 3000, "unclean.leader.election.enable": False},
             "topics": [{"name": "t", "partitions": 2, "replication.factor": 3}],

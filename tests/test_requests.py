@@ -157,3 +157,29 @@ def test_service_times_of_zero_reduce_to_pure_network_latency(mode):
     # request (L), the parked followers get it (L), their next fetch reports it (L), the answer (L)
     assert s["produce_latency_ms_p50"] == pytest.approx(4 * latency, abs=1e-6)
     assert s["produce_latency_ms_p99"] == pytest.approx(4 * latency, abs=1e-6)
+
+
+@pytest.mark.parametrize("version,sessions", [("1.0", False), ("1.1", True)])
+def test_idle_followed_partitions_cost_every_fetch_round_before_fetch_sessions(version, sessions):
+    """Before 1.1 (no KIP-227 fetch sessions) every fetch names and reads every partition it follows, so 1,000
+    idle partitions (two brokers, RF 2) add, to the commit of a record in a busy partition, the leader's read
+    (partition.us) and the follower's handling (fetcher.partition.us) of each idle partition the busy partition's
+    leader also leads; from 1.1 an incremental fetch carries only partitions with news: they add nothing."""
+    from kafkamodel.sim.controller.placement import assign
+
+    costs = {"partition.us": 10, "fetcher.partition.us": 10, "producer.record.us": 0, "producer.batch.us": 0,
+             "producer.request.us": 0}
+
+    def run(idle):
+        topics = [{"name": "busy", "partitions": 1, "replication.factor": 2}]
+        topics += [{"name": "idle", "partitions": idle, "replication.factor": 2}] if idle else []
+        return simulate({
+            "name": "idle", "seed": 5, "duration.ms": 3000, "brokers": 2, "costs": costs, "kafka.version": version,
+            "network": {"latency.ms": 0.5}, "topics": topics,
+            "producers": [{"topic": "busy", "acks": "all", "linger.ms": 0, "burst": {"records": 1, "every.ms": 100}}],
+        }).summary["produce_latency_ms_p50"]
+
+    busy_leader = assign(1, 2, 2)[0][0]
+    same_pair = sum(1 for replicas in assign(1000, 2, 2) if replicas[0] == busy_leader)  # one fetcher thread
+    predicted = 0.0 if sessions else same_pair * (costs["partition.us"] + costs["fetcher.partition.us"]) / 1000
+    assert run(1000) - run(0) == pytest.approx(predicted, abs=1e-6)

@@ -204,9 +204,19 @@ def test_a_topic_min_insync_replicas_above_its_replication_factor_is_refused_in_
 
 # ---- a restart waits for its old session --------------------------------------------------------------------------
 
+def _kraft_expiry(seed: int, broker: int, silent_at: float, interval: float = 2000, session: float = 9000) -> float:
+    """KRaft: a broker heartbeats at its phase (a uniform draw in [0, interval) of the run's "heartbeat" stream, one
+    per broker in id order) and every interval after; its session ends `session` after the last one."""
+    from kafkamodel.sim.engine.transport import Streams
+
+    phase = Streams(seed, 1)("heartbeat").uniform(0.0, interval, size=broker + 1)[broker]
+    last = 0.0 if silent_at < phase else phase + (silent_at - phase) // interval * interval
+    return last + session
+
+
 @pytest.mark.parametrize("version, session, crash_at, registers_at", [
     ("3.9", {"zookeeper.session.timeout.ms": 6000}, 5000, 11000),  # ZooKeeper: 6 s after it went silent
-    ("4.1", {"broker.session.timeout.ms": 9000}, 5000, 13000),  # KRaft: 9 s after its last heartbeat (4 s)
+    ("4.1", {"broker.session.timeout.ms": 9000}, 5000, _kraft_expiry(1, 1, 5000)),  # KRaft: 9 s after its last heartbeat
 ])
 def test_a_restart_within_the_session_registers_when_the_old_session_expires(version, session, crash_at, registers_at):
     result = run("steady-state", **{"kafka.version": version, "duration.ms": 20000, "broker": session,

@@ -310,6 +310,16 @@ COSTS: dict[str, Key] = {
     "gc.request.kib": Key(4, number(lo=0), "KiB a broker allocates per request, besides the bytes of its records"),
 }
 
+# the controller's own time per partition (the model's calibration, not Kafka properties; docs/controller.md). Each
+# takes its default from kafka.version (versions.DEFAULTS); the zookeeper.* keys exist in ZooKeeper mode only, the
+# kraft.* keys in KRaft mode only.
+CONTROLLER: dict[str, Key] = {
+    "zookeeper.write.ms": Key(0.3, optional(number(lo=0)), "ZooKeeper: controller time per partition state change (election, ISR change) it writes to ZooKeeper: serial synchronous writes before 1.1 (5 ms, Rao 2015), pipelined from 1.1 (KAFKA-5642: 0.3 ms, Rao 2018)"),
+    "zookeeper.read.ms": Key(0.14, optional(number(lo=0)), "ZooKeeper: a new controller's time per partition to read its state before it acts (0.28 ms before 1.1, 0.14 ms from 1.1: Rao 2018, 100K partitions in 28 s, then 14 s)"),
+    "kraft.record.ms": Key(0.005, optional(number(lo=0)), "KRaft: the active controller's time per partition change record (in memory; assumed)"),
+    "kraft.commit.ms": Key(2, optional(number(lo=0)), "KRaft: a batch of records committed to the metadata log by the controller quorum (assumed: a round trip and an fsync)"),
+}
+
 TOPIC: dict[str, Key] = {
     "name": Key(REQUIRED, text, "topic name"),
     "partitions": Key(1, integer(1, 100000), "num.partitions"),
@@ -397,5 +407,5 @@ CONSUMER: dict[str, Key] = {
 }
 
 SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS,
-                                       "hardware": HARDWARE, "os": OS}
+                                       "hardware": HARDWARE, "os": OS, "controller": CONTROLLER}
 LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT}

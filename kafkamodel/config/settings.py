@@ -220,6 +220,20 @@ class OsSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """The controller's time per partition (docs/controller.md); None where the metadata mode has no such cost."""
+
+    zookeeper_write_ms: float | None  # ZooKeeper: per partition state change written
+    zookeeper_read_ms: float | None  # ZooKeeper: per partition read by a new controller
+    kraft_record_ms: float | None  # KRaft: per partition change record
+    kraft_commit_ms: float | None  # KRaft: per batch of records committed to the metadata log
+
+    @classmethod
+    def of(cls, c: Mapping) -> "ControllerSettings":
+        return cls(**{k.replace(".", "_"): _ms(v) for k, v in c.items()})
+
+
+@dataclass(frozen=True, slots=True)
 class CostSettings:
     """CPU per request (µs), the client's per record, batch and request, and the brokers' GC: the model's calibration
     (docs/calibration.md)."""
@@ -421,6 +435,7 @@ class Settings:
     client_machine: MachineSettings  # each producer instance's own
     os: OsSettings
     costs: CostSettings
+    controller: "ControllerSettings"
     topics: tuple  # TopicSettings, in scenario order
     producers: tuple  # ProducerSettings
     consumers: tuple  # ConsumerSettings
@@ -454,6 +469,7 @@ class Settings:
             broker_machine=broker_machine, client_machine=MachineSettings.of(scenario["hardware"]["client"]),
             os=OsSettings.of(scenario["os"]),
             costs=CostSettings.of(scenario["costs"]),
+            controller=ControllerSettings.of(scenario["controller"]),
             topics=tuple(TopicSettings.of(t, b, kafka) for t in scenario["topics"]),
             producers=tuple(ProducerSettings.of(p, k) for p in scenario["producers"] for k in range(p["instances"])),
             consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),

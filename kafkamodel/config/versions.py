@@ -102,6 +102,8 @@ DEFAULTS: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {
     ("producers", "delivery.timeout.ms"): (("2.1", 120000),),  # KIP-91
     ("consumers", "session.timeout.ms"): (("0.8", 30000), ("0.10", 10000), ("3.0", 45000)),  # KIP-62 (0.10.1), KIP-735
     ("consumers", "max.poll.records"): (("0.10", 500),),  # KIP-41
+    ("controller", "zookeeper.write.ms"): (("0.8", 5.0), ("1.1", 0.3)),  # Rao 2015; KAFKA-5642 (Rao 2018)
+    ("controller", "zookeeper.read.ms"): (("0.8", 0.28), ("1.1", 0.14)),  # Rao 2018 (28 s, then 14 s for 100K)
 }
 
 
@@ -118,6 +120,15 @@ class Property:
 
 
 PROPERTIES: dict[tuple[str, str], Property] = {
+    ("controller", "zookeeper.write.ms"): Property(
+        metadata=ZOOKEEPER, came="a ZooKeeper-mode controller's cost", instead="use controller.kraft.record.ms in KRaft"),
+    ("controller", "zookeeper.read.ms"): Property(
+        metadata=ZOOKEEPER, came="a ZooKeeper-mode controller's cost (a KRaft standby already holds the state)",
+        instead="leave it out in KRaft"),
+    ("controller", "kraft.record.ms"): Property(
+        since=KRAFT_SINCE, metadata=KRAFT, came="a KRaft controller's cost", instead="use controller.zookeeper.write.ms with ZooKeeper"),
+    ("controller", "kraft.commit.ms"): Property(
+        since=KRAFT_SINCE, metadata=KRAFT, came="a KRaft controller's cost", instead="leave it out with ZooKeeper"),
     ("broker", "replica.lag.max.messages"): Property(
         until="0.9", came="0.9 removed it: KIP-16's time rule replaced the count rule",
         instead='use replica.lag.time.max.ms, or set kafka.version "0.8"'),

@@ -128,9 +128,9 @@ class Simulation:
         self.fetchers = ReplicaFetcherManager(self)
         self.replica_manager = ReplicaManager(self)
         self.cluster = ClusterView(self.brokers, settings.kafka.kraft)  # the brokers as the controller believes them
-        channel = ControllerChannel(self, self.cluster, self.replica_manager)
-        self.replication = ReplicationControl(self, self.cluster, channel)
-        self.controller = Controller(self, self.cluster, self.replication, channel)
+        self.channel = ControllerChannel(self, self.cluster, self.replica_manager)  # the controller's thread and requests
+        self.replication = ReplicationControl(self, self.cluster, self.channel)
+        self.controller = Controller(self, self.cluster, self.replication, self.channel)
         self.producer_network = NetworkClient(self, self.server)
         self.producer = ProducerClient(self, self.server, self.produce, self.producer_network)
         self.group_coordinator = GroupCoordinator(self)
@@ -148,14 +148,14 @@ class Simulation:
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
         self.fetchers.wire(self.server, self.sessions, self.leader)
-        self.replica_manager.wire(self.leader, self.follower)
+        self.replica_manager.wire(self.leader, self.follower, self.replication)
         self.producer_network.connect(self.producer)
         self.group_coordinator.connect(self.consumer)
         self.fetcher.connect(self.consumer)
         # every actor that declares handlers (MESSAGES, TIMERS)
         self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
                        self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
-                       self.controller, self.replication, self.group_coordinator, self.fetcher, self.consumer,
+                       self.controller, self.replication, self.channel, self.group_coordinator, self.fetcher, self.consumer,
                        self.faults, self.timeline)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
@@ -203,7 +203,7 @@ class Simulation:
             threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
-            cpu=self.cpu, caches=self.caches))
+            cpu=self.cpu, caches=self.caches, recorder=self.recorder))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

@@ -151,7 +151,7 @@ class Partition:
     """A partition as the controller sees it, plus what the run measures of it."""
 
     __slots__ = ("index", "topic", "number", "replicas", "config", "min_isr", "unclean", "leader", "leader_epoch",
-                 "isr", "elr", "last_known_elr", "last_leader", "unavailable_since", "unavailable_ms")
+                 "isr", "elr", "last_known_elr", "last_leader", "unavailable_since", "unavailable_ms", "recovering")
 
     def __init__(self, index: int, number: int, replicas: tuple[int, ...], config: TopicSettings):
         self.index = index  # global partition index
@@ -169,6 +169,7 @@ class Partition:
         self.last_leader = replicas[0]  # last broker elected leader (whose log is final)
         self.unavailable_since: float | None = None  # start of the current unwritable stretch
         self.unavailable_ms = 0.0  # total time an acks=all write could not be accepted
+        self.recovering = False  # KRaft (KIP-704): LeaderRecoveryState RECOVERING after a last-known-leader election
 
     @property
     def name(self) -> str:

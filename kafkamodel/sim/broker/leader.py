@@ -108,6 +108,8 @@ class LeaderRole:
             self.event(ISR_EXPAND, rep.partition, rep.broker, f"added {f}; isr now {sorted(rep.lead.isr)}")
             self.leader_advance_high_watermark(rep)
             self.note_availability()
+        elif f in rep.lead.sessions:  # refused: it asks again at the follower's next fetch
+            rep.lead.sessions[f].retry_expand.add(rep.partition)
 
     # ---- OffsetsForLeaderEpoch ----------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from ..protocol import CONTROLLER
 from ..results.measures import RETENTION
 
 
@@ -26,6 +27,8 @@ class ReplicaManager:
         self.brokers = sim.brokers
         self.lag_rule = sim.lag_rule
         self.event = sim.recorder.event
+        self.recorder = sim.recorder
+        self.send = sim.transport.send
         self.note_availability = sim.availability.note
         self.retention_on = sim.retention_on
         cfg = sim.settings.broker
@@ -35,10 +38,10 @@ class ReplicaManager:
         self.checkpoint_ms = cfg.replica_high_watermark_checkpoint_interval_ms
         self.socket_timeout_ms = cfg.replica_socket_timeout_ms
         self.broker_epochs = sim.settings.kafka.broker_epochs  # KIP-380: requests for an older incarnation are refused
-        self.leader = self.follower = None  # wired
+        self.leader = self.follower = self.replication = None  # wired
 
-    def wire(self, leader, follower) -> None:
-        self.leader, self.follower = leader, follower
+    def wire(self, leader, follower, replication) -> None:
+        self.leader, self.follower, self.replication = leader, follower, replication
 
     def start(self) -> None:
         """t=0: every preferred replica leads with a full ISR; followers start fetching; periodic tasks start."""
@@ -74,24 +77,35 @@ class ReplicaManager:
 
     # ---- the controller's requests ------------------------------------------------------------------------------
 
-    def handle_leader_and_isr(self, b: int, p: int, leader: int, epoch: int, isr: tuple, broker_epoch: int) -> None:
-        """The controller's LeaderAndIsr request reaches broker b, addressed to the incarnation the controller last
+    def handle_leader_and_isr(self, b: int, states: list, broker_epoch: int, decided: float) -> None:
+        """The controller's LeaderAndIsr request reaches broker b with the state of some of its partitions
+        ((partition, leader, epoch, isr, recovering) each), addressed to the incarnation the controller last
         registered (`broker_epoch`). Since KIP-380 (and in KRaft, where a restarted broker replays the metadata
         log from the top) a new process refuses one meant for its predecessor (STALE_BROKER_EPOCH); before it,
-        a broker that restarted quickly could act on a request sent to the process that died."""
+        a broker that restarted quickly could act on a request sent to the process that died. `decided`: when
+        the controller made the changes (metadata propagation is measured from it)."""
         if self.broker_epochs and broker_epoch != self.brokers[b].incarnation:
             return
-        rep = self.replicas[p][b]
-        if epoch < rep.leader_epoch:
-            return  # stale
-        if leader == b:
-            if rep.is_leader and epoch == rep.leader_epoch:
-                rep.lead.isr = set(isr)  # an ISR change made by the controller
-                self.leader.leader_advance_high_watermark(rep)
-            else:
+        now = self.kernel.now
+        rec = self.recorder
+        rec.metadata_propagation_ms.append(now - decided)
+        for p, leader, epoch, isr, recovering in states:
+            rep = self.replicas[p][b]
+            if epoch < rep.leader_epoch:
+                continue  # stale
+            if leader == b:
+                if rep.is_leader and epoch == rep.leader_epoch:
+                    rep.lead.isr = set(isr)  # an ISR change made by the controller
+                    self.leader.leader_advance_high_watermark(rep)
+                    continue
                 self.leader.become_leader(rep, epoch, isr)
-        elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
-            self.follower.become_follower_and_truncate(rep, leader, epoch)
+                died = rec.awaiting_leader.pop(p, None)
+                if died is not None:
+                    rec.election_ms.append(now - died)
+                if recovering:  # KIP-704: the leader reports its log recovered (AlterPartition, RECOVERED)
+                    self.send(b, CONTROLLER, self.replication.handle_recovered, (p, epoch))
+            elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
+                self.follower.become_follower_and_truncate(rep, leader, epoch)
         self.note_availability()
 
     # ---- periodic tasks -------------------------------------------------------------------------------------------

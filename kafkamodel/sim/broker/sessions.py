@@ -29,7 +29,7 @@ class FetchSession:
     """A follower fetcher's session at one leader broker."""
 
     __slots__ = ("key", "leader", "follower", "offsets", "dirty", "hw_sent", "parked", "parked_at", "timer_armed",
-                 "last_fetch_ms", "errors")
+                 "last_fetch_ms", "errors", "retry_expand")
 
     def __init__(self, key: tuple, leader: int, follower: int):
         self.key = key  # (leader, follower, fetcher id)
@@ -43,6 +43,7 @@ class FetchSession:
         self.timer_armed = False
         self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
         self.errors: list = []  # errors for the next answer (protocol.FETCH_RESPONSE_PARTITION)
+        self.retry_expand: set[int] = set()  # partitions whose ISR expansion the controller refused (fenced, RECOVERING)
 
 
 class SessionManager:
@@ -96,6 +97,7 @@ class SessionManager:
         if forgotten:
             self._drop(s, forgotten)
         replicas, dirty = self.replicas, s.dirty
+        retry, s.retry_expand = s.retry_expand, set()  # refused expansions to ask again (below)
         data = False  # some partition of the request has records beyond its offset
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
@@ -137,6 +139,8 @@ class SessionManager:
                 dirty[p] = True
             else:
                 dirty.pop(p, None)
+        if retry:  # Kafka's updateFollowerFetchState runs for every partition of the session at each fetch
+            self._retry_expand(s, retry.difference(p for p, _, _ in entries))
         min_bytes = self.min_bytes
         if s.errors or min_bytes <= 0 or (min_bytes == 1 and data) or (s.dirty and self._has_bytes(s)):
             self._answer(s, req, ready)  # (nothing dirty: no records to count)
@@ -145,6 +149,16 @@ class SessionManager:
             if not s.timer_armed:
                 s.timer_armed = True
                 self.timer(leader, self.wait_ms, self._wait_expired, s)
+
+    def _retry_expand(self, s: FetchSession, retry: set) -> None:
+        """A caught-up follower whose ISR expansion was refused asks again at its next fetch, even one that does not
+        name the partition (an incremental fetch leaves out partitions without news)."""
+        for p in sorted(retry):
+            rep = self.replicas[p][s.leader]
+            offset = s.offsets.get(p)
+            if rep.is_leader and offset is not None and s.follower not in rep.lead.isr \
+                    and offset >= rep.high_watermark and offset >= rep.lead.epoch_start_offset:
+                self.leader_expand_isr(rep, s.follower)
 
     def _has_bytes(self, s: FetchSession) -> bool:
         """Are there replica.fetch.min.bytes of records to give (1 by default: any)?"""

@@ -1,6 +1,17 @@
 """The brokers as the controller sees them (Kafka's ClusterControlManager; ZooKeeper's registered brokers),
 and the controller's channel to them (ControllerChannelManager: LeaderAndIsr).
 
+The controller's time: it is one thread (KafkaController's event queue; the
+QuorumController's too) and every partition state change costs it time
+(``controller.*``, docs/controller.md): with ZooKeeper a write per partition
+(serial and synchronous before 1.1, pipelined from 1.1, KAFKA-5642), with
+KRaft a record per partition and one commit of the batch to the metadata
+log. Changes decided in one action are one batch (Kafka's
+ControllerBrokerRequestBatch: newBatch ... sendRequestsToBrokers): the batch
+waits for the controller's earlier work, costs its partitions' writes, and
+then goes out as one LeaderAndIsr request per broker. Completion times are
+computed, not simulated partition by partition: two kernel events a batch.
+
 What the controller believes is kept apart from what is true (``state.Broker``): a broker is live here
 while its session holds, whatever its process is doing.
 """
@@ -14,43 +25,123 @@ from ..state import Partition
 class ClusterView:
     """Registrations and the controller role."""
 
-    __slots__ = ("brokers", "live_brokers", "broker_epoch", "controller_broker")
+    __slots__ = ("brokers", "live_brokers", "fenced", "broker_epoch", "controller_broker", "epoch", "loading")
 
     def __init__(self, brokers: list, kraft: bool):
         self.brokers = brokers  # the brokers themselves (whether the role's holder still runs)
         self.live_brokers: set[int] = set(range(len(brokers)))  # brokers with a live session, as it saw
+        self.fenced: set[int] = set()  # KRaft: registered, not yet unfenced (it replays the metadata log)
         self.broker_epoch = [0] * len(brokers)  # broker -> the incarnation it last registered (KIP-380's epoch)
         self.controller_broker = CONTROLLER if kraft else 0  # who holds the role: a broker (-1: none can), the quorum
+        self.epoch = 0  # the controller epoch: bumps on every failover (a batch of an old controller is dropped)
+        self.loading = False  # ZooKeeper: a new controller still reads every partition's state
 
     def active(self) -> bool:
-        """Does a controller hold the role now (KRaft: always; ZooKeeper: a running broker)?"""
+        """Does a controller hold the role now and act (KRaft: always; ZooKeeper: a running broker that has read
+        the cluster's state)?"""
         c = self.controller_broker
-        return c == CONTROLLER or (c >= 0 and self.brokers[c].healthy)
+        return c == CONTROLLER or (c >= 0 and self.brokers[c].healthy and not self.loading)
 
 
 class ControllerChannel:
-    """LeaderAndIsr from the controller to the brokers."""
+    """The controller's thread and its LeaderAndIsr requests to the brokers: partition changes queue into
+    batches, each costs the controller its per-partition time, then goes out as one request per broker."""
+
+    TIMERS = ("close_batch", "send_batch", "resend_state")
 
     def __init__(self, sim, view: ClusterView, replica_manager):
+        self.kernel = sim.kernel
         self.send = sim.transport.send
         self.partitions = sim.partitions
         self.partitions_of = sim.partitions_of
+        self.recorder = sim.recorder
         self.view = view
         self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
+        c = sim.settings.controller
+        if sim.settings.kafka.kraft:
+            self.partition_ms, self.batch_ms = c.kraft_record_ms, c.kraft_commit_ms
+        else:
+            self.partition_ms, self.batch_ms = c.zookeeper_write_ms, 0.0
+        self.load_ms = c.zookeeper_read_ms or 0.0  # ZooKeeper: a new controller reads every partition
+        self.pending: dict[int, None] = {}  # partitions changed since the batch opened, in order
+        self.in_flight: dict[int, int] = {}  # partition -> batches with it that the controller has not sent yet
+        self.closing = False  # a close_batch is scheduled for this instant
+        self.busy_until = 0.0  # the controller thread is busy until then
+
+    def occupy(self, ms: float) -> float:
+        """The controller's thread does `ms` of work after what it already has: when it is done."""
+        start = max(self.kernel.now, self.busy_until)
+        self.busy_until = start + ms
+        self.recorder.controller_busy_ms += ms
+        return self.busy_until
+
+    def load(self) -> float:
+        """ZooKeeper: a new controller reads every partition's state; when it is done."""
+        return self.occupy(len(self.partitions) * self.load_ms)
 
     def send_partition(self, part: Partition) -> None:
-        """LeaderAndIsr to every live replica of the partition."""
-        view = self.view
-        src = view.controller_broker
-        for r in part.replicas:
-            if r in view.live_brokers:
-                self.send(src, r, self.handle_leader_and_isr,
-                          (r, part.index, part.leader, part.leader_epoch, part.isr, view.broker_epoch[r]))
+        """A change of the partition's leader or ISR: it joins the open batch (LeaderAndIsr to its replicas once
+        the controller has written it)."""
+        self.pending[part.index] = None
+        if not self.closing:
+            self.closing = True
+            self.kernel.schedule(self.kernel.now, self.close_batch)
+
+    def close_batch(self) -> None:
+        """The batch is complete (the action that changed it is done): its LeaderAndIsr requests are built now (the
+        state and addressees as the controller decided them) and leave when the controller has written it."""
+        self.closing = False
+        if not self.pending:
+            return
+        parts = list(self.pending)
+        self.pending.clear()
+        view, in_flight = self.view, self.in_flight
+        per_broker: dict[int, list] = {}
+        for p in parts:
+            in_flight[p] = in_flight.get(p, 0) + 1
+            for r in self.partitions[p].replicas:
+                if r in view.live_brokers or r in view.fenced:
+                    per_broker.setdefault(r, []).append(p)
+        requests = [self._request(b, ps) for b, ps in per_broker.items()]
+        rec = self.recorder
+        rec.controller_queue_max = max(rec.controller_queue_max, len(parts))
+        done = self.occupy(len(parts) * self.partition_ms + self.batch_ms)
+        self.kernel.schedule(done, self.send_batch, parts, requests, view.epoch, self.kernel.now)
+
+    def send_batch(self, parts: list, requests: list, epoch: int, decided: float) -> None:
+        """The batch is written: its requests go out. A batch of a controller that lost the role is dropped (the
+        next one's resync resends)."""
+        in_flight = self.in_flight
+        for p in parts:
+            if in_flight[p] == 1:
+                del in_flight[p]
+            else:
+                in_flight[p] -= 1
+        if epoch != self.view.epoch or not self.view.active():
+            return
+        for request in requests:
+            self._send(request, decided)
 
     def send_state(self, b: int) -> None:
-        """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect)."""
-        view = self.view
-        for p in self.partitions_of[b]:
-            part = self.partitions[p]
-            self.send(view.controller_broker, b, self.handle_leader_and_isr,
-                      (b, p, part.leader, part.leader_epoch, part.isr, view.broker_epoch[b]))
+        """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect; a new
+        controller sends it to every broker): the controller's thread gets to it after the work it already has."""
+        self.kernel.schedule(max(self.kernel.now, self.busy_until), self.resend_state, b, self.view.epoch)
+
+    def resend_state(self, b: int, epoch: int) -> None:
+        """The state of broker b's partitions as written (a change not written yet goes with its batch, which is
+        addressed to b)."""
+        if epoch != self.view.epoch or not self.view.active():
+            return
+        pending, in_flight = self.pending, self.in_flight
+        ps = [p for p in self.partitions_of[b] if p not in pending and p not in in_flight]
+        self._send(self._request(b, ps), self.kernel.now)
+
+    def _request(self, b: int, ps) -> tuple:
+        """A LeaderAndIsr request to broker b: the partitions' state as the controller holds it now."""
+        states = [(p, part.leader, part.leader_epoch, part.isr, part.recovering)
+                  for p in ps for part in (self.partitions[p],)]
+        return b, states, self.view.broker_epoch[b]
+
+    def _send(self, request: tuple, decided: float) -> None:
+        b, states, broker_epoch = request
+        self.send(self.view.controller_broker, b, self.handle_leader_and_isr, (b, states, broker_epoch, decided))

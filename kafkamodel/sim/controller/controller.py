@@ -13,10 +13,18 @@ Two metadata modes, as ``kafka.version`` (and ``kafka.metadata``) choose
   which of them restarted meanwhile (no broker incarnation survives a
   failover), so a broker that bounced while no controller watched keeps
   its place in the ISR.
+  Taking over, it first reads every partition's state
+  (``controller.zookeeper.read.ms`` each): until then it does nothing.
 * **KRaft** (3.3+, the only mode from 4.0). The controller quorum (node
-  ``CONTROLLER``) holds the role and never fails. A broker heartbeats every
-  ``broker.heartbeat.interval.ms``; ``broker.session.timeout.ms`` after its
-  last heartbeat it is fenced. From 4.0 (KIP-966) a broker that registers
+  ``CONTROLLER``) holds the role and never fails (a standby controller
+  already holds the state: its failover is a quorum election, no reload). A
+  broker heartbeats every ``broker.heartbeat.interval.ms``, on its own phase
+  (drawn from the seed), so sessions expire in the order the brokers went
+  silent; ``broker.session.timeout.ms`` after its last heartbeat it is
+  fenced. A broker registers **fenced** and is unfenced by its first
+  heartbeat after it has caught up with the metadata log (its registration
+  committed, ``controller.kraft.commit.ms``): only then may it lead or join
+  an ISR (BrokerHeartbeatManager). From 4.0 (KIP-966) a broker that registers
   after an unclean shutdown (any death of its process: Kafka cannot tell a
   kill from a power cut) leaves every ISR and ELR it is in.
 
@@ -33,14 +41,15 @@ its LeaderAndIsr channel to the brokers are ``cluster``.
 from __future__ import annotations
 
 from ..protocol import CONTROLLER
-from ..results.measures import BROKER_FAILURE_DETECTED, BROKER_REGISTERED, CONTROLLER_FAILOVER, CONTROLLER_LOST
+from ..results.measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, BROKER_UNFENCED, CONTROLLER_FAILOVER,
+                                CONTROLLER_LOST)
 
 
 class Controller:
     """Broker liveness (sessions, heartbeats, registrations) and, with ZooKeeper, who holds the controller role."""
 
     MESSAGES = ("handle_registration",)
-    TIMERS = ("session_expired",)
+    TIMERS = ("session_expired", "loaded", "unfence")
 
     def __init__(self, sim, view, replication, channel):
         self.kernel = sim.kernel
@@ -56,6 +65,11 @@ class Controller:
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.replication = replication
         self.channel = channel
+        self.kraft = sim.settings.kafka.kraft
+        self.catch_up_ms = sim.settings.controller.kraft_commit_ms or 0.0  # KRaft: its registration committed
+        # KRaft: each broker's heartbeat phase after it (re)starts answering, drawn from the seed
+        draws = sim.streams("heartbeat")
+        self.phase = [float(draws.uniform(0.0, self.heartbeat_ms)) if self.heartbeat_ms else 0.0 for _ in self.brokers]
 
     # ---- liveness ---------------------------------------------------------------------------------------------
 
@@ -75,11 +89,19 @@ class Controller:
 
     def _expiry(self, broker, now: float) -> float:
         """When the session of a broker silent from `now` expires: ZooKeeper counts from the silence; KRaft from
-        its last heartbeat (every broker.heartbeat.interval.ms since it became healthy)."""
+        its last heartbeat (its registration, then every broker.heartbeat.interval.ms from its phase)."""
         if self.heartbeat_ms is None:
             return now + self.session_timeout_ms
-        beats = int((now - broker.healthy_since) // self.heartbeat_ms)
-        return broker.healthy_since + beats * self.heartbeat_ms + self.session_timeout_ms
+        first = broker.healthy_since + self.phase[broker.id]
+        last = broker.healthy_since if now < first else first + (now - first) // self.heartbeat_ms * self.heartbeat_ms
+        return last + self.session_timeout_ms
+
+    def _next_heartbeat(self, b: int, at: float) -> float:
+        """KRaft: broker b's first heartbeat at or after `at`."""
+        first = self.brokers[b].healthy_since + self.phase[b]
+        if at <= first:
+            return first
+        return first + -((first - at) // self.heartbeat_ms) * self.heartbeat_ms
 
     def health_changed(self, b: int) -> None:
         """Call after any change to a broker's up/paused/isolated/cut state."""
@@ -106,6 +128,7 @@ class Controller:
     def session_expired(self, b: int, episode: int) -> None:
         if self.brokers[b].episode != episode:
             return
+        self.view.fenced.discard(b)  # KRaft: a fenced registration lapses too
         if b == self.view.controller_broker:
             self.failover()
         elif self.view.active() and b in self.live_brokers:
@@ -121,8 +144,19 @@ class Controller:
             self.event(CONTROLLER_LOST, -1, old, "no healthy broker can take the controller role")
             return
         view.controller_broker = healthy[0]
+        view.epoch += 1
         self.event(CONTROLLER_FAILOVER, -1, healthy[0], f"was {old}")
-        self.resync()
+        view.loading = True  # it reads every partition's state from ZooKeeper first
+        self.kernel.schedule(self.channel.load(), self.loaded, view.epoch)
+
+    def loaded(self, epoch: int) -> None:
+        """The new controller has read the cluster's state: it acts on it."""
+        view = self.view
+        if view.epoch != epoch:
+            return
+        view.loading = False
+        if view.active():
+            self.resync()
 
     def resync(self) -> None:
         """controller_resync: read the broker registrations and partition states, and act on what changed."""
@@ -140,13 +174,14 @@ class Controller:
         for part in self.partitions:
             if part.leader < 0 or part.leader not in self.live_brokers:
                 self.replication.elect_leader(part)
-            else:
-                self.channel.send_partition(part)
+        for b in sorted(self.live_brokers):  # what it read, to every broker (the changes follow in their batches)
+            self.channel.send_state(b)
         self.note_availability()
 
     def broker_failed(self, b: int, why: str) -> None:
         """Broker b's session expired (KRaft: it is fenced): it leaves every ISR; what it led elects anew."""
         self.live_brokers.discard(b)
+        self.view.fenced.discard(b)
         self.event(BROKER_FAILURE_DETECTED, -1, b, why)
         self.replication.fence(b)
         self.note_availability()
@@ -161,12 +196,33 @@ class Controller:
         live = self.live_brokers
         self.replication.registered(b, broker.unclean_shutdown)
         self.view.broker_epoch[b] = broker.incarnation  # the process that registers now
+        fenced = self.kraft and b not in live
         if b not in live:
-            live.add(b)
-            self.event(BROKER_REGISTERED, -1, b, "after an unclean shutdown" if broker.unclean_shutdown else "")
+            how = "after an unclean shutdown" if broker.unclean_shutdown else ""
+            if fenced:
+                how = f"fenced{', ' + how if how else ''}"
+                self.view.fenced.add(b)
+            else:
+                live.add(b)
+            self.event(BROKER_REGISTERED, -1, b, how)
         broker.unclean_shutdown = False
-        self.replication.elect_leaderless(b)
+        if fenced:  # it replays the metadata log (and follows its partitions); unfenced once caught up
+            self.kernel.schedule(self._next_heartbeat(b, self.kernel.now + self.catch_up_ms), self.unfence, b,
+                                 broker.episode)
+        else:
+            self.replication.elect_leaderless(b)
         self.channel.send_state(b)
+        self.note_availability()
+
+    def unfence(self, b: int, episode: int) -> None:
+        """KRaft: broker b's heartbeat after it caught up with the metadata log: it is unfenced, and may lead."""
+        broker = self.brokers[b]
+        if broker.episode != episode or not broker.healthy or b in self.live_brokers:
+            return
+        self.live_brokers.add(b)
+        self.view.fenced.discard(b)
+        self.event(BROKER_UNFENCED, -1, b, "")
+        self.replication.elect_leaderless(b)
         self.note_availability()
 
     def link_healed(self, a: int, b: int) -> None:

@@ -16,6 +16,7 @@ leader as any other does.
 
 from __future__ import annotations
 
+from ...config.versions import at_least
 from ..protocol import CONTROLLER
 from ..results.measures import ISR_SHRINK, LEADER_ELECTION, PARTITION_OFFLINE
 from ..state import Partition, Replica
@@ -25,6 +26,7 @@ from .elections import UNCLEAN_KINDS, Change, partition_change
 class ReplicationControl:
     """Every partition's leader, epoch, ISR and ELR as the controller stores them."""
 
+    MESSAGES = ("handle_recovered",)
     TIMERS = ("check_preferred_leaders",)
 
     def __init__(self, sim, view, channel):
@@ -41,6 +43,12 @@ class ReplicationControl:
         self.view = view
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.send_partition = channel.send_partition
+        self.close_batch = channel.close_batch
+        self.controller_done = lambda: max(channel.busy_until, self.kernel.now)  # when the controller's thread is free
+        # before 1.1 (KAFKA-5642) a controlled shutdown moved partitions one at a time, each its own batch
+        self.partition_at_a_time = not sim.settings.kafka.kraft and not at_least(sim.settings.kafka.version, "1.1")
+        self.awaiting_leader = sim.recorder.awaiting_leader
+        self.kraft = sim.settings.kafka.kraft
         cfg = sim.settings.broker
         self.elr_enabled = cfg.eligible_leader_replicas_enable and self.mode.keeps_isr
         self.unclean_shutdown_fencing = sim.settings.kafka.unclean_shutdown_fencing and self.mode.keeps_isr
@@ -56,15 +64,47 @@ class ReplicationControl:
     # ---- a broker leaves or comes back --------------------------------------------------------------------
 
     def fence(self, b: int) -> None:
-        """Broker b's session expired (KRaft: it is fenced): it leaves every ISR; what it led elects anew."""
+        """Broker b's session expired (KRaft: it is fenced): what it led elects anew, then it leaves every other
+        ISR: two batches, as Kafka's onBrokerFailure (OnlinePartition, then OfflineReplica) does."""
+        died = self.brokers[b].unhealthy_since
+        died = self.kernel.now if died is None else died
+        led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
+        for p in led:
+            self.awaiting_leader.setdefault(p, died)
+            self.leave(self.partitions[p], b)
+        self.close_batch()
         for p in self.partitions_of[b]:
-            part = self.partitions[p]
-            if not self.mode.keeps_isr:
-                if part.leader == b:
-                    self.elect_leader(part)
-            elif b in part.isr or part.leader == b:
-                self.apply(part, self.change(part, tuple(r for r in part.isr if r != b), exclude=b),
-                           f"controller removed dead broker {b}", b)
+            if self.partitions[p].leader != b:
+                self.leave(self.partitions[p], b)
+
+    def controlled_shutdown(self, b: int) -> float:
+        """ControlledShutdown from broker b: what it leads moves to another ISR member, then it leaves the other
+        ISRs. Before 1.1 the ZooKeeper controller moved one partition at a time, each its own write and its own
+        LeaderAndIsr (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns
+        when the controller is done with it (its answer to the broker)."""
+        one_by_one = self.partition_at_a_time
+        led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
+        for p in led:
+            self.leave(self.partitions[p], b)
+            if one_by_one:
+                self.close_batch()
+        self.close_batch()
+        for p in self.partitions_of[b]:
+            if self.partitions[p].leader != b:
+                self.leave(self.partitions[p], b)
+                if one_by_one:
+                    self.close_batch()
+        self.close_batch()
+        return self.controller_done()
+
+    def leave(self, part: Partition, b: int) -> None:
+        """Broker b leaves the partition's ISR (the controller fences it, or it shuts down): a new leader if it led."""
+        if not self.mode.keeps_isr:
+            if part.leader == b:
+                self.elect_leader(part)
+        elif b in part.isr or part.leader == b:
+            self.apply(part, self.change(part, tuple(r for r in part.isr if r != b), exclude=b),
+                       f"controller removed dead broker {b}", b)
 
     def registered(self, b: int, unclean_shutdown: bool) -> None:
         """Broker b registers. KIP-966: after an unclean shutdown its log may miss what it had acknowledged:
@@ -122,6 +162,7 @@ class ReplicationControl:
         at_risk = self._offsets_beyond(part, leader) if kind in UNCLEAN_KINDS else 0
         part.leader = leader
         part.leader_epoch += 1
+        part.recovering = self.kraft and kind in UNCLEAN_KINDS  # KIP-704: RECOVERING until the leader reports back
         self.mode.elected(part, replicas, self.live_brokers)
         part.isr = change.isr
         if leader < 0:
@@ -158,12 +199,24 @@ class ReplicationControl:
 
     # ---- AlterPartition ------------------------------------------------------------------------------------------------
 
+    def handle_recovered(self, p: int, epoch: int) -> None:
+        """AlterPartition with LeaderRecoveryState RECOVERED (KIP-704) from the leader of `epoch`: ISR growth is
+        allowed again."""
+        part = self.partitions[p]
+        if part.leader_epoch == epoch:
+            part.recovering = False
+
     def alter_isr(self, rep: Replica, new_isr: set) -> bool:
-        """A leader writes a new ISR to ZooKeeper; refused if it is not the current leader or cannot reach ZooKeeper."""
+        """A leader writes a new ISR to ZooKeeper (KRaft: AlterPartition to the controller); refused if it is not
+        the current leader or cannot reach ZooKeeper; in KRaft, a growth is refused while the partition is
+        RECOVERING (KIP-704) or if it adds a fenced broker (ReplicationControlManager: INELIGIBLE_REPLICA)."""
         part = self.partitions[rep.partition]
         if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
         live = self.live_brokers
+        added = new_isr.difference(part.isr)
+        if self.kraft and added and (part.recovering or not added <= live):
+            return False
         change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
                                   lambda r: r == part.leader or r in live, unclean=part.unclean,
                                   elr_enabled=self.elr_enabled, min_isr=part.min_isr)

@@ -59,6 +59,7 @@ LEADER_ELECTION = _kind("leader_election", "the controller elected a leader (det
 PARTITION_OFFLINE = _kind("partition_offline", "no replica could be elected: the partition has no leader")
 BROKER_FAILURE_DETECTED = _kind("broker_failure_detected", "the controller declared a broker dead")
 BROKER_REGISTERED = _kind("broker_registered", "a broker registered (again) with the controller")
+BROKER_UNFENCED = _kind("broker_unfenced", "KRaft: a registered broker caught up with the metadata log and was unfenced")
 CONTROLLER_FAILOVER = _kind("controller_failover", "another broker took the controller role")
 CONTROLLER_LOST = _kind("controller_lost", "no healthy broker could take the controller role")
 # consumer groups (clients/: consumer, fetcher; broker/group_coordinator)
@@ -174,6 +175,18 @@ SUMMARY = (
     Measure("partition_skew", "ratio", "records of the busiest partition over the mean, per topic, the worst"),
     Measure("consumed_lost", "records", "records every group skipped for good, summed over groups"),
     Measure("consumed_duplicates", "records", "records a group processed more than once, summed over groups"),
+    Measure("leader_election_time_ms_max", "ms", "a leader's death (it went silent) -> a new leader of the partition "
+                                                 "took the role, the longest over partitions (the last one's)"),
+    Measure("leader_election_time_ms_p50", "ms", "a leader's death -> its partition's new leader took the role, median"),
+    Measure("partition_unavailable_ms_p50", "ms", "time a partition could not accept an acks=all write, median over the "
+                                                  "partitions that could not at some point"),
+    Measure("partition_unavailable_ms_p99", "ms", "the same, 99th percentile"),
+    Measure("partition_unavailable_ms_max", "ms", "the same, the longest"),
+    Measure("controller_busy_ms", "ms", "the controller thread's work: ZooKeeper writes and reads, or KRaft records "
+                                        "and commits (controller.*)"),
+    Measure("controller_queue_max", "partitions", "the most partition changes in one controller batch"),
+    Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker applied its LeaderAndIsr, median"),
+    Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
 )
 # per consumer group, as "<group>.<key>"
 GROUP_SUMMARY = (
@@ -212,13 +225,21 @@ TABLE_COLUMNS = frozenset(c for columns in TABLES.values() for c in columns)
 class Recorder:
     """The run's events (time_ms, kind, topic, partition, broker, detail) and counters."""
 
-    __slots__ = ("kernel", "partitions", "events", "counters")
+    __slots__ = ("kernel", "partitions", "events", "counters", "awaiting_leader", "election_ms", "metadata_propagation_ms",
+                 "controller_busy_ms", "controller_queue_max")
 
     def __init__(self, kernel, partitions) -> None:
         self.kernel = kernel
         self.partitions = partitions  # the controller's partitions (for topic and number)
         self.events: list[tuple] = []
         self.counters = Counters()
+        # the control plane's time (controller/): partition -> when the broker that led it died, until a new leader
+        # takes the role; each such wait; each LeaderAndIsr request's delay from the controller's decision
+        self.awaiting_leader: dict[int, float] = {}
+        self.election_ms: list[float] = []
+        self.metadata_propagation_ms: list[float] = []
+        self.controller_busy_ms = 0.0  # the controller thread's work (writes, reads, records), summed
+        self.controller_queue_max = 0  # the most partition changes in one batch
 
     def event(self, kind: str, partition: int = -1, broker: int = -1, detail: str = "") -> None:
         part = self.partitions[partition] if partition >= 0 else None

@@ -46,6 +46,27 @@ class RunEnd:
     threads: dict  # "request_handler" / "network": (busy ms per broker, threads per broker); "replica_fetcher": busiest ms
     cpu: object  # broker.cpu.Cpu: cores and GC pauses
     caches: list  # broker -> storage.disk.PageCache
+    recorder: object  # measures.Recorder: the control plane's times
+
+
+def control_summary(end: "RunEnd") -> dict:
+    """The control plane's time (measures: leader_election_time_ms_*, partition_unavailable_ms_*, controller_*,
+    metadata_propagation_ms_*)."""
+    rec = end.recorder
+    elections = np.asarray(rec.election_ms, dtype=float)
+    down = np.asarray([part.unavailable_ms for part in end.partitions if part.unavailable_ms > 0], dtype=float)
+    propagation = np.asarray(rec.metadata_propagation_ms, dtype=float)
+    return {
+        "leader_election_time_ms_max": float(elections.max()) if len(elections) else None,
+        "leader_election_time_ms_p50": _percentile(elections, 50),
+        "partition_unavailable_ms_p50": _percentile(down, 50),
+        "partition_unavailable_ms_p99": _percentile(down, 99),
+        "partition_unavailable_ms_max": float(down.max()) if len(down) else None,
+        "controller_busy_ms": float(rec.controller_busy_ms),
+        "controller_queue_max": int(rec.controller_queue_max),
+        "metadata_propagation_ms_p50": _percentile(propagation, 50),
+        "metadata_propagation_ms_max": float(propagation.max()) if len(propagation) else None,
+    }
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -266,6 +287,7 @@ def build_result(end: RunEnd) -> Result:
     summary["partition_skew"] = max(skews) if skews else None
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
+    summary.update(control_summary(end))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:

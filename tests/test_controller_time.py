@@ -1,0 +1,205 @@
+"""The control plane's time (issue 21): the controller's per-partition work (ZooKeeper writes and reads, KRaft
+records), KRaft's fencing, RECOVERING and heartbeat phases.
+
+Each expected time is computed here from the settings in force (controller.*, the session timeouts, a constant
+network latency) and Kafka's documented order of work: a dead broker's partitions are elected in one batch
+(ZooKeeper: one write per partition, KafkaController.onBrokerFailure), then its LeaderAndIsr goes out; a new
+ZooKeeper controller reads every partition before it acts; a KRaft broker registers fenced and is unfenced by
+its first heartbeat after it caught up (BrokerHeartbeatManager); an unclean (last-known-leader) election leaves
+the partition RECOVERING until its leader reports back (KIP-704), and no ISR may grow meanwhile.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kafkamodel import simulate
+from kafkamodel.config.scenario import load_scenario
+from kafkamodel.config.settings import Settings
+from kafkamodel.sim.controller.placement import assign
+from kafkamodel.sim.engine.transport import Streams
+
+LATENCY = 0.5  # a constant one-way latency: the LeaderAndIsr's trip
+
+
+def scenario(version: str, partitions: int, target: int, **extra) -> dict:
+    session = {"broker.session.timeout.ms": 9000} if version >= "4" else {"zookeeper.session.timeout.ms": 6000}
+    return {"name": "ctl", "seed": 1, "duration.ms": 20000, "brokers": 3, "kafka.version": version,
+            "broker": session, "network": {"latency.ms": LATENCY},
+            "topics": [{"name": "t", "partitions": partitions, "replication.factor": 3}],
+            "producers": [{"topic": "t", "acks": "all", "rate.per.s": 100}],
+            "faults": [{"at.ms": 2000, "kind": "crash", "broker": target}], **extra}
+
+
+def led(partitions: int, broker: int) -> int:
+    """Partitions the broker leads at the start (the preferred replica)."""
+    return sum(1 for replicas in assign(partitions, 3, 3) if replicas[0] == broker)
+
+
+def heartbeat_phase(seed: int, broker: int, interval: float) -> float:
+    """A KRaft broker's heartbeat phase: a uniform draw in [0, interval) of the run's "heartbeat" stream, one per
+    broker in id order."""
+    return Streams(seed, 1)("heartbeat").uniform(0.0, interval, size=broker + 1)[broker]
+
+
+def kraft_expiry(seed: int, broker: int, silent_at: float, interval: float = 2000, session: float = 9000) -> float:
+    phase = heartbeat_phase(seed, broker, interval)
+    last = 0.0 if silent_at < phase else phase + (silent_at - phase) // interval * interval
+    return last + session
+
+
+# ---- a dead broker's partitions -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", ["0.10", "2.8"])
+def test_zookeeper_re_election_time_grows_linearly_with_the_partitions_the_dead_broker_led(version):
+    """Session expiry, then one ZooKeeper write per partition the broker led, then the LeaderAndIsr's trip."""
+    for n in (60, 600):
+        sc = scenario(version, n, target=1)
+        write = Settings.of(load_scenario(sc)).controller.zookeeper_write_ms
+        s = simulate(sc).summary
+        assert s["leader_election_time_ms_max"] == pytest.approx(6000 + led(n, 1) * write + LATENCY, abs=1e-6)
+        assert s["partition_unavailable_ms_max"] == pytest.approx(s["leader_election_time_ms_max"], abs=1e-6)
+    assert write == (5.0 if version == "0.10" else 0.3)  # Rao 2015; KAFKA-5642 (1.1)
+
+
+def test_kraft_re_election_time_is_nearly_flat_in_the_partitions():
+    """Fenced at the heartbeat-based expiry, then a record per partition and one commit: 600 partitions cost
+    (led(600) - led(60)) records more than 60, a few hundred microseconds."""
+    times = {}
+    for n in (60, 600):
+        sc = scenario("4.1", n, target=1)
+        c = Settings.of(load_scenario(sc)).controller
+        times[n] = simulate(sc).summary["leader_election_time_ms_max"]
+        assert times[n] == pytest.approx(kraft_expiry(1, 1, 2000) - 2000 + led(n, 1) * c.kraft_record_ms
+                                         + c.kraft_commit_ms + LATENCY, abs=1e-6)
+    assert times[600] - times[60] == pytest.approx((led(600, 1) - led(60, 1)) * c.kraft_record_ms, abs=1e-6)
+    assert times[600] - times[60] < 1.0
+
+
+def test_zookeeper_controller_failover_unavailability_grows_with_the_partition_count_and_kraft_does_not():
+    """ZooKeeper: broker 0 holds the controller role; when it dies the next controller reads every partition
+    (zookeeper.read.ms each) and then writes the elections of what broker 0 led. KRaft: the quorum holds the role;
+    broker 0 is only a broker."""
+    zk = {}
+    for n in (60, 600):
+        sc = scenario("2.8", n, target=0)
+        c = Settings.of(load_scenario(sc)).controller
+        zk[n] = simulate(sc).summary["partition_unavailable_ms_max"]
+        assert zk[n] == pytest.approx(6000 + n * c.zookeeper_read_ms + led(n, 0) * c.zookeeper_write_ms + LATENCY,
+                                      abs=1e-6)
+    assert zk[600] - zk[60] > 100  # 540 more reads and 180 more writes
+    kraft = {n: simulate(scenario("4.1", n, target=0)).summary["partition_unavailable_ms_max"] for n in (60, 600)}
+    assert kraft[600] - kraft[60] < 1.0
+
+
+# ---- KRaft: fencing, RECOVERING ----------------------------------------------------------------------------------
+
+def test_a_restarted_kraft_broker_is_not_elected_before_it_is_unfenced():
+    """t-0 lives on broker 1 alone. It crashes and restarts at once, but registers only when its old session
+    expires; it registers fenced and is unfenced by its first heartbeat at or after its registration was committed
+    (kraft.commit.ms); only then is it elected."""
+    sc = {"name": "fenced", "seed": 4, "duration.ms": 20000, "brokers": 3, "kafka.version": "4.1",
+          "network": {"latency.ms": LATENCY},
+          "topics": [{"name": "t", "partitions": 3, "replication.factor": 1}],
+          "producers": [{"topic": "t", "acks": "all", "rate.per.s": 100}],
+          "faults": [{"at.ms": 2000, "kind": "crash", "broker": 1, "duration.ms": 100}]}
+    c = Settings.of(load_scenario(sc)).controller
+    e = simulate(sc).events
+    back = kraft_expiry(4, 1, 2000)  # the restart is held until then: its heartbeats count from there
+    registered = e[(e.kind == "broker_registered") & (e.broker == 1)].time_ms.iloc[0]
+    assert "fenced" in e[(e.kind == "broker_registered") & (e.broker == 1)].detail.iloc[0]
+    phase = heartbeat_phase(4, 1, 2000)
+    caught_up = registered + c.kraft_commit_ms
+    beat = back + phase + max(0, -((back + phase - caught_up) // 2000)) * 2000  # the first heartbeat >= caught_up
+    unfenced = e[(e.kind == "broker_unfenced") & (e.broker == 1)].time_ms.tolist()
+    assert unfenced == [pytest.approx(beat)]
+    elected = e[(e.kind == "leader_election") & (e.broker == 1)].time_ms.tolist()
+    assert elected == [pytest.approx(beat)] and elected[0] > registered
+
+
+def _recovering_partition():
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario({"name": "recovering", "kafka.version": "4.1", "brokers": 3,
+                                    "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}]}))
+    return sim, sim.partitions[0], sim.replicas[0][0]
+
+
+def test_recovering_refuses_isr_growth_until_the_leader_reports_its_log_recovered():
+    sim, part, rep = _recovering_partition()
+    sim.replica_manager.start()
+    part.isr, rep.lead.isr = (0,), {0}
+    part.recovering = True  # as a last-known-leader election leaves it
+    assert not sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0,)
+    assert sim.replication.alter_isr(rep, {0})  # no growth: allowed
+    sim.replication.handle_recovered(0, part.leader_epoch - 1)  # an older epoch's report changes nothing
+    assert part.recovering
+    sim.replication.handle_recovered(0, part.leader_epoch)
+    assert not part.recovering
+    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
+
+
+def test_a_fenced_broker_may_not_join_an_isr():
+    sim, part, rep = _recovering_partition()
+    sim.replica_manager.start()
+    part.isr, rep.lead.isr = (0,), {0}
+    sim.cluster.live_brokers.discard(1)
+    sim.cluster.fenced.add(1)
+    assert not sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0,)
+    sim.cluster.live_brokers.add(1)
+    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
+
+
+# ---- the campaign's KIP-966 counterexample and the fence order ---------------------------------------------------
+
+COUNTEREXAMPLE = "data/campaigns/safety/isr_safe-no_acked_record_lost-175.yaml"
+
+
+def _fence_order(crash_at: float, power_loss_at: float):
+    d = yaml.safe_load(open(COUNTEREXAMPLE))
+    d["faults"][1]["at.ms"], d["faults"][2]["at.ms"] = crash_at, power_loss_at  # broker 1 crashes, 2 loses power
+    r = simulate(d)
+    e = r.events
+    fenced = e[e.kind == "broker_failure_detected"].broker.tolist()
+    return r.summary, fenced, e
+
+
+def test_the_kip966_loss_happens_when_the_replica_that_lost_power_is_fenced_last():
+    """Broker 2 goes silent a heartbeat after broker 1, so its session ends after broker 1's whatever the phases:
+    the last known leader of t-1 is broker 2, back with an empty log, and what was acknowledged is gone."""
+    s, fenced, e = _fence_order(6000, 6500)
+    assert fenced[:2] == [1, 2]
+    assert ((e.kind == "leader_election") & (e.broker == 2) & e.detail.str.startswith("last known leader")).any()
+    assert s["acked_records_lost"] > 0 and s["no_committed_record_lost_violations"] > 0
+
+
+def test_the_kip966_loss_does_not_happen_when_the_replica_that_lost_power_is_fenced_first():
+    s, fenced, e = _fence_order(6500, 6000)
+    assert fenced[:2] == [2, 1]
+    assert ((e.kind == "leader_election") & (e.broker == 1) & e.detail.str.startswith("last known leader")).any()
+    assert s["acked_records_lost"] == s["committed_records_lost"] == 0
+
+
+# ---- controlled shutdown (the entry point operations use) ---------------------------------------------------------
+
+@pytest.mark.parametrize("version,batches_for", [("0.10", lambda led, held: held), ("1.1", lambda led, held: 2),
+                                                  ("4.1", lambda led, held: 2)])
+def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every_leadership(version, batches_for):
+    """Before 1.1 one partition at a time (a batch, a LeaderAndIsr each), from 1.1 and in KRaft two batches (the
+    leaderships, then the ISRs); every partition the broker holds costs the controller its write (or record)."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario(scenario(version, 90, target=1)))
+    sim.replica_manager.start()
+    c = sim.settings.controller
+    per, commit = (c.kraft_record_ms, c.kraft_commit_ms) if version >= "4" else (c.zookeeper_write_ms, 0.0)
+    held = len(sim.partitions_of[1])
+    sent = []
+    sim.channel.send_batch = lambda parts, requests, epoch, decided: sent.append(parts)
+    done = sim.replication.controlled_shutdown(1)
+    assert done == pytest.approx(held * per + batches_for(led(90, 1), held) * commit)
+    assert sim.recorder.controller_busy_ms == pytest.approx(done)
+    assert all(part.leader != 1 and 1 not in part.isr for part in sim.partitions)
+    sim.kernel.run(done)
+    assert len(sent) == batches_for(led(90, 1), held)
