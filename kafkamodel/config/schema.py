@@ -373,13 +373,13 @@ FAULT: dict[str, Key] = {
 }
 
 COMMIT_POLICIES = ("auto", "before_processing", "after_processing", "atomic")
-ASSIGNORS = ("range", "roundrobin", "sticky", "range_ceil")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "range_ceil")
 
 CONSUMER: dict[str, Key] = {
     "group": Key(REQUIRED, text, "group.id"),
     "topic": Key(REQUIRED, text, "topic subscribed to"),
     "members": Key(1, integer(1, 1000), "consumers in the group at the start"),
-    "partition.assignment.strategy": Key("range", choice(*ASSIGNORS), "range, roundrobin, sticky (range_ceil: seed 002's ceil(P/C))"),
+    "partition.assignment.strategy": Key("range", choice(*ASSIGNORS), "range, roundrobin, sticky, cooperative-sticky (range_ceil: seed 002's ceil(P/C))"),
     "commit": Key("auto", choice(*COMMIT_POLICIES), "auto, before_processing (at most once), after_processing (at least once), atomic (exactly once)"),
     "auto.commit.interval.ms": Key(5000, number(positive=True), "commit: auto commits what earlier polls returned this often"),
     "processing.ms": Key(0.1, number(lo=0), "time to process one record"),

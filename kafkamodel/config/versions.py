@@ -159,6 +159,7 @@ VALUES: dict[tuple[str, str, str], tuple[str, str]] = {
     ("producers", "partitioner", "round_robin"): ("2.4", "KIP-369"),
     ("producers", "partitioner", "uniform_sticky"): ("3.3", "KIP-794"),
     ("consumers", "partition.assignment.strategy", "sticky"): ("0.11", "KIP-54"),
+    ("consumers", "partition.assignment.strategy", "cooperative-sticky"): ("2.4", "KIP-429"),
     # gzip and snappy are in 0.8, lz4 in 0.8.2 (KAFKA-1456; the "0.8" line is 0.8.2): every modelled version
     ("producers", "compression.type", "zstd"): ("2.1", "KIP-110"),
 }

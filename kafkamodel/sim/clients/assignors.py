@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from math import ceil
 
+from .sticky import DEFAULT_GENERATION, MemberData, sticky_assignment
+
 
 def range_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
     """RangeAssignor, per topic: P // C each, and the first P % C members one more."""
@@ -40,34 +42,24 @@ def roundrobin_assign(members: list[str], partitions: list[int]) -> dict[str, li
     return out
 
 
-def sticky_assign(members: list[str], partitions: list[int], previous: dict[str, list[int]]) -> dict[str, list[int]]:
-    """StickyAssignor: as balanced as round robin, moving as few partitions as possible.
-
-    Each member keeps what it had, up to its fair share (the larger shares go to
-    the members that held the most); the rest go, in partition order, to the
-    member with the fewest.
-    """
-    members = sorted(members)
+def sticky_assign(members: list[str], partitions: list[int], owned: dict[str, list[int]],
+                  generations: dict[str, int] | None = None, cooperative: bool = False) -> dict[str, list[int]]:
+    """StickyAssignor / CooperativeStickyAssignor on one topic (``sticky.sticky_assignment``): each member's owned
+    partitions and the generation it owned them in (-1 when unknown, 0 when not given). Cooperative: partitions
+    changing owner are left out (assigned by the next rebalance, once revoked)."""
     parts = sorted(partitions)
-    per, extra = divmod(len(parts), len(members))
-    by_held = sorted(members, key=lambda m: (-len([p for p in previous.get(m, []) if p in parts]), m))
-    quota = {m: per + (1 if i < extra else 0) for i, m in enumerate(by_held)}
-    out: dict[str, list[int]] = {m: [] for m in members}
-    taken: set[int] = set()
-    for m in by_held:
-        for p in sorted(previous.get(m, [])):
-            if p in parts and p not in taken and len(out[m]) < quota[m]:
-                out[m].append(p)
-                taken.add(p)
-    for p in parts:
-        if p not in taken:
-            m = min(members, key=lambda m: (len(out[m]) >= quota[m], len(out[m]), m))
-            out[m].append(p)
-            taken.add(p)
-    return {m: sorted(ps) for m, ps in out.items()}
+    number = {p: i for i, p in enumerate(parts)}
+    generations = generations or {}
+    subscriptions = {m: MemberData(("",), tuple(("", number[p]) for p in owned.get(m, []) if p in number),
+                                   generations.get(m, 0 if m in owned else DEFAULT_GENERATION)) for m in members}
+    plan, _ = sticky_assignment({"": len(parts)}, subscriptions, cooperative)
+    return {m: [parts[i] for _, i in plan[m]] for m in members}
 
 
-def assign(strategy: str, members: list[str], partitions: list[int], previous: dict[str, list[int]]) -> dict[str, list[int]]:
+def assign(strategy: str, members: list[str], partitions: list[int], previous: dict[str, list[int]],
+           generations: dict[str, int] | None = None) -> dict[str, list[int]]:
+    """The named assignor's plan; ``previous``/``generations``: what each member owned and since which generation
+    (the sticky assignors' MemberData)."""
     if not members:
         return {}
     if strategy == "range":
@@ -76,4 +68,4 @@ def assign(strategy: str, members: list[str], partitions: list[int], previous: d
         return range_ceil_assign(members, partitions)
     if strategy == "roundrobin":
         return roundrobin_assign(members, partitions)
-    return sticky_assign(members, partitions, previous)
+    return sticky_assign(members, partitions, previous, generations, cooperative=strategy == "cooperative-sticky")
