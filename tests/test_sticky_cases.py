@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkamodel.sim.clients.sticky import DEFAULT_GENERATION, MemberData, java_hashmap_order, java_string_hash
-from kafkamodel.sim.clients.sticky import sticky_assignment
+from kafkamodel.sim.rules.sticky import DEFAULT_GENERATION, MemberData, java_hashmap_order, java_string_hash
+from kafkamodel.sim.rules.sticky import sticky_assignment
 
 TOPIC, TOPIC1, TOPIC2, TOPIC3 = "topic", "topic1", "topic2", "topic3"
 C1, C2, C3, C4 = "consumer1", "consumer2", "consumer3", "consumer4"

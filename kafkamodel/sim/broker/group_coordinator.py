@@ -17,7 +17,7 @@ import numpy as np
 
 from ..protocol import CONSUMER_CONN, COORDINATOR
 from ..results.measures import CONSUMER_SESSION_EXPIRED, REBALANCE_START
-from ..clients.assignors import range_assign, sticky_assign
+from ..rules.assignors import range_assign, sticky_assign
 from ..state import Group
 
 
