@@ -158,6 +158,7 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
             problems.append(_unknown_topic(c["topic"], topics, where))
         if c["heartbeat.interval.ms"] >= c["session.timeout.ms"]:
             problems.append(f"{where}.heartbeat.interval.ms: must be lower than session.timeout.ms ({c['session.timeout.ms']:g})")
+        problems.extend(_check_group_membership(c, where))
     for i, f in enumerate(s["faults"]):
         where = f"faults[{i}]"
         at = f["at.ms"]
@@ -225,6 +226,23 @@ def _check_racks_and_links(s: dict, brokers: int, problems: list[str]) -> None:
                 problems.append(f"{where}: no rack named {end[5:]!r}" + did_you_mean(end[5:], known, listing))
 
 
+def _check_group_membership(c: dict, where: str) -> list[str]:
+    """group.instance.id: one distinct id per member (KIP-345: the coordinator fences a second member with an id in
+    use); group.remote.assignor only with group.protocol consumer."""
+    problems = []
+    ids = c.get("group.instance.id")
+    if isinstance(ids, list):
+        if len(ids) != c["members"]:
+            problems.append(f"{where}.group.instance.id: {len(ids)} ids for {c['members']} members (one per member)")
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            problems.append(f"{where}.group.instance.id: {twice[0]!r} is given twice in group {c['group']!r} "
+                            "(each static member needs its own; Kafka fences the second with FENCED_INSTANCE_ID)")
+    if c.get("group.remote.assignor") is not None and c.get("group.protocol") != "consumer":
+        problems.append(f"{where}.group.remote.assignor: only used with group.protocol: consumer (KIP-848)")
+    return problems
+
+
 def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
     problems = [f"{where}.{key}: not used by consumer faults" for key in ("broker", "from") if f[key] is not None]
     if f["group"] is None:
@@ -238,6 +256,8 @@ def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
         problems.append(f"{where}.member: required for kind {f['kind']} (a member index)")
     if f["kind"] == "consumer_leave" and f["duration.ms"] is not None:
         problems.append(f"{where}.duration.ms: not used by kind consumer_leave")
+    if f["kind"] == "consumer_restart" and f["duration.ms"] is None:
+        problems.append(f"{where}.duration.ms: required for kind consumer_restart (how long until it starts again)")
     return problems
 
 

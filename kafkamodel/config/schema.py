@@ -227,6 +227,8 @@ BROKER: dict[str, Key] = {
     "log.flush.interval.messages": Key(None, optional(integer(1)), "fsync after this many appended records; null = never forced (Kafka's default)"),
     "log.flush.interval.ms": Key(None, optional(number(positive=True)), "fsync every this many ms; null = never forced (Kafka's default)"),
     "auto.leader.rebalance.enable": Key(True, boolean, "periodic preferred-replica election"),
+    "group.consumer.heartbeat.interval.ms": Key(5000, optional(number(positive=True)), "group.protocol consumer (KIP-848): members heartbeat to the coordinator this often"),
+    "group.consumer.session.timeout.ms": Key(45000, optional(number(positive=True)), "group.protocol consumer (KIP-848): a member silent this long is removed"),
     "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
     "eligible.leader.replicas.enable": Key(True, boolean, "KIP-966 (eligible.leader.replicas.version=1): replicas removed below min.insync.replicas stay electable; 4.0+, on from 4.1"),
@@ -368,7 +370,7 @@ PRODUCER: dict[str, Key] = {
 }
 
 BROKER_FAULTS = ("crash", "restart", "power_loss", "isolate", "pause", "slow", "disk_loss")
-CONSUMER_FAULTS = ("consumer_crash", "consumer_leave", "consumer_join")
+CONSUMER_FAULTS = ("consumer_crash", "consumer_leave", "consumer_join", "consumer_restart")
 FAULT_KINDS = BROKER_FAULTS + CONSUMER_FAULTS
 
 FAULT: dict[str, Key] = {
@@ -383,13 +385,49 @@ FAULT: dict[str, Key] = {
 }
 
 COMMIT_POLICIES = ("auto", "before_processing", "after_processing", "atomic")
-ASSIGNORS = ("range", "roundrobin", "sticky", "range_ceil")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "range_ceil")
+
+def strategies(v: Any, path: str) -> list[str]:
+    """partition.assignment.strategy: one assignor, or a list (a YAML list, or Kafka's comma-separated string),
+    in order of preference."""
+    names = assignor_list(v)
+    if names is None or not names:
+        return [f"{path}: must be an assignor or a list of them ({', '.join(ASSIGNORS)}), got {v!r}"]
+    problems = [f"{path}: unknown assignor {n!r}; known: {', '.join(ASSIGNORS)}" for n in names if n not in ASSIGNORS]
+    if not problems and len(set(names)) < len(names):
+        problems.append(f"{path}: an assignor is listed twice in {v!r}")
+    return problems
+
+
+def assignor_list(v: Any) -> list[str] | None:
+    """The assignor names of a partition.assignment.strategy value, or None if it is neither a string nor a list."""
+    if isinstance(v, str):
+        return [n.strip() for n in v.split(",") if n.strip()]
+    if isinstance(v, (list, tuple)) and all(isinstance(n, str) for n in v):
+        return list(v)
+    return None
+
+
+def instance_ids(v: Any, path: str) -> list[str]:
+    """group.instance.id: a string (member i gets "<id>-<i>") or one string per member."""
+    if isinstance(v, str) and v:
+        return []
+    if isinstance(v, list) and v and all(isinstance(i, str) and i for i in v):
+        return []
+    return [f"{path}: must be a non-empty string (member i gets <id>-<i>) or a list of one per member, got {v!r}"]
+
+
+GROUP_PROTOCOLS = ("classic", "consumer")
+REMOTE_ASSIGNORS = ("uniform", "range")
 
 CONSUMER: dict[str, Key] = {
     "group": Key(REQUIRED, text, "group.id"),
     "topic": Key(REQUIRED, text, "topic subscribed to"),
     "members": Key(1, integer(1, 1000), "consumers in the group at the start"),
-    "partition.assignment.strategy": Key("range", choice(*ASSIGNORS), "range, roundrobin, sticky (range_ceil: seed 002's ceil(P/C))"),
+    "partition.assignment.strategy": Key("range", strategies, "range, roundrobin, sticky, cooperative-sticky (range_ceil: seed 002's ceil(P/C)), or a list in order of preference; cooperative rebalancing (KIP-429) when every listed one supports it"),
+    "group.protocol": Key("classic", choice(*GROUP_PROTOCOLS), "classic (JoinGroup/SyncGroup, the assignor runs on the group leader) or consumer (KIP-848, 4.0+: the coordinator assigns, members reconcile by heartbeat)"),
+    "group.remote.assignor": Key(None, optional(choice(*REMOTE_ASSIGNORS)), "group.protocol consumer: the coordinator's assignor (default uniform, the broker's first group.consumer.assignors)"),
+    "group.instance.id": Key(None, optional(instance_ids), "static membership (KIP-345): a string (member i gets <id>-<i>) or one id per member"),
     "commit": Key("auto", choice(*COMMIT_POLICIES), "auto, before_processing (at most once), after_processing (at least once), atomic (exactly once)"),
     "auto.commit.interval.ms": Key(5000, number(positive=True), "commit: auto commits what earlier polls returned this often"),
     "processing.ms": Key(0.1, number(lo=0), "time to process one record"),

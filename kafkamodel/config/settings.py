@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .hardware import PARTS, nic_ms_per_byte, profile  # nic_ms_per_byte: for the model, which reads config here
-from .schema import CLOSED_LOOP, CONSUMER_FAULTS
+from .schema import CLOSED_LOOP, CONSUMER_FAULTS, assignor_list
 from .versions import MAX_INT, Mechanisms, mechanisms
 
 # acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
@@ -351,7 +351,7 @@ class ConsumerSettings:
     group: str  # group.id
     topic: str
     members: int
-    assignment_strategy: str  # partition.assignment.strategy
+    assignment_strategy: str  # the assignor the group uses: the first of partition.assignment.strategy
     commit: str  # auto, before_processing, after_processing, atomic
     auto_commit_interval_ms: float
     processing_ms: float  # per record
@@ -366,17 +366,32 @@ class ConsumerSettings:
     retry_backoff_ms: float
     request_timeout_ms: float  # a fetch unanswered this long (after fetch.max.wait.ms) is given up
     client_rack: str | None  # the rack its members run in (network.links)
+    rebalance_protocol: str = "eager"  # eager, cooperative (KIP-429: every listed assignor supports it), or consumer (KIP-848)
+    remote_assignor: str = "uniform"  # group.protocol consumer: the coordinator's assignor
+    instance_ids: tuple | None = None  # group.instance.id per member (static membership, KIP-345), or None
 
     @classmethod
-    def of(cls, c: Mapping) -> "ConsumerSettings":
+    def of(cls, c: Mapping, broker: Mapping | None = None) -> "ConsumerSettings":
+        listed = assignor_list(c["partition.assignment.strategy"])
+        ids = c.get("group.instance.id")
+        if isinstance(ids, str):
+            ids = [f"{ids}-{i}" for i in range(int(c["members"]))]
+        protocol = ("consumer" if c.get("group.protocol") == "consumer"
+                    else "cooperative" if all(n == "cooperative-sticky" for n in listed) else "eager")
         return cls(
+            rebalance_protocol=protocol, remote_assignor=c.get("group.remote.assignor") or "uniform",
+            instance_ids=tuple(ids) if ids else None,
             group=c["group"], topic=c["topic"], members=int(c["members"]),
-            assignment_strategy=c["partition.assignment.strategy"], commit=c["commit"],
+            assignment_strategy=listed[0], commit=c["commit"],
             auto_commit_interval_ms=float(c["auto.commit.interval.ms"]), processing_ms=float(c["processing.ms"]),
             max_poll_records=int(c["max.poll.records"]), fetch_max_wait_ms=float(c["fetch.max.wait.ms"]),
             fetch_min_bytes=int(c["fetch.min.bytes"]), fetch_max_bytes=int(c["fetch.max.bytes"]),
             max_partition_fetch_bytes=int(c["max.partition.fetch.bytes"]),
-            session_timeout_ms=float(c["session.timeout.ms"]), heartbeat_interval_ms=float(c["heartbeat.interval.ms"]),
+            # group.protocol consumer: the broker's group.consumer.* settings replace the client's (KIP-848)
+            session_timeout_ms=float((broker or {}).get("group.consumer.session.timeout.ms") or 45000
+                                     if protocol == "consumer" else c["session.timeout.ms"]),
+            heartbeat_interval_ms=float((broker or {}).get("group.consumer.heartbeat.interval.ms") or 5000
+                                        if protocol == "consumer" else c["heartbeat.interval.ms"]),
             auto_offset_reset=c["auto.offset.reset"], retry_backoff_ms=float(c["retry.backoff.ms"]),
             request_timeout_ms=float(c["request.timeout.ms"]), client_rack=c["client.rack"],
         )
@@ -472,7 +487,7 @@ class Settings:
             controller=ControllerSettings.of(scenario["controller"]),
             topics=tuple(TopicSettings.of(t, b, kafka) for t in scenario["topics"]),
             producers=tuple(ProducerSettings.of(p, k) for p in scenario["producers"] for k in range(p["instances"])),
-            consumers=tuple(ConsumerSettings.of(c) for c in scenario["consumers"]),
+            consumers=tuple(ConsumerSettings.of(c, b) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
         )
 

@@ -154,6 +154,17 @@ PROPERTIES: dict[tuple[str, str], Property] = {
         instead='use retries and request.timeout.ms, or set kafka.version "2.1" or later'),
     ("consumers", "max.poll.records"): Property(
         since="0.10", came="it came in 0.10.0 with KIP-41", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
+    ("consumers", "group.instance.id"): Property(
+        since="2.3", came="static membership came in 2.3 with KIP-345", instead='set kafka.version "2.3" or later'),
+    ("consumers", "group.protocol"): Property(
+        since="3.7", came="it came in 3.7 with KIP-848 (early access; generally available in 4.0)", absent="classic",
+        instead='leave it out (the classic protocol), or set kafka.version "4.0" or later'),
+    ("consumers", "group.remote.assignor"): Property(
+        since="3.7", came="it came in 3.7 with KIP-848", instead='set kafka.version "4.0" or later'),
+    ("broker", "group.consumer.heartbeat.interval.ms"): Property(
+        since="3.7", came="it came in 3.7 with KIP-848", instead='set kafka.version "4.0" or later'),
+    ("broker", "group.consumer.session.timeout.ms"): Property(
+        since="3.7", came="it came in 3.7 with KIP-848", instead='set kafka.version "4.0" or later'),
     ("consumers", "fetch.max.bytes"): Property(
         since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
 }
@@ -170,6 +181,8 @@ VALUES: dict[tuple[str, str, str], tuple[str, str]] = {
     ("producers", "partitioner", "round_robin"): ("2.4", "KIP-369"),
     ("producers", "partitioner", "uniform_sticky"): ("3.3", "KIP-794"),
     ("consumers", "partition.assignment.strategy", "sticky"): ("0.11", "KIP-54"),
+    ("consumers", "partition.assignment.strategy", "cooperative-sticky"): ("2.4", "KIP-429"),
+    ("consumers", "group.protocol", "consumer"): ("4.0", "KIP-848"),
     # gzip and snappy are in 0.8, lz4 in 0.8.2 (KAFKA-1456; the "0.8" line is 0.8.2): every modelled version
     ("producers", "compression.type", "zstd"): ("2.1", "KIP-110"),
 }
@@ -237,6 +250,9 @@ def _decided_problem(section: str, key: str, value: str, version: str, where: st
 def value_problem(section: str, key: str, value: Any, version: str, where: str) -> str | None:
     """One line if the value names a mechanism this version lacks (a partitioner or assignor that came later), or
     disagrees with what the version decides (``DECIDED``)."""
+    if key == "partition.assignment.strategy" and (isinstance(value, list) or "," in str(value)):  # each listed
+        return next(filter(None, (value_problem(section, key, str(v).strip(), version, where)
+                                  for v in (value if isinstance(value, list) else value.split(",")))), None)
     if not isinstance(value, str):
         return None
     if (section, key) in DECIDED:

@@ -82,7 +82,8 @@ class FaultInjector:
                 self.kernel.schedule(self.kernel.now + f.duration_ms, self.end_of[kind], b, f)
 
     def _consumer_fault(self, f: FaultSettings) -> None:
-        """consumer_crash (restarts as a new member after duration.ms, if given), consumer_leave, consumer_join."""
+        """consumer_crash (restarts as a new member after duration.ms, if given), consumer_leave, consumer_join,
+        consumer_restart (close, then start again after duration.ms)."""
         consumers = self.consumer
         g = consumers.group_by_name(f.group)
         kind = f.kind
@@ -95,6 +96,8 @@ class FaultInjector:
         m = g.members[f.member]
         if kind == "consumer_crash":
             consumers.crash(g, m, f.duration_ms)
+        elif kind == "consumer_restart":
+            consumers.close_and_restart(g, m, f.duration_ms)
         else:
             consumers.leave(g, m)
 

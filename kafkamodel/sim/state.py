@@ -181,7 +181,8 @@ class Group:
     members have processed (the application's output)."""
 
     __slots__ = ("index", "name", "config", "node", "partitions", "members", "committed", "generation", "rebalancing",
-                 "joined", "previous", "processed", "first_processed_ms", "rebalances", "origin")
+                 "joined", "previous", "processed", "first_processed_ms", "rebalances", "origin", "protocol",
+                 "unowned_from", "paused_ms", "target", "free", "epoch_changes")
 
     def __init__(self, index: int, config: ConsumerSettings, partitions: list[int], records: int, node: int):
         self.index = index
@@ -199,6 +200,24 @@ class Group:
         self.first_processed_ms = np.full(records, np.nan)  # when it was first processed
         self.rebalances = 0
         self.origin: dict[int, int] = {}  # partition -> where the group first started (auto.offset.reset)
+        self.protocol = config.rebalance_protocol  # eager, cooperative (KIP-429) or consumer (KIP-848)
+        self.unowned_from: dict[int, float] = {}  # partition -> since when no live member consumes it (after the first assignment)
+        self.paused_ms: dict[int, float] = {p: 0.0 for p in partitions}  # partition -> time it was not consumed so far
+        self.target: dict[int, list[int]] = {}  # group.protocol consumer: member index -> its target assignment
+        self.free: set[int] = set()  # group.protocol consumer: partitions no member owns (revoked, or never assigned)
+        self.epoch_changes = 0  # group.protocol consumer: target assignments computed after the first
+
+    def stop_consuming(self, parts, now: float) -> None:
+        """These partitions' owner stopped consuming them (revoked, crashed, left)."""
+        for p in parts:
+            self.unowned_from.setdefault(p, now)
+
+    def resume_consuming(self, parts, now: float) -> None:
+        """A live member owns these partitions again: the time they waited counts as paused."""
+        for p in parts:
+            since = self.unowned_from.pop(p, None)
+            if since is not None:
+                self.paused_ms[p] += now - since
 
     def mark_processed(self, batch_lo, t0: float, slices: list, upto: int | None) -> None:
         """Records of a poll are processed one after another from t0; only the first `upto` if given.

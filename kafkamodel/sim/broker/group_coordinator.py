@@ -17,14 +17,15 @@ import numpy as np
 
 from ..protocol import CONSUMER_CONN, COORDINATOR
 from ..results.measures import CONSUMER_SESSION_EXPIRED, REBALANCE_START
+from ..rules.assignors import range_assign, sticky_assign
 from ..state import Group
 
 
 class GroupCoordinator:
     """Every consumer group's coordinator."""
 
-    MESSAGES = ("handle_commit", "handle_commit_sync")
-    TIMERS = ("complete_rebalance", "expire_member")
+    MESSAGES = ("handle_commit", "handle_commit_sync", "heartbeat_response", "revocation_acked")
+    TIMERS = ("complete_rebalance", "expire_member", "heartbeat_due")
 
     def __init__(self, sim):
         self.kernel = sim.kernel
@@ -49,6 +50,9 @@ class GroupCoordinator:
     # ---- rebalances ---------------------------------------------------------------
 
     def start_rebalance(self, g: Group, why: str) -> None:
+        if g.protocol == "consumer":  # KIP-848: no rebalance, a new target assignment
+            self.new_target(g, why)
+            return
         if not g.rebalancing:
             g.rebalancing = True
             g.joined = set()
@@ -76,11 +80,12 @@ class GroupCoordinator:
         if not {m.index for m in g.members if m.in_group} <= g.joined:
             return  # someone joined meanwhile; it completes when that one has joined
         members = [m for m in g.members if m.in_group]
-        plan = self.members.perform_assignment(g, [m.id for m in members])
+        plan = self.members.perform_assignment(g, members)
         g.generation += 1
         g.rebalancing = False
-        for m in members:
-            self.members.on_assignment(g, m, plan.get(m.id, []))
+        revoked = [self.members.on_assignment(g, m, plan.get(m.id, [])) for m in members]
+        if any(revoked):  # cooperative: those members rejoin at once, and a second rebalance hands the partitions out
+            self.start_rebalance(g, "members revoked partitions and re-join")
 
     # ---- membership -------------------------------------------------------------------
 
@@ -90,8 +95,13 @@ class GroupCoordinator:
         self.kernel.schedule(max(expires, self.kernel.now), self.expire_member, g, m)
 
     def expire_member(self, g: Group, m) -> None:
+        if m.expired:
+            return  # it left, or a static member's restart took its place (KIP-345)
         m.expired = True
         self.event(CONSUMER_SESSION_EXPIRED, -1, -1, f"group {g.name}: {m.id}")
+        if g.protocol == "consumer":  # fenced: what it owned is free for the others
+            g.free.update(m.assignment)
+            m.assignment = []
         g.joined.discard(m.index)
         self.start_rebalance(g, f"{m.id} session expired")
 
@@ -100,7 +110,7 @@ class GroupCoordinator:
     def handle_commit(self, gi: int, generation: int, offsets: dict, output) -> bool:
         """OffsetCommit (with the output, for atomic): refused from a member of an older generation."""
         g = self.groups[gi]
-        if generation != g.generation:
+        if generation != g.generation and g.protocol != "consumer":  # KIP-848 checks the member's own epoch
             return False
         g.committed.update(offsets)
         if output is not None:
@@ -112,3 +122,66 @@ class GroupCoordinator:
         accepted = self.handle_commit(gi, generation, offsets, None)
         self.send(COORDINATOR, self.groups[gi].node, self.members.commit_answer,
                   (gi, mi, token, accepted, slices, offsets), conn=CONSUMER_CONN)
+
+    # ---- the consumer group protocol (KIP-848, group.protocol: consumer) -------------------------------------------
+
+    def new_target(self, g: Group, why: str) -> None:
+        """A member joined or left: the group epoch bumps and the coordinator's assignor computes the target
+        assignment; members learn theirs at their next heartbeat. No member waits for another."""
+        members = [m for m in g.members if m.in_group]
+        g.generation += 1
+        g.rebalances += 1
+        self.event(REBALANCE_START, -1, -1, f"group {g.name} epoch {g.generation}: {why} (new target assignment)")
+        ids = [m.id for m in members]
+        if g.config.remote_assignor == "range":
+            plan = range_assign(ids, g.partitions) if ids else {}
+        else:  # uniform: balanced, and sticky to the current targets
+            plan = sticky_assign(ids, g.partitions, {m.id: g.target.get(m.index, []) for m in members if m.index in g.target})
+        g.target = {m.index: plan.get(m.id, []) for m in members}
+
+    def join(self, g: Group, m) -> None:
+        """ConsumerGroupHeartbeat with member epoch 0: the member joins and heartbeats from now on."""
+        self.new_target(g, f"{m.id} joined")
+        self.start_heartbeats(g, m)
+
+    def start_heartbeats(self, g: Group, m) -> None:
+        m.started_ms = self.kernel.now
+        self.consumer_heartbeat(g.index, m.index, m.incarnation)
+        self.kernel.schedule(self.kernel.now + g.config.heartbeat_interval_ms, self.heartbeat_due, g, m, m.incarnation)
+
+    def static_rejoin(self, g: Group, old, new) -> None:
+        """A static member back within its session (KIP-345 under KIP-848): it takes its old place and target;
+        what the old process owned is handed to it at its first heartbeat."""
+        g.target[new.index] = g.target.pop(old.index, [])
+        g.free.update(old.assignment)
+        old.assignment = []
+        self.start_heartbeats(g, new)
+
+    def consumer_heartbeat(self, gi: int, mi: int, incarnation: int) -> None:
+        """The member heartbeats; the answer carries its target: it revokes what is no longer its, and is given
+        what is its and free."""
+        g = self.groups[gi]
+        m = g.members[mi]
+        if not m.alive or m.expired:
+            return
+        self.send(g.node, COORDINATOR, self.heartbeat_response, (gi, mi), conn=CONSUMER_CONN)
+
+    def heartbeat_response(self, gi: int, mi: int) -> None:
+        g = self.groups[gi]
+        m = g.members[mi]
+        if m.expired:
+            return
+        target = g.target.get(m.index, [])
+        given = [p for p in target if p in g.free and p not in m.assignment]
+        g.free.difference_update(given)
+        self.send(COORDINATOR, g.node, self.members.reconcile, (gi, mi, target, given), conn=CONSUMER_CONN)
+
+    def heartbeat_due(self, g: Group, m, incarnation: int) -> None:
+        """heartbeat.interval.ms (the broker's group.consumer.heartbeat.interval.ms) since the last one."""
+        if m.alive and not m.expired:
+            self.consumer_heartbeat(g.index, m.index, incarnation)
+            self.kernel.schedule(self.kernel.now + g.config.heartbeat_interval_ms, self.heartbeat_due, g, m, incarnation)
+
+    def revocation_acked(self, gi: int, revoked: list) -> None:
+        """The member's heartbeat right after it revoked: those partitions are free for their new owners."""
+        self.groups[gi].free.update(revoked)

@@ -33,7 +33,7 @@ from .fetcher import RESET
 class Member:
     __slots__ = ("index", "id", "alive", "assignment", "positions", "fetched", "buffer", "pending", "waiting", "token",
                  "fetch_id", "started_ms", "last_commit_ms", "processing", "busy", "leaving", "generation",
-                 "incarnation", "expired")
+                 "incarnation", "expired", "instance_id", "restart_after")
 
     def __init__(self, index: int, group: str, now: float, incarnation: int = 0):
         self.index = index  # place in the group's member list
@@ -55,6 +55,8 @@ class Member:
         self.generation = -1  # group generation of its assignment
         self.incarnation = incarnation  # restarts so far
         self.expired = False  # the coordinator removed it (left, or silent for session.timeout.ms)
+        self.instance_id: str | None = None  # group.instance.id: a static member (KIP-345)
+        self.restart_after: float | None = None  # consumer_restart: it starts again this long after it closes
 
     @property
     def in_group(self) -> bool:
@@ -66,7 +68,7 @@ class Member:
 class KafkaConsumer:
     """Every consumer group's members (clients never fail; their processes may crash, leave and join)."""
 
-    MESSAGES = ("commit_answer",)
+    MESSAGES = ("commit_answer", "reconcile")
     TIMERS = ("poll", "done_processing", "restart")
 
     def __init__(self, sim, coordinator, fetcher):
@@ -82,6 +84,14 @@ class KafkaConsumer:
     def start(self) -> None:
         for g in self.groups:
             g.members = [Member(i, g.name, 0.0) for i in range(g.config.members)]
+            for m, instance in zip(g.members, g.config.instance_ids or ()):
+                m.instance_id = instance
+            if g.protocol == "consumer":  # KIP-848: one target for all, then each member heartbeats
+                g.free = set(g.partitions)
+                self.coordinator.new_target(g, "initial join")
+                for m in g.members:
+                    self.coordinator.start_heartbeats(g, m)
+                continue
             self.coordinator.start_rebalance(g, "initial join")
 
     def group_by_name(self, name: str) -> Group:
@@ -96,36 +106,86 @@ class KafkaConsumer:
                 self.rejoin(g, m)
 
     def rejoin(self, g: Group, m: Member) -> None:
-        """The member revokes what it owns (committing first if it auto-commits) and rejoins."""
+        """onJoinPrepare: the member commits first if it auto-commits and rejoins; eager, it revokes everything
+        first; cooperative (KIP-429), it keeps its partitions and goes on consuming them."""
         if m.index in g.joined:
             return
         if m.assignment:
             if g.config.commit == "auto":
                 self._commit(g, m, self._known_positions(m), sync=True)
-            self.event(CONSUMER_REVOKE, -1, -1, f"group {g.name}: {m.id} revokes {self._names(m.assignment)}")
-        m.assignment = []
-        m.token += 1
+            if g.protocol == "eager":
+                self.event(CONSUMER_REVOKE, -1, -1, f"group {g.name}: {m.id} revokes {self._names(m.assignment)}")
+                g.stop_consuming(m.assignment, self.kernel.now)
+        if g.protocol == "eager":
+            m.assignment = []
+            m.token += 1
         self.coordinator.join_group(g, m.index)
 
     @staticmethod
-    def perform_assignment(g: Group, member_ids: list[str]) -> dict:
-        """The group leader's assignor (ConsumerCoordinator.onLeaderElected): who gets which partitions."""
-        plan = assign(g.config.assignment_strategy, member_ids, g.partitions, g.previous)
+    def perform_assignment(g: Group, members: list[Member]) -> dict:
+        """The group leader's assignor (ConsumerCoordinator.onLeaderElected): who gets which partitions. The sticky
+        assignors read each member's MemberData: eager sticky its last assignment and generation (user data),
+        cooperative what it still owns and its generation."""
+        ids = [m.id for m in members]
+        if g.protocol == "cooperative":
+            owned = {m.id: m.assignment for m in members if m.generation >= 0}
+            generations = {m.id: m.generation for m in members}
+        else:
+            owned, generations = g.previous, None
+        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations)
         g.previous = plan
         return plan
 
-    def on_assignment(self, g: Group, m: Member, partitions: list[int]) -> None:
-        """SyncGroup's answer: the member starts from the committed offsets of what it now owns."""
+    def on_assignment(self, g: Group, m: Member, partitions: list[int]) -> bool:
+        """SyncGroup's answer: the member starts from the committed offsets of what it now owns. Cooperative, it
+        keeps consuming what it keeps, drops what it no longer has (onPartitionsRevoked) and says whether it
+        revoked any (then it rejoins: a second rebalance hands them out)."""
+        now = self.kernel.now
+        kept = set(m.assignment) & set(partitions) if g.protocol != "eager" else set()
+        revoked = [p for p in m.assignment if p not in set(partitions)] if g.protocol != "eager" else []
+        added = [p for p in partitions if p not in kept]
+        if revoked:
+            if g.protocol == "consumer" and g.config.commit == "auto":  # the new consumer commits before revoking
+                self._commit(g, m, {p: v for p, v in self._known_positions(m).items() if p in revoked}, sync=True)
+            self.event(CONSUMER_REVOKE, -1, -1, f"group {g.name}: {m.id} revokes {self._names(revoked)}")
+            g.stop_consuming(revoked, now)
         m.assignment = list(partitions)
-        m.positions = {p: g.committed.get(p, RESET) for p in m.assignment}
-        m.fetched = dict(m.positions)
-        m.buffer = {}
-        m.pending = {}
+        if kept or revoked:  # cooperative: what it keeps goes on where it is
+            for p in revoked:
+                m.positions.pop(p, None)
+                m.fetched.pop(p, None)
+                m.buffer.pop(p, None)
+            for p in added:
+                m.positions[p] = m.fetched[p] = g.committed.get(p, RESET)
+        else:  # nothing carried over: it starts afresh, and answers to earlier fetches are void
+            m.positions = {p: g.committed.get(p, RESET) for p in m.assignment}
+            m.fetched = dict(m.positions)
+            m.buffer = {}
+            m.pending = {}
+            m.token += 1
         m.generation = g.generation
-        m.token += 1
+        g.resume_consuming(added, now)
         self.event(CONSUMER_ASSIGN, -1, -1, f"group {g.name} generation {g.generation}: {m.id} gets {self._names(m.assignment)}")
-        if m.assignment:
-            self.kernel.schedule(self.kernel.now, self.poll, g, m, m.token)
+        if m.assignment and (not (kept or revoked) or not m.busy):
+            self.kernel.schedule(now, self.poll, g, m, m.token)
+        return bool(revoked)
+
+    def reconcile(self, gi: int, mi: int, target: list[int], given: list[int]) -> None:
+        """KIP-848: a heartbeat's answer. The member revokes what left its target and acknowledges at once (a
+        heartbeat the coordinator frees them on); it starts on what it was given. The others carry on."""
+        g = self.groups[gi]
+        m = g.members[mi]
+        if not m.alive:
+            g.free.update(given)  # (an answer to a process that died meanwhile: the coordinator fences it later)
+            return
+        keep = [p for p in m.assignment if p in target]
+        revoked = [p for p in m.assignment if p not in target]
+        m.generation = g.generation
+        if not revoked and not given:
+            return
+        self.on_assignment(g, m, keep + given)
+        if revoked:
+            self.send(g.node, COORDINATOR, self.coordinator.revocation_acked, (gi, revoked), conn=CONSUMER_CONN)
 
     def _names(self, parts: list[int]) -> str:
         return "[" + ", ".join(self.partitions[p].name for p in parts) + "]"
@@ -142,7 +202,8 @@ class KafkaConsumer:
             return
         if g.rebalancing:
             self.rejoin(g, m)
-            return
+            if g.protocol == "eager":
+                return
         if not m.assignment:
             return
         now = self.kernel.now
@@ -229,6 +290,7 @@ class KafkaConsumer:
         m.alive = False
         m.busy = False
         m.token += 1
+        g.stop_consuming(m.assignment, now)
         self.event(CONSUMER_CRASH, -1, -1, f"group {g.name}: {m.id}")
         hb = g.config.heartbeat_interval_ms
         self.coordinator.heartbeats_stopped(g, m, m.started_ms + hb * int((now - m.started_ms) // hb))
@@ -236,16 +298,44 @@ class KafkaConsumer:
             self.kernel.schedule(now + restart_after, self.restart, g, m.index)
 
     def restart(self, g: Group, index: int) -> None:
-        """The process comes back as a new member (a new member.id); the old one lingers until it expires."""
+        """The process comes back as a new member (a new member.id); the old one lingers until it expires. A static
+        member (KIP-345) whose session has not expired takes its old place: the coordinator hands it the old
+        assignment, and the group does not rebalance."""
         old = g.members[index]
         new = Member(len(g.members), g.name, self.kernel.now, old.incarnation + 1)
         new.id = f"consumer-{g.name}-{index}-{old.incarnation + 1}"
+        new.instance_id = old.instance_id
         g.members.append(new)
-        self.coordinator.start_rebalance(g, f"{new.id} joined")
+        if old.instance_id is None or old.expired:
+            self._joined(g, new)
+            return
+        old.expired = True  # its member.id is replaced by the new one's
+        if g.protocol == "consumer":
+            self.coordinator.static_rejoin(g, old, new)
+            return
+        g.previous[new.id] = g.previous.pop(old.id, [])
+        if g.rebalancing:  # it joins the rebalance under way in its old place
+            g.joined.discard(old.index)
+            self.coordinator.start_rebalance(g, f"{new.id} rejoined as {new.instance_id}")
+            return
+        new.generation = g.generation
+        self.on_assignment(g, new, list(old.assignment))
 
     def join(self, g: Group) -> None:
         g.members.append(Member(len(g.members), g.name, self.kernel.now))
-        self.coordinator.start_rebalance(g, f"{g.members[-1].id} joined")
+        self._joined(g, g.members[-1])
+
+    def _joined(self, g: Group, m: Member) -> None:
+        """A new member: the group rebalances (KIP-848: a new target, and the member starts heartbeating)."""
+        if g.protocol == "consumer":
+            self.coordinator.join(g, m)
+        else:
+            self.coordinator.start_rebalance(g, f"{m.id} joined")
+
+    def close_and_restart(self, g: Group, m: Member, after: float) -> None:
+        """consumer_restart: close() (as leave), then the process starts again `after` ms later."""
+        m.restart_after = after
+        self.leave(g, m)
 
     def leave(self, g: Group, m: Member) -> None:
         m.leaving = True
@@ -253,9 +343,23 @@ class KafkaConsumer:
             self._member_leave(g, m)
 
     def _member_leave(self, g: Group, m: Member) -> None:
-        """close(): commit if auto-committing, LeaveGroup; the group rebalances at once."""
+        """close(): commit if auto-committing, LeaveGroup; the group rebalances at once. A static member sends no
+        LeaveGroup (KIP-345): its session runs out session.timeout.ms later unless it comes back first."""
+        now = self.kernel.now
         if g.config.commit == "auto" and m.assignment:
             self._commit(g, m, self._known_positions(m), sync=True)
+        if m.restart_after is not None:
+            self.kernel.schedule(now + m.restart_after, self.restart, g, m.index)
+        if m.instance_id is not None:
+            m.alive = False
+            m.token += 1
+            g.stop_consuming(m.assignment, now)
+            self.event(CONSUMER_LEAVE, -1, -1, f"group {g.name}: {m.id} closes (static {m.instance_id}: no LeaveGroup)")
+            self.coordinator.heartbeats_stopped(g, m, now)
+            return
+        g.stop_consuming(m.assignment, now)
+        if g.protocol == "consumer":  # heartbeat with member epoch -1: what it owned is free at once
+            g.free.update(m.assignment)
         m.alive = False
         m.expired = True
         m.token += 1

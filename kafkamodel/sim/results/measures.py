@@ -197,6 +197,13 @@ GROUP_SUMMARY = (
     Measure("consume_e2e_latency_ms_p99", "ms", "send -> first processed, 99th percentile"),
     Measure("consume_e2e_latency_ms_p999", "ms", "send -> first processed, 99.9th percentile"),
     Measure("rebalances", "count", "rebalances the group went through"),
+    Measure("paused_partition_ms", "partition-ms", "time its partitions were not consumed after the first assignment "
+                                                   "(revoked, or their owner dead or gone, until a live member owns "
+                                                   "them again), summed over partitions"),
+    Measure("paused_partition_ms_max", "ms", "the longest any one partition was not consumed, in all"),
+    Measure("partitions_paused", "count", "partitions that stopped being consumed at least once"),
+    Measure("lag_records_max", "records", "the most records visible to consumers (below the HW) not yet processed"),
+    Measure("lag_records_end", "records", "records visible and not yet processed when the run ends"),
 )
 SUMMARY_KEYS = tuple(m.name for m in SUMMARY)
 
@@ -214,7 +221,9 @@ TABLES: dict[str, tuple[str, ...]] = {
                    "acked_records_lost",
                    "committed_records_lost", "records_duplicated", "records", "backlog"),
     "groups": ("group", "topic", "members", "commit", "records_processed", "consumed_lost", "consumed_duplicates",
-               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances"),
+               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances",
+               "paused_partition_ms", "paused_partition_ms_max", "partitions_paused", "lag_records_max",
+               "lag_records_end"),
 }
 TABLE_COLUMNS = frozenset(c for columns in TABLES.values() for c in columns)
 

@@ -230,7 +230,7 @@ def build_result(end: RunEnd) -> Result:
     backlog = np.bincount(w.partition[waiting], minlength=P) if w.records else np.zeros(P, int)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
-    group_rows = [group_row(end, g, offset, rec_presence) for g in end.groups]
+    group_rows = [group_row(end, g, offset, rec_presence, rec_visible) for g in end.groups]
 
     s, c = end.settings, end.counters
     summary = {
@@ -350,7 +350,7 @@ def events_rows(end: RunEnd) -> list:
                          for name, problems in end.violations.items() for problem in problems]
 
 
-def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray) -> dict:
+def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray, visible: np.ndarray) -> dict:
     """A group's delivery: lost = in the final log below the group's committed offset (and above where it
     started), never processed, and not in a poll a live member is still working on."""
     w = end.workload
@@ -379,7 +379,25 @@ def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray) -> dict:
         "consume_e2e_latency_ms_p99": _percentile(latency, 99),
         "consume_e2e_latency_ms_p999": _percentile(latency, 99.9),
         "rebalances": g.rebalances,
+        **pause_and_lag(end.end_ms, g, w.partition, visible),
     }
+
+
+def pause_and_lag(end_ms: float, g, partition: np.ndarray, visible: np.ndarray) -> dict:
+    """How long the group's partitions went unconsumed, and its lag: records of its topic visible (below the HW)
+    and not yet processed, at its worst and at the end."""
+    paused = dict(g.paused_ms)
+    for p, since in g.unowned_from.items():
+        paused[p] += end_ms - since
+    mine = np.isin(partition, g.partitions) & ~np.isnan(visible)
+    seen, done = visible[mine], g.first_processed_ms[mine]
+    times = np.concatenate([seen, done[~np.isnan(done)]])
+    steps = np.concatenate([np.ones(len(seen)), -np.ones(int((~np.isnan(done)).sum()))])
+    order = np.lexsort((steps, times))  # at equal times the record is processed as it appears: -1 first
+    lag = np.cumsum(steps[order])
+    return {"paused_partition_ms": float(sum(paused.values())), "paused_partition_ms_max": float(max(paused.values(), default=0.0)),
+            "partitions_paused": sum(1 for v in paused.values() if v > 0),
+            "lag_records_max": int(lag.max()) if len(lag) else 0, "lag_records_end": int(lag[-1]) if len(lag) else 0}
 
 
 def _key_categories(key: np.ndarray):

@@ -1,0 +1,71 @@
+"""Kafka's partition assignors, as the consumer group leader runs them.
+
+Members are sorted by member id (a string, as Kafka sorts them); partitions
+are (topic, partition) pairs sorted by topic then number. Each function
+returns {member: [partitions]} covering every partition exactly once.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from .sticky import DEFAULT_GENERATION, MemberData, sticky_assignment
+
+
+def range_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
+    """RangeAssignor, per topic: P // C each, and the first P % C members one more."""
+    members = sorted(members)
+    parts = sorted(partitions)
+    per, extra = divmod(len(parts), len(members))
+    out, start = {}, 0
+    for i, m in enumerate(members):
+        n = per + (1 if i < extra else 0)
+        out[m] = parts[start:start + n]
+        start += n
+    return out
+
+
+def range_ceil_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
+    """Seed 002's variant: ceil(P / C) each in member order (the last members may get fewer, or none)."""
+    members = sorted(members)
+    parts = sorted(partitions)
+    per = ceil(len(parts) / len(members)) if members else 0
+    return {m: parts[i * per:(i + 1) * per] for i, m in enumerate(members)}
+
+
+def roundrobin_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
+    """RoundRobinAssignor: partitions dealt one by one to the members in order."""
+    members = sorted(members)
+    out = {m: [] for m in members}
+    for i, p in enumerate(sorted(partitions)):
+        out[members[i % len(members)]].append(p)
+    return out
+
+
+def sticky_assign(members: list[str], partitions: list[int], owned: dict[str, list[int]],
+                  generations: dict[str, int] | None = None, cooperative: bool = False) -> dict[str, list[int]]:
+    """StickyAssignor / CooperativeStickyAssignor on one topic (``sticky.sticky_assignment``): each member's owned
+    partitions and the generation it owned them in (-1 when unknown, 0 when not given). Cooperative: partitions
+    changing owner are left out (assigned by the next rebalance, once revoked)."""
+    parts = sorted(partitions)
+    number = {p: i for i, p in enumerate(parts)}
+    generations = generations or {}
+    subscriptions = {m: MemberData(("",), tuple(("", number[p]) for p in owned.get(m, []) if p in number),
+                                   generations.get(m, 0 if m in owned else DEFAULT_GENERATION)) for m in members}
+    plan, _ = sticky_assignment({"": len(parts)}, subscriptions, cooperative)
+    return {m: [parts[i] for _, i in plan[m]] for m in members}
+
+
+def assign(strategy: str, members: list[str], partitions: list[int], previous: dict[str, list[int]],
+           generations: dict[str, int] | None = None) -> dict[str, list[int]]:
+    """The named assignor's plan; ``previous``/``generations``: what each member owned and since which generation
+    (the sticky assignors' MemberData)."""
+    if not members:
+        return {}
+    if strategy == "range":
+        return range_assign(members, partitions)
+    if strategy == "range_ceil":
+        return range_ceil_assign(members, partitions)
+    if strategy == "roundrobin":
+        return roundrobin_assign(members, partitions)
+    return sticky_assign(members, partitions, previous, generations, cooperative=strategy == "cooperative-sticky")

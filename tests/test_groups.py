@@ -1,0 +1,142 @@
+"""Consumer groups as Kafka runs them today: cooperative rebalancing (KIP-429), static membership (KIP-345), the
+consumer group protocol (KIP-848), and the bad input each rejects. The expectations come from Kafka's documented
+behaviour and from the assignment arithmetic, computed here."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kafkamodel import simulate
+
+PARTITIONS = 6
+
+
+def scenario(faults=(), members=3, version="4.1", **consumer):
+    group = {"group": "g", "topic": "t", "members": members, "commit": "after_processing", "processing.ms": 0.2,
+             "session.timeout.ms": 10000, "heartbeat.interval.ms": 3000, "auto.offset.reset": "earliest", **consumer}
+    return {"name": "groups", "kafka.version": version, "seed": 1, "duration.ms": 30000, "brokers": 3,
+            "topics": [{"name": "t", "partitions": PARTITIONS, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": 1000, "acks": "all"}],
+            "consumers": [group], "faults": list(faults)}
+
+
+JOIN = [{"at.ms": 10000, "kind": "consumer_join", "group": "g"}]
+
+
+def assignments(result):
+    """{generation: {member: [partition numbers]}} from the consumer_assign events."""
+    out: dict[int, dict[str, list[int]]] = {}
+    for detail in result.events[result.events.kind == "consumer_assign"].detail:
+        head, parts = detail.split(" gets ")
+        generation, member = int(head.split("generation ")[1].split(":")[0]), head.split(": ")[1]
+        out.setdefault(generation, {})[member] = [int(p.split("-")[-1]) for p in parts.strip("[]").split(", ") if p]
+    return out
+
+
+def test_a_join_under_eager_pauses_every_partition():
+    g = simulate(scenario(JOIN, **{"partition.assignment.strategy": "range"})).groups.iloc[0]
+    assert g.rebalances == 2 and g.partitions_paused == PARTITIONS
+
+
+def test_a_join_under_cooperative_sticky_pauses_only_the_partition_that_moves():
+    r = simulate(scenario(JOIN, **{"partition.assignment.strategy": "cooperative-sticky"}))
+    g = r.groups.iloc[0]
+    gens = assignments(r)
+    first, last = gens[1], gens[max(gens)]
+    # 6 partitions over 4 members: quotas 2, 2, 1, 1; the three old members own 2 each, so exactly one moves
+    moved = [p for member, parts in first.items() for p in parts if p not in last.get(member, [])]
+    assert len(moved) == 1
+    assert g.partitions_paused == 1 and g.rebalances == 3  # join, then the second rebalance after the revocation
+    # the moved partition waited from its revocation (end of the first rebalance) to the end of the second
+    ev = r.events
+    revoked_at = ev[ev.kind == "consumer_revoke"].time_ms.iloc[0]
+    assigned_at = ev[(ev.kind == "consumer_assign") & ev.detail.str.contains(f"generation {max(gens)}:")].time_ms.iloc[0]
+    assert g.paused_partition_ms == pytest.approx(assigned_at - revoked_at)
+    # and the members that kept theirs never stopped: the only paused partition-time is the moved one's
+    assert g.paused_partition_ms == pytest.approx(g.paused_partition_ms_max)
+
+
+def test_a_list_with_an_eager_assignor_rebalances_eagerly():
+    # KIP-429's upgrade path, first rolling bounce: [cooperative-sticky, range] picks cooperative-sticky, eagerly
+    listed = simulate(scenario(JOIN, **{"partition.assignment.strategy": ["cooperative-sticky", "range"]})).groups.iloc[0]
+    assert listed.rebalances == 2 and listed.partitions_paused == PARTITIONS
+    assert simulate(scenario(JOIN, **{"partition.assignment.strategy": "cooperative-sticky,range"})
+                    ).groups.iloc[0].rebalances == 2
+
+
+ROLL = [{"at.ms": 8000 + 4000 * i, "kind": "consumer_restart", "group": "g", "member": i, "duration.ms": 2000}
+        for i in range(3)]
+
+
+def test_a_static_member_restarted_within_the_session_timeout_causes_no_rebalance():
+    r = simulate(scenario(ROLL, **{"group.instance.id": "app"}))
+    g = r.groups.iloc[0]
+    assert g.rebalances == 1 and g.consumed_duplicates == 0  # the initial join only
+    # its own partitions wait for it: 2 per member, each for the 2 s the process is down
+    assert g.paused_partition_ms == pytest.approx(PARTITIONS * 2000)
+    dynamic = simulate(scenario(ROLL)).groups.iloc[0]
+    assert dynamic.rebalances == 1 + 2 * 3  # each restart: LeaveGroup, then JoinGroup
+
+
+def test_a_static_member_back_after_its_session_expired_rebalances():
+    late = [{"at.ms": 8000, "kind": "consumer_restart", "group": "g", "member": 0, "duration.ms": 12000}]
+    r = simulate(scenario(late, **{"group.instance.id": ["a", "b", "c"]}))
+    ev = r.events
+    starts = ev[ev.kind == "rebalance_start"]
+    closed = ev[ev.kind == "consumer_leave"].time_ms.iloc[0]  # at its next poll after 8 s
+    # session.timeout.ms (10 s) after it closed, the coordinator removes it; its return 12 s after closing is a join
+    assert starts.time_ms.tolist()[1:] == pytest.approx([closed + 10000, closed + 12000])
+    assert r.groups.iloc[0].rebalances == 3
+
+
+@pytest.mark.parametrize("edit, field, rule", [
+    ({"kafka.version": "2.3", "partition.assignment.strategy": "cooperative-sticky"},
+     "consumers[0].partition.assignment.strategy", "cooperative-sticky is not in Kafka 2.3"),
+    ({"kafka.version": "2.3", "partition.assignment.strategy": ["range", "cooperative-sticky"]},
+     "consumers[0].partition.assignment.strategy", "cooperative-sticky is not in Kafka 2.3"),
+    ({"group.instance.id": ["a", "b", "a"]}, "consumers[0].group.instance.id", "'a' is given twice in group 'g'"),
+    ({"kafka.version": "3.9", "group.protocol": "consumer"}, "consumers[0].group.protocol",
+     "consumer is not in Kafka 3.9"),
+    ({"kafka.version": "2.2", "group.instance.id": "app"}, "consumers[0].group.instance.id", "not a property of Kafka 2.2"),
+    ({"partition.assignment.strategy": "sticky-cooperative"}, "consumers[0].partition.assignment.strategy",
+     "unknown assignor 'sticky-cooperative'"),
+])
+def test_bad_group_input_is_one_line_and_exit_2(tmp_path, capsys, edit, field, rule):
+    from kafkamodel.cli import main
+
+    version = edit.pop("kafka.version", "4.1")
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(scenario(version=version, **edit), sort_keys=False))
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--out", str(out)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {field}: ") and rule in err[0], err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_kip848_a_join_moves_only_the_partitions_the_new_member_takes(assignor):
+    r = simulate(scenario(JOIN, **{"group.protocol": "consumer", "group.remote.assignor": assignor}))
+    g = r.groups.iloc[0]
+    ev = r.events
+    after = ev[(ev.time_ms >= 10000) & ev.kind.isin(["consumer_assign", "consumer_revoke"])]
+    newcomer = after[after.detail.str.contains("consumer-g-3 gets")]
+    taken = [int(p.split("-")[-1]) for p in newcomer.detail.iloc[-1].split(" gets ")[1].strip("[]").split(", ")]
+    # 6 partitions over 4 members: the newcomer's share is 6 // 4 = 1 (uniform) or range's last member's 1
+    assert len(taken) == PARTITIONS // 4
+    assert g.partitions_paused == len(taken) and g.rebalances == 2  # the initial target, then one more
+    # no barrier: only the member giving a partition up and the newcomer see any change
+    touched = {d.split(": ")[1].split(" ")[0] for d in after.detail}
+    assert len(touched) == 2
+    # the partition waited from its old owner's revocation to the newcomer's next heartbeat
+    revoked_at = after[after.kind == "consumer_revoke"].time_ms.iloc[0]
+    assert g.paused_partition_ms == pytest.approx(newcomer.time_ms.iloc[-1] - revoked_at)
+    assert newcomer.time_ms.iloc[-1] - revoked_at <= 5000 + 10  # group.consumer.heartbeat.interval.ms, plus a round trip
+
+
+def test_kip848_static_member_restart_needs_no_new_target():
+    r = simulate(scenario(ROLL, **{"group.protocol": "consumer", "group.instance.id": "app"}))
+    g = r.groups.iloc[0]
+    assert g.rebalances == 1 and g.consumed_duplicates == 0
