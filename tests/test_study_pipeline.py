@@ -34,14 +34,15 @@ def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
     assert outcome.ok and len(outcome.ran) == outcome.total == 8
     assert all(o > 0 for o in outcome.overhead_s)  # papermill's cost per run is measured
     folder = runs / "recovery_protocols" / outcome.ran[0]
-    assert {"summary.json", "summary.parquet", "records.parquet", "events.parquet",
+    assert {"summary.json", "summary.parquet", "timeline.parquet", "events.parquet",
             "point.json", "timing.json"} <= {p.name for p in folder.iterdir()}
+    assert not (folder / "records.parquet").exists()  # its parts pool no record latency (record_latency: false)
     assert not (folder / "notebook.ipynb").exists()  # a batch ran it: the run folder is what Spark writes
     batched = [json.loads((runs / "recovery_protocols" / r / "timing.json").read_text()) for r in outcome.ran]
     assert {t["engine"] for t in batched} == {"papermill"}
     assert sum(1 / t["batch"] for t in batched) < len(batched)  # fewer kernel starts than points
-    records = pd.read_parquet(folder / "records.parquet", columns=["run_id", "seed", "part"])
-    assert set(records["run_id"]) == {folder.name} and set(records["seed"]) == {1}
+    timeline = pd.read_parquet(folder / "timeline.parquet", columns=["run_id", "seed", "part"])
+    assert len(timeline) and set(timeline["run_id"]) == {folder.name} and set(timeline["seed"]) == {1}
 
     agg = aggregate(spec, spark=spark, runs=runs, processed=processed)
     assert (agg.runs, agg.configs, agg.stale) == (8, 8, 0)

@@ -29,18 +29,20 @@ class StudyOutcome:
 
 def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0, master: str | None = None,
               progress: bool = True, runs: Path | None = None, processed: Path | None = None,
-              reports: Path | None = None, engine: str = "papermill", studies=(), say=None) -> StudyOutcome:
+              reports: Path | None = None, engine: str = "papermill", studies=(), say=None,
+              keep: str = "needed") -> StudyOutcome:
     """Sweep, aggregate and report every shipped study (or only `studies`, by name), then write the index."""
     from .aggregate import aggregate
     from .report import report, write_index
     from .spark import check_java, check_master, spark_session
-    from .sweep import check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
+    from .sweep import check_engine, check_folder, check_keep, check_runs, check_timeout, check_workers, run_sweeps
 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     scale, timeout = check_scale(scale), check_timeout(timeout)
     check_workers(workers)
     check_engine(engine)
+    check_keep(keep)
     check_master(master)
     check_java()  # before hours of sweeping, not after
     runs = check_runs(runs)  # and every folder it writes: before Spark starts
@@ -59,7 +61,7 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
         f"({', '.join(s.study for s in specs if s.is_pending) or 'none'} pending)")
     with spark_session(master, app_name="kafkamodel study") as spark:
         sweeps = run_sweeps(active, scale=scale, workers=workers, timeout=timeout, runs=runs, progress=progress,
-                            engine=engine, spark=spark if engine == "spark" else None)
+                            engine=engine, spark=spark if engine == "spark" else None, keep=keep)
         for s in sweeps:
             outcome.lines += s.lines()
             outcome.failed_points += len(s.failed)
