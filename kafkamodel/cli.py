@@ -171,7 +171,7 @@ def _cmd_study(args) -> int:
     scale = args.scale if args.scale is not None else _default_scale()
     outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
                         engine=args.engine, runs=args.runs, studies=args.studies, keep=args.keep)
-    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.seconds:.0f} s")
+    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.timing()}")
     if outcome.failed_points:
         print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
         return 1

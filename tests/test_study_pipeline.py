@@ -281,3 +281,47 @@ def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "broker.min.insync.replica: unknown key; did you mean 'min.insync.replicas'?" in err[0]
     assert not (tmp_path / "runs").exists()
+
+
+def test_spark_starts_beside_the_sweep(monkeypatch):
+    """run_study builds Spark on a thread while papermill sweeps: get() waits for it, a failed start is raised
+    where the session is needed, and the session is stopped on the way out."""
+    import threading
+
+    from kafkamodel.study import pipeline, spark as spark_module
+
+    release, built = threading.Event(), []
+
+    class Session:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    def slow_build(master, app_name):
+        release.wait(10)
+        built.append(Session())
+        return built[-1]
+
+    monkeypatch.setattr(spark_module, "build_spark", slow_build)
+    with pipeline.spark_starting(None, "test") as get:
+        assert not built  # the caller works while it starts
+        release.set()
+        session = get()
+        assert session is built[0] and not session.stopped
+    assert session.stopped
+
+    def failing_build(master, app_name):
+        raise RuntimeError("JAVA_GATEWAY_EXITED")
+
+    monkeypatch.setattr(spark_module, "build_spark", failing_build)
+    with pytest.raises(RuntimeError, match="JAVA_GATEWAY_EXITED"):
+        with pipeline.spark_starting(None, "test") as get:
+            get()
+
+
+def test_study_reports_its_wall_time_by_phase():
+    from kafkamodel.study.pipeline import StudyOutcome
+
+    outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
+    assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"

@@ -19,14 +19,18 @@ from .measures import TABLES as COLUMNS
 TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups
 
 
-def write_parquet(table: pd.DataFrame, path: Path) -> None:
-    """A table as compact, typed Parquet: zstd; floats byte-stream-split and integers delta-coded (a log's
-    offsets and times are long runs of close values), dictionaries for everything else. Lossless: the values
-    read back are the values written."""
+def write_parquet(table: pd.DataFrame, path: Path, columns: dict | None = None) -> None:
+    """A table as compact, typed Parquet, with `columns` (name -> one value) added to every row: zstd; floats
+    byte-stream-split and integers delta-coded (a log's offsets and times are long runs of close values),
+    dictionaries for everything else. Lossless: the values read back are the values written."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     arrow = pa.Table.from_pandas(table, preserve_index=False)
+    for key, value in (columns or {}).items():  # appended in Arrow: a pandas column insert per key costs more
+        column = pa.array([value] * arrow.num_rows, type=pa.array([value]).type)  # typed in an empty table too
+        at = arrow.schema.get_field_index(key)
+        arrow = arrow.set_column(at, key, column) if at >= 0 else arrow.append_column(key, column)
     encoding = {}
     for f in arrow.schema:
         if pa.types.is_floating(f.type):
@@ -35,6 +39,9 @@ def write_parquet(table: pd.DataFrame, path: Path) -> None:
             encoding[f.name] = "DELTA_BINARY_PACKED"
     pq.write_table(arrow, path, compression="zstd", column_encoding=encoding,
                    use_dictionary=[n for n in arrow.column_names if n not in encoding])
+
+
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when PyYAML has it: the same text
 
 
 @dataclass
@@ -64,11 +71,8 @@ class Result:
             for name, table in self.tables().items():
                 if tables is not None and name not in tables:
                     continue
-                table = table.copy(deep=False)
-                for key, value in extra.items():
-                    table[key] = value
-                write_parquet(table, tmp / f"{name}.parquet")
+                write_parquet(table, tmp / f"{name}.parquet", extra)
             summary = {**self.summary, **extra}
             (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-            (tmp / "scenario.yaml").write_text(yaml.safe_dump(self.scenario, sort_keys=False))
+            (tmp / "scenario.yaml").write_text(yaml.dump(self.scenario, Dumper=YAML_DUMPER, sort_keys=False))
         return out
