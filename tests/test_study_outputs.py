@@ -73,9 +73,11 @@ def test_keep_is_checked():
 def test_bytes_per_run_fit_the_study_budget(lag_runs):
     root, points = lag_runs
     sizes = {p.run_id: folder_bytes(root / "runs" / p.run_id) for p in points}
-    # every shipped study at its default scale shares the budget equally
+    # a run without its per-record table (all but a few parts' runs) fits an equal share of the budget among
+    # every shipped study's runs at the default scale
     runs_at_default = sum(len(s.points(1)) for s in all_specs() if not s.is_pending)
-    assert max(sizes.values()) < STUDY_BUDGET / runs_at_default
+    assert max(size for run_id, size in sizes.items() if not run_id.startswith("stuck_follower")) < \
+        STUDY_BUDGET / runs_at_default
     # a per-record table costs at most its three times, raw: send, acknowledgement and visibility are the only
     # per-record values that are not constant or sequential within a run (offsets, flags, ids code to ~nothing)
     for p in points:
