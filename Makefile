@@ -7,6 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SCALE  ?= 1
 ENGINE ?= papermill
+KEEP   ?= needed
 CAMPAIGN ?= safety
 SCHEDULES ?= 2500
 
@@ -21,9 +22,10 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 ## study: set up, run every study (sweeps, Spark aggregation, HTML reports); SCALE=4 for 4x the seeds,
-## ENGINE=spark to run the sweep points as Spark tasks instead of notebooks
+## ENGINE=spark to run the sweep points as Spark tasks instead of notebooks; KEEP=all to keep every run's
+## per-record table (by default only the parts whose analysis pools record latency keep it)
 study: $(STAMP)
-	SCALE=$(SCALE) $(PY) -m kafkamodel study --engine $(ENGINE)
+	SCALE=$(SCALE) $(PY) -m kafkamodel study --engine $(ENGINE) --keep $(KEEP)
 
 ## test: the fast test suite (the study kit's tests start one local Spark session); the browser tests run when
 ## Debian's Chromium is installed (apt-get install chromium) and are skipped, saying so, when it is not

@@ -170,8 +170,8 @@ def _cmd_study(args) -> int:
 
     scale = args.scale if args.scale is not None else _default_scale()
     outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
-                        engine=args.engine, runs=args.runs, studies=args.studies)
-    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.seconds:.0f} s")
+                        engine=args.engine, runs=args.runs, studies=args.studies, keep=args.keep)
+    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.timing()}")
     if outcome.failed_points:
         print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
         return 1
@@ -190,7 +190,8 @@ def _cmd_sweep(args) -> int:
     if args.master is not None and args.engine != "spark":
         raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
     (outcome,) = run_sweeps([spec], scale=scale, workers=args.workers, timeout=args.timeout,
-                            resume=not args.no_resume, engine=args.engine, master=args.master, runs=args.runs)
+                            resume=not args.no_resume, engine=args.engine, master=args.master, runs=args.runs,
+                            keep=args.keep)
     for line in outcome.lines():
         print(line)
     if outcome.failed:
@@ -443,10 +444,18 @@ def build_parser() -> argparse.ArgumentParser:
         if scale:
             p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
 
+    def keep_option(p: argparse.ArgumentParser) -> None:
+        from .study.sweep import KEEP
+
+        p.add_argument("--keep", choices=KEEP, default="needed",
+                       help="needed: the per-record table (records.parquet) only in runs of parts whose analysis "
+                            "pools record latency; all: in every new run (default: needed)")
+
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
     study.add_argument("studies", nargs="*", metavar="STUDY", help="only these shipped studies (default: all)")
     sweep_options(study)
     study.add_argument("--runs", help="where run folders go (default: data/runs)")
+    keep_option(study)
     study.set_defaults(func=_cmd_study)
 
     sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
@@ -455,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--runs", help="where run folders go (default: data/runs); with a cluster, a path every "
                                       "executor sees (shared filesystem)")
     sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
+    keep_option(sweep)
     sweep.set_defaults(func=_cmd_sweep)
 
     campaign = verbs.add_parser("campaign", help="random fault schedules against settings, checked for what each "

@@ -34,14 +34,15 @@ def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
     assert outcome.ok and len(outcome.ran) == outcome.total == 8
     assert all(o > 0 for o in outcome.overhead_s)  # papermill's cost per run is measured
     folder = runs / "recovery_protocols" / outcome.ran[0]
-    assert {"summary.json", "summary.parquet", "records.parquet", "events.parquet",
+    assert {"summary.json", "summary.parquet", "timeline.parquet", "events.parquet",
             "point.json", "timing.json"} <= {p.name for p in folder.iterdir()}
+    assert not (folder / "records.parquet").exists()  # its parts pool no record latency (record_latency: false)
     assert not (folder / "notebook.ipynb").exists()  # a batch ran it: the run folder is what Spark writes
     batched = [json.loads((runs / "recovery_protocols" / r / "timing.json").read_text()) for r in outcome.ran]
     assert {t["engine"] for t in batched} == {"papermill"}
     assert sum(1 / t["batch"] for t in batched) < len(batched)  # fewer kernel starts than points
-    records = pd.read_parquet(folder / "records.parquet", columns=["run_id", "seed", "part"])
-    assert set(records["run_id"]) == {folder.name} and set(records["seed"]) == {1}
+    timeline = pd.read_parquet(folder / "timeline.parquet", columns=["run_id", "seed", "part"])
+    assert len(timeline) and set(timeline["run_id"]) == {folder.name} and set(timeline["seed"]) == {1}
 
     agg = aggregate(spec, spark=spark, runs=runs, processed=processed)
     assert (agg.runs, agg.configs, agg.stale) == (8, 8, 0)
@@ -280,3 +281,47 @@ def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "broker.min.insync.replica: unknown key; did you mean 'min.insync.replicas'?" in err[0]
     assert not (tmp_path / "runs").exists()
+
+
+def test_spark_starts_beside_the_sweep(monkeypatch):
+    """run_study builds Spark on a thread while papermill sweeps: get() waits for it, a failed start is raised
+    where the session is needed, and the session is stopped on the way out."""
+    import threading
+
+    from kafkamodel.study import pipeline, spark as spark_module
+
+    release, built = threading.Event(), []
+
+    class Session:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    def slow_build(master, app_name):
+        release.wait(10)
+        built.append(Session())
+        return built[-1]
+
+    monkeypatch.setattr(spark_module, "build_spark", slow_build)
+    with pipeline.spark_starting(None, "test") as get:
+        assert not built  # the caller works while it starts
+        release.set()
+        session = get()
+        assert session is built[0] and not session.stopped
+    assert session.stopped
+
+    def failing_build(master, app_name):
+        raise RuntimeError("JAVA_GATEWAY_EXITED")
+
+    monkeypatch.setattr(spark_module, "build_spark", failing_build)
+    with pytest.raises(RuntimeError, match="JAVA_GATEWAY_EXITED"):
+        with pipeline.spark_starting(None, "test") as get:
+            get()
+
+
+def test_study_reports_its_wall_time_by_phase():
+    from kafkamodel.study.pipeline import StudyOutcome
+
+    outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
+    assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"

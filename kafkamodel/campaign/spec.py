@@ -84,7 +84,7 @@ class Campaign:
                            "overrides": list(overrides.items())})
         return Point(self.name, setting.name, self.base, self.base_path, overrides,
                      {"schedule": index, "promise": setting.promise}, seed, config_id,
-                     f"{setting.name}-{config_id}-s{seed}")
+                     f"{setting.name}-{config_id}-s{seed}", records=False)  # verdicts read summaries only
 
     def sweep(self, schedules: int | None = None) -> "CampaignSweep":
         """The campaign as a study kit sweep: a part per setting, a point per schedule."""

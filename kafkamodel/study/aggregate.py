@@ -1,6 +1,7 @@
 """Aggregation on Spark: every finished run of a study -> per-configuration statistics.
 
-Reads ``data/runs/<study>/*/`` (summary, events and records Parquet),
+Reads ``data/runs/<study>/*/`` (summary, events, and records Parquet where
+a part pools record latency),
 keeps the runs whose configuration is in the current spec (runs of an
 edited spec's old configurations are counted and left out), and writes
 ``data/processed/<study>/`` atomically:
@@ -142,10 +143,12 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                     .groupBy("run_id").agg(F.min("time_ms").alias("first_shrink_ms")))
     # produce latency of every acknowledged record (parts that pool it)
     pooling = tuple(f"{p.name}-" for p in spec.parts if p.record_latency)
-    with_records = [d for d in dirs if d.name.startswith(pooling)] or dirs[:1]
+    with_records = [d for d in dirs if d.name.startswith(pooling) and (d / "records.parquet").is_file()]
     latency = (spark.read.parquet(*[str(d / "records.parquet") for d in with_records])
                .where(mine & F.col("acked") & F.col("part").isin([p[:-1] for p in pooling]))
-               .select("run_id", "config_id", "send_ms", (F.col("ack_ms") - F.col("send_ms")).alias("latency_ms")))
+               .select("run_id", "config_id", "send_ms", (F.col("ack_ms") - F.col("send_ms")).alias("latency_ms"))
+               if with_records else
+               spark.createDataFrame([], "run_id string, config_id string, send_ms double, latency_ms double"))
     # one pass over the records for everything but the percentiles: per run and time bin
     bins = summaries.select("run_id", (F.col("duration_ms") / BINS).alias("bin_ms"))
     binned = (latency.join(F.broadcast(bins), "run_id")

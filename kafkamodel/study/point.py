@@ -3,7 +3,8 @@
 ``run_point(point) -> Result`` builds the scenario (base + overrides + seed)
 and simulates it; ``write_point`` writes the run folder (Parquet tables,
 summary.json, scenario.yaml, point.json), every row carrying the run id, the
-seed and the swept parameters. An engine (papermill, or Spark tasks) calls
+seed and the swept parameters; the per-record table only if the point asks
+for it (``Point.records``). An engine (papermill, or Spark tasks) calls
 ``execute_point`` into a staging folder, adds its own files (the executed
 notebook, timing.json) and publishes it with ``runs.commit_run``:
 one rename, so a run folder is either complete or absent.
@@ -72,7 +73,8 @@ def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
     clash = [c for c in point.columns if c in result.summary and result.summary[c] != point.columns[c]]
     if clash:
         raise StudyError([f"params.{clash[0]}: the summary already has a key {clash[0]!r}; rename the param"])
-    out = result.write(out, columns=columns)
+    tables = tuple(name for name in result.tables() if name != "records" or point.records)
+    out = result.write(out, columns=columns, tables=tables)
     (out / "point.json").write_text(json.dumps(point.to_dict(), indent=2, default=str) + "\n")
     write_summary_table(result.summary, columns, out / SUMMARY_TABLE)
     return out

@@ -23,12 +23,19 @@
         overrides: {...}
         grid: {mode: [isr, quorum], rf: [3, 5, 7]}   # the cartesian product ...
         points: [{rf: 3, failures: 1}]  # ... crossed with these combinations (if given)
-        record_latency: false           # skip pooling per-record latency (parts with millions of records)
+        record_latency: false           # no per-record table: the part's analysis needs no record's latency
 
 A grid or point key is a declared param or an override path
 (``broker.min.insync.replicas``); a path's column is its last part with
 dots as underscores (``min_insync_replicas``). Seeds are shared across
 configurations (common random numbers). ``--scale`` multiplies the seeds.
+
+Run folders always hold the summary and the small tables (events,
+timeline, partitions, groups); the per-record table (``records.parquet``,
+the largest by far) only for parts with ``record_latency: true`` (the
+default), whose aggregates pool every acknowledged record's produce latency
+(per-run maximum, latency timeline, pooled percentiles). ``sweep``/``study``
+``--keep all`` writes it for every point.
 
 A pending study (``status: pending``, ``pending: why``) has no grid; the
 pipeline publishes a placeholder report for it.
@@ -42,6 +49,7 @@ import hashlib
 import json
 import math
 import re
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -108,16 +116,18 @@ class Point:
     seed: int
     config_id: str  # stable hash of study, part, base and overrides: the configuration
     run_id: str  # <part>-<config_id>-s<seed>
+    records: bool = True  # write the per-record table (the part pools record latency, or the sweep keeps everything)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Point":
-        missing = [k for k in cls.__dataclass_fields__ if k not in d]
+        fields = cls.__dataclass_fields__
+        missing = [k for k, f in fields.items() if k not in d and f.default is dataclasses.MISSING]
         if missing:
             raise StudyError([f"point: missing {', '.join(missing)}"])
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in fields if k in d})
 
 
 @dataclass(frozen=True)
@@ -169,7 +179,7 @@ class Spec:
                                    "overrides": list(overrides.items())})
                 for seed in seeds:
                     out.append(Point(self.study, part.name, part.base, base_path, overrides, columns, seed,
-                                     config_id, f"{part.name}-{config_id}-s{seed}"))
+                                     config_id, f"{part.name}-{config_id}-s{seed}", part.record_latency))
         return out
 
 

@@ -118,17 +118,28 @@ def check_timeout(timeout) -> float:
     return float(timeout)
 
 
+KEEP = ("needed", "all")  # --keep: the per-record table where a part pools record latency, or in every run
+
+
+def check_keep(keep) -> str:
+    if keep not in KEEP:
+        raise StudyError([f"--keep: must be one of {', '.join(KEEP)}, got {keep!r}"])
+    return keep
+
+
 def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0,
                resume: bool = True, runs: Path | None = None, progress: bool = True, engine: str = "papermill",
-               master: str | None = None, spark=None) -> list[SweepOutcome]:
+               master: str | None = None, spark=None, keep: str = "needed") -> list[SweepOutcome]:
     """Run every point of these studies not finished yet, on one engine shared by all of them.
 
     papermill: a pool of `workers` processes. spark: tasks on `spark` (a
     session given, left running) or on a session started on `master` and
-    stopped here.
+    stopped here. `keep`: ``needed`` writes the per-record table only for
+    parts that pool record latency, ``all`` for every point (runs finished
+    earlier are not rewritten).
     """
     scale, workers, timeout = check_scale(scale), check_workers(workers), check_timeout(timeout)
-    engine = check_engine(engine)
+    engine, keep = check_engine(engine), check_keep(keep)
     if engine == "spark" and spark is None:
         from .spark import check_java, check_master
 
@@ -153,7 +164,8 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
                 if resume and is_finished(study_dir, p.run_id):
                     outcome.skipped += 1
                 else:
-                    jobs.append((spec.study, p.to_dict(), str(study_dir), str(nb)))
+                    jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"},
+                                 str(study_dir), str(nb)))
         if jobs:
             _run(jobs, outcomes, engine=engine, spark=spark, master=master, workers=min(workers, len(jobs)),
                  timeout=timeout, replace=not resume, progress=progress)

@@ -19,6 +19,31 @@ from .measures import TABLES as COLUMNS
 TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups
 
 
+def write_parquet(table: pd.DataFrame, path: Path, columns: dict | None = None) -> None:
+    """A table as compact, typed Parquet, with `columns` (name -> one value) added to every row: zstd; floats
+    byte-stream-split and integers delta-coded (a log's offsets and times are long runs of close values),
+    dictionaries for everything else. Lossless: the values read back are the values written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    for key, value in (columns or {}).items():  # appended in Arrow: a pandas column insert per key costs more
+        column = pa.array([value] * arrow.num_rows, type=pa.array([value]).type)  # typed in an empty table too
+        at = arrow.schema.get_field_index(key)
+        arrow = arrow.set_column(at, key, column) if at >= 0 else arrow.append_column(key, column)
+    encoding = {}
+    for f in arrow.schema:
+        if pa.types.is_floating(f.type):
+            encoding[f.name] = "BYTE_STREAM_SPLIT"
+        elif pa.types.is_integer(f.type):
+            encoding[f.name] = "DELTA_BINARY_PACKED"
+    pq.write_table(arrow, path, compression="zstd", column_encoding=encoding,
+                   use_dictionary=[n for n in arrow.column_names if n not in encoding])
+
+
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when PyYAML has it: the same text
+
+
 @dataclass
 class Result:
     summary: dict  # scalars, the contract's keys and more (measures.SUMMARY)
@@ -32,23 +57,22 @@ class Result:
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in TABLES}
 
-    def write(self, out: "str | Path", columns: dict | None = None) -> Path:
-        """Write the run folder atomically: Parquet tables, summary.json, scenario.yaml.
+    def write(self, out: "str | Path", columns: dict | None = None, tables: "tuple[str, ...] | None" = None) -> Path:
+        """Write the run folder atomically: Parquet tables (``write_parquet``), summary.json, scenario.yaml.
 
         `columns` (e.g. run_id, swept parameters) are added to every table row
-        and to the summary. An existing folder is replaced only once the new
-        one is complete.
+        and to the summary; `tables`: which tables to write (default: all). An
+        existing folder is replaced only once the new one is complete.
         """
         out = Path(out)
         with staged(out) as tmp:
             extra = dict(columns or {})
             extra.setdefault("seed", self.summary["seed"])
             for name, table in self.tables().items():
-                table = table.copy(deep=False)
-                for key, value in extra.items():
-                    table[key] = value
-                table.to_parquet(tmp / f"{name}.parquet", index=False)
+                if tables is not None and name not in tables:
+                    continue
+                write_parquet(table, tmp / f"{name}.parquet", extra)
             summary = {**self.summary, **extra}
             (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-            (tmp / "scenario.yaml").write_text(yaml.safe_dump(self.scenario, sort_keys=False))
+            (tmp / "scenario.yaml").write_text(yaml.dump(self.scenario, Dumper=YAML_DUMPER, sort_keys=False))
         return out
