@@ -42,6 +42,12 @@ COVERING_OVERRIDES = (
                       "producers[*].rate.per.s": 20000, "network.latency.ms": 20}),
     # a closed-loop acks=0 producer: its batches give their pool bytes back once the client's NIC has sent them
     ("steady-state", {"duration.ms": 200, "producers[*].acks": 0, "producers[*].rate.per.s": "max"}),
+    # operations: a rolling restart behind each gate kind (controlled shutdowns, restarts), an on-demand
+    # preferred-leader election
+    ("steady-state", {"duration.ms": 6000, "operations": [
+        {"at.ms": 500, "kind": "rolling_restart", "brokers": [0], "gate": {"wait.ms": 10}, "downtime.ms": 200},
+        {"at.ms": 1500, "kind": "rolling_restart", "brokers": [1], "gate": {"full_isr_for.ms": 10}, "downtime.ms": 200},
+        {"at.ms": 3000, "kind": "preferred_leader_election"}]}),
 )
 
 

@@ -43,7 +43,9 @@ from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
 from .faults import FaultInjector
+from .operations import Operations
 from .results.invariants import check_all
+from .results.health import PartitionHealth
 from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
 from .results.outcome import RunEnd, build_result
 from .results.result import Result
@@ -117,6 +119,7 @@ class Simulation:
                                           kip279=settings.kafka.kip279 or self.mode.truncation is not None)
         self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
         self.availability = Availability(self.kernel, self.partitions, self.writable)
+        self.health = PartitionHealth(self.kernel, self.partitions)  # Kafka's partition gauges, over time
 
         # the actors, each built with the shared state above and the actors it calls (built before it)
         self.server = Server(self)
@@ -140,6 +143,7 @@ class Simulation:
                                     follower=self.follower, sessions=self.sessions, server=self.server,
                                     replica_manager=self.replica_manager, controller=self.controller,
                                     consumer=self.consumer)
+        self.operations = Operations(self, self.faults, self.controller, self.replication)
         self.timeline = Timeline(self)
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
@@ -156,7 +160,7 @@ class Simulation:
         self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
                        self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
                        self.controller, self.replication, self.group_coordinator, self.fetcher, self.consumer,
-                       self.faults, self.timeline)
+                       self.faults, self.operations, self.timeline)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property
@@ -183,12 +187,13 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.check_handlers(declared_handlers(self.actors))
-        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults))
+        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
         self.replica_manager.start()
         self.replication.start()
         self.producer.start()
         self.consumer.start()
         self.faults.start()
+        self.operations.start()
         self.timeline.start()
         self.availability.note()
         self.kernel.run(duration)
@@ -203,7 +208,9 @@ class Simulation:
             threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
-            cpu=self.cpu, caches=self.caches))
+            cpu=self.cpu, caches=self.caches,
+            operations={"operation_ms": self.operations.summary(self.kernel.now), **self.health.close(duration),
+                        "reassignment_bytes": 0}))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

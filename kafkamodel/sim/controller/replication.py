@@ -25,6 +25,7 @@ from .elections import UNCLEAN_KINDS, Change, partition_change
 class ReplicationControl:
     """Every partition's leader, epoch, ISR and ELR as the controller stores them."""
 
+    MESSAGES = ("elect_preferred",)
     TIMERS = ("check_preferred_leaders",)
 
     def __init__(self, sim, view, channel):
@@ -38,6 +39,7 @@ class ReplicationControl:
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
         self.note_availability = sim.availability.note
+        self.health_changed = sim.health.changed  # Kafka's partition gauges (results.health)
         self.view = view
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.send_partition = channel.send_partition
@@ -112,6 +114,7 @@ class ReplicationControl:
             if change.isr == old_isr:
                 return
             part.isr = change.isr
+            self.health_changed(part)
             if len(change.isr) < len(old_isr):
                 self.counters.isr_shrinks += 1
                 self.event(ISR_SHRINK, part.index, broker, f"{why}; isr now {list(part.isr)}")
@@ -124,6 +127,7 @@ class ReplicationControl:
         part.leader_epoch += 1
         self.mode.elected(part, replicas, self.live_brokers)
         part.isr = change.isr
+        self.health_changed(part)
         if leader < 0:
             self.event(PARTITION_OFFLINE, part.index, old, f"no eligible replica; isr {list(part.isr)}")
         else:
@@ -151,10 +155,35 @@ class ReplicationControl:
             elsewhere = [part for part in preferred if part.leader != b]
             if not preferred or len(elsewhere) / len(preferred) <= self.imbalance:
                 continue
-            for part in elsewhere:
-                if b in part.isr and self.brokers[b].healthy:
-                    self.apply(part, self.change(part, part.isr, preferred=True), "")
+            self.elect_preferred([part.index for part in elsewhere])
         self.note_availability()
+
+    def elect_preferred(self, indices) -> None:
+        """Preferred-replica election (ElectLeaders with PREFERRED, as kafka-leader-election and the automatic
+        rebalance ask it): each partition whose preferred replica is live, healthy and in its ISR is led by it."""
+        for i in indices:
+            part = self.partitions[i]
+            b = part.replicas[0]
+            if part.leader != b and b in part.isr and b in self.live_brokers and self.brokers[b].healthy:
+                self.apply(part, self.change(part, part.isr, preferred=True), "")
+        self.note_availability()
+
+    def controlled_shutdown(self, b: int) -> int:
+        """A broker asks to shut down (ZooKeeper's ControlledShutdown request; KRaft's heartbeat with
+        wantShutDown): each partition it leads elects another live ISR member, and it leaves every ISR it is in.
+        A partition with no other live ISR member stays led by it (Kafka cannot move it). Returns how many."""
+        remaining = 0
+        if not self.mode.keeps_isr:
+            return remaining
+        for p in self.partitions_of[b]:
+            part = self.partitions[p]
+            others = tuple(r for r in part.isr if r != b)
+            if part.leader == b and not any(r in self.live_brokers for r in others):
+                remaining += 1
+            elif b in part.isr or part.leader == b:
+                self.apply(part, self.change(part, others, exclude=b), f"controlled shutdown of broker {b}", b)
+        self.note_availability()
+        return remaining
 
     # ---- AlterPartition ------------------------------------------------------------------------------------------------
 
@@ -164,9 +193,12 @@ class ReplicationControl:
         if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
         live = self.live_brokers
+        if any(r not in live and r not in part.isr for r in new_isr):
+            return False  # KIP-841: a broker that is not registered (fenced, or shut down) may not join an ISR
         change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
                                   lambda r: r == part.leader or r in live, unclean=part.unclean,
                                   elr_enabled=self.elr_enabled, min_isr=part.min_isr)
         part.isr, part.elr, part.last_known_elr = change.isr, change.elr, change.last_known_elr  # the leader stays
         rep.lead.isr = set(part.isr)
+        self.health_changed(part)
         return True

@@ -46,6 +46,7 @@ class RunEnd:
     threads: dict  # "request_handler" / "network": (busy ms per broker, threads per broker); "replica_fetcher": busiest ms
     cpu: object  # broker.cpu.Cpu: cores and GC pauses
     caches: list  # broker -> storage.disk.PageCache
+    operations: dict  # the summary's operation keys (operation_ms, partition-ms per state, reassignment_bytes)
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -266,6 +267,7 @@ def build_result(end: RunEnd) -> Result:
     summary["partition_skew"] = max(skews) if skews else None
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
+    summary.update(end.operations)
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:

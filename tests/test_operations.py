@@ -1,0 +1,222 @@
+"""Operations as SREs run them (issue 22): controlled shutdown, rolling restarts and their gates, preferred-leader
+elections (on demand and automatic), Kafka's partition gauges, and bad input. Each expectation is computed here
+from the settings (a constant one-way latency L, the session timeout, the gate, the check interval)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from kafkamodel import simulate
+from kafkamodel.cli import main
+from kafkamodel.sim.results.health import broker_gauges
+
+L = 1.0  # one-way latency, ms (constant: every message takes exactly this)
+MIN_ISR = 2
+
+
+def scenario(operations=(), faults=(), duration=8000, broker=None, rate=2000, **extra):
+    return {"name": "ops", "brokers": 3, "duration.ms": duration, "kafka.version": "4.1",
+            "broker": {"min.insync.replicas": MIN_ISR, **(broker or {})},
+            "network": {"latency.ms": L},
+            "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": rate, "acks": "all"}],
+            "operations": list(operations), "faults": list(faults), **extra}
+
+
+def events(result, kind):
+    ev = result.events
+    return ev[ev["kind"] == kind]
+
+
+def led_by(result, b):
+    """Partitions broker b led at the start (its preferred ones: replicas listed first)."""
+    parts = result.partitions
+    return [int(p) for p, r in zip(parts["partition"], parts["replicas"]) if int(str(r).split(",")[0]) == b]
+
+
+# ---- controlled shutdown ----------------------------------------------------------------------------------------
+
+def test_controlled_shutdown_loses_nothing_and_moves_each_leader_once():
+    at = 2000.0
+    r = simulate(scenario([{"at.ms": at, "kind": "controlled_shutdown", "broker": 0}]))
+    s = r.summary
+    assert s["acked_records_lost"] == 0 and s["records_acked"] > 0
+    moved = led_by(r, 0)
+    assert moved
+    # one leader move: the controller elects at once, the new leader hears it one message later (L)
+    per = dict(zip(r.partitions["partition"], r.partitions["unavailable_ms"]))
+    for p, ms in per.items():
+        assert ms <= L + 1e-9, (p, ms)
+    assert all(per[p] == pytest.approx(L) for p in moved)
+    # each partition broker 0 led elected once, at the controller, one message after the request
+    elections = events(r, "leader_election")
+    assert sorted(elections["partition"]) == sorted(moved)
+    assert (elections["time_ms"] == at + L).all()
+    # the process stops when the answer comes back; its session closes then, not after a timeout
+    assert events(r, "broker_shutdown")["time_ms"].tolist() == [at + 2 * L]
+    assert s["operation_ms"] == pytest.approx(2 * L)
+    assert s["offline_partition_ms"] == 0 and s["under_min_isr_partition_ms"] == 0
+    # every partition (broker 0 holds all 6 at RF 3 on 3 brokers) is under-replicated from the controller's
+    # change (at + L) to the end of the run
+    assert s["under_replicated_partition_ms"] == pytest.approx(6 * (8000 - at - L))
+
+
+def test_an_uncontrolled_crash_is_unavailable_for_the_session_timeout():
+    at, timeout, beat = 2000.0, 9000.0, 2000.0  # broker.session.timeout.ms, broker.heartbeat.interval.ms (KRaft)
+    r = simulate(scenario(faults=[{"at.ms": at, "kind": "crash", "broker": 0}], duration=14000))
+    expiry = (at // beat) * beat + timeout  # fenced a session timeout after its last heartbeat
+    per = dict(zip(r.partitions["partition"], r.partitions["unavailable_ms"]))
+    for p in led_by(r, 0):
+        assert per[p] >= expiry - at  # far above the controlled shutdown's L
+    assert r.summary["operation_ms"] is None
+
+
+def test_without_controlled_shutdown_the_leaders_move_after_the_process_stopped():
+    at = 2000.0
+    r = simulate(scenario([{"at.ms": at, "kind": "controlled_shutdown", "broker": 0}],
+                          broker={"controlled.shutdown.enable": False}))
+    assert r.summary["acked_records_lost"] == 0
+    # the process stops at once; the controller sees its session close at once and elects; L later the new
+    # leaders know: the same one message, but no leader lives in between
+    assert events(r, "broker_shutdown")["time_ms"].tolist() == [at]
+    assert (events(r, "leader_election")["time_ms"] == at).all()
+    assert events(r, "controlled_shutdown").empty
+
+
+# ---- rolling restart ----------------------------------------------------------------------------------------------
+
+def test_rolling_restart_gated_on_no_under_replicated_never_goes_under_min_isr():
+    at, down = 1000.0, 1500.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": "no_under_replicated",
+                            "downtime.ms": down}], duration=12000))
+    s = r.summary
+    assert s["under_min_isr_partition_ms"] == 0 and s["offline_partition_ms"] == 0
+    assert s["acked_records_lost"] == 0 and s["not_enough_replicas_errors"] == 0
+    shutdowns = events(r, "broker_shutdown")
+    assert shutdowns["broker"].tolist() == [0, 1, 2]
+    # each broker is down for downtime.ms, plus its controlled shutdown's round trip (2L)
+    assert s["operation_ms"] >= 3 * (down + 2 * L)
+    assert s["operation_ms"] < 12000 - at
+
+
+def test_a_fixed_wait_shorter_than_the_catch_up_goes_under_min_isr_when_predicted():
+    at, down, wait = 1000.0, 1500.0, 0.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": {"wait.ms": wait},
+                            "downtime.ms": down}], duration=8000))
+    s = r.summary
+    assert s["under_min_isr_partition_ms"] > 0
+    # broker 0: request at `at`, answered at at + 2L, restarted downtime.ms later; the gate lets broker 1 go
+    # `wait` after that; the controller takes broker 1 out of the ISRs one message later. Broker 0 has 1.5 s of
+    # records to fetch first: not back yet, so every partition both hold drops to one replica then.
+    predicted = at + 2 * L + down + wait + L
+    singles = [t for t, d in zip(events(r, "isr_shrink")["time_ms"], events(r, "isr_shrink")["detail"])
+               if re.search(r"isr now \[\d+\]$", d)]
+    assert min(singles) == pytest.approx(predicted)
+    assert s["acked_records_lost"] == 0
+
+
+def test_full_isr_for_gate_waits_that_long_after_the_last_partition_rejoined():
+    at, down, hold = 1000.0, 1000.0, 700.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": {"full_isr_for.ms": hold},
+                            "downtime.ms": down, "brokers": [0, 1]}], duration=8000))
+    expands = events(r, "isr_expand")["time_ms"]
+    second = events(r, "operation_start")  # only the operation's own start
+    assert len(second) == 1
+    # broker 1's shutdown request leaves `hold` after broker 0's last ISR expansion before it
+    request = events(r, "broker_shutdown")["time_ms"].tolist()[1] - 2 * L
+    last_expand = max(t for t in expands if t < request)
+    assert request == pytest.approx(last_expand + hold)
+    assert r.summary["under_min_isr_partition_ms"] == 0
+
+
+# ---- preferred leader election -----------------------------------------------------------------------------------
+
+def bounced(extra_ops=(), broker=None, duration=12000):
+    """Broker 0 shut down (its leaderships move away) and restarted: the cluster is imbalanced after."""
+    return scenario([{"at.ms": 1000, "kind": "controlled_shutdown", "broker": 0},
+                     {"at.ms": 1500, "kind": "restart", "broker": 0}, *extra_ops],
+                    broker=broker, duration=duration)
+
+
+def preferred_elections(r):
+    ev = events(r, "leader_election")
+    return ev[ev["detail"].str.startswith("preferred")]
+
+
+def test_automatic_preferred_leader_rebalance_comes_at_the_first_check_after_the_imbalance():
+    every = 4.0  # leader.imbalance.check.interval.seconds
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": every,
+                                 "leader.imbalance.per.broker.percentage": 10}))
+    back = events(r, "operation_end")["time_ms"].tolist()[1]  # broker 0 back in every ISR
+    first_check = (back // (every * 1000) + 1) * every * 1000
+    pref = preferred_elections(r)
+    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
+    assert (pref["time_ms"] == first_check).all()
+    assert (pref["broker"] == 0).all()
+
+
+def test_no_automatic_rebalance_while_the_imbalance_is_within_the_percentage():
+    # broker 0 leads none of its 2 preferred partitions: 100% imbalance, which never exceeds 100
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": 4,
+                                 "leader.imbalance.per.broker.percentage": 100}))
+    assert preferred_elections(r).empty
+    r = simulate(bounced(broker={"auto.leader.rebalance.enable": False}))
+    assert preferred_elections(r).empty
+
+
+def test_preferred_leader_election_on_demand():
+    at = 6000.0
+    r = simulate(bounced([{"at.ms": at, "kind": "preferred_leader_election", "topic": "t"}],
+                         broker={"auto.leader.rebalance.enable": False}))
+    pref = preferred_elections(r)
+    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
+    assert (pref["time_ms"] == at + L).all()  # the admin client's ElectLeaders reaches the controller
+
+
+# ---- Kafka's gauges over time -------------------------------------------------------------------------------------
+
+def test_broker_gauges_count_what_the_timeline_holds():
+    r = simulate(scenario([{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 0}],
+                          **{"timeline.interval.ms": 1000}))
+    g = broker_gauges(r.timeline, r.partitions, {"t": MIN_ISR}, 3)
+    start, after = g[g["time_ms"] == 0], g[g["time_ms"] == 3000]
+    assert start["leader_count"].tolist() == [2, 2, 2] and start["UnderReplicatedPartitions"].sum() == 0
+    # after: broker 0 leads nothing; each of its partitions went to the next replica in assignment order, and
+    # every partition has ISR 2 = min ISR (under-replicated, at min ISR) where it is led
+    leaders = [0, 0, 0]
+    for r_ in r.partitions["replicas"]:
+        replicas = [int(x) for x in str(r_).split(",")]
+        leaders[replicas[1] if replicas[0] == 0 else replicas[0]] += 1
+    assert after["leader_count"].tolist() == leaders
+    assert after["UnderReplicatedPartitions"].tolist() == leaders
+    assert after["AtMinIsrPartitionCount"].tolist() == leaders
+    assert after["UnderMinIsrPartitionCount"].sum() == 0 and after["OfflinePartitionsCount"].sum() == 0
+
+
+# ---- bad input ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, start", [
+    ({"at.ms": 10, "kind": "controlled_shutdown", "broker": 7}, "operations[0].broker: no broker 7"),
+    ({"at.ms": 10, "kind": "rolling_restart", "brokers": [0, 9]}, "operations[0].brokers[1]: no broker 9"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 0, 1]]},
+     "operations[0].replicas[0]: lists a broker twice"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]},
+     "operations[0].replicas[0]: 2 replicas; topic 't' has replication.factor 3"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": 0},
+     "operations[0].throttle: must be > 0"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": -5},
+     "operations[0].throttle: must be > 0"),
+    ({"at.ms": 10, "kind": "rolling_restart", "gate": {"wait": 5}}, "operations[0].gate: must be"),
+    ({"at.ms": 10, "kind": "restart"}, "operations[0].broker: required for kind restart"),
+])
+def test_bad_operations_are_one_line_exit_2(tmp_path, capsys, op, start):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario([op])))
+    code = main(["run", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, (code, err)
+    assert err[0].startswith(f"error: {start}"), err[0]
+    assert not (tmp_path / "out").exists()
