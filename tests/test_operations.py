@@ -220,3 +220,75 @@ def test_bad_operations_are_one_line_exit_2(tmp_path, capsys, op, start):
     assert code == 2 and len(err) == 1, (code, err)
     assert err[0].startswith(f"error: {start}"), err[0]
     assert not (tmp_path / "out").exists()
+
+
+# ---- reassignment with throttles ----------------------------------------------------------------------------------
+
+def moving(operations, rate=10000, stop=5000.0, duration=16000, broker=None):
+    """4 brokers, 4 partitions at RF 3 (partition 0 on 0,1,2); the producer stops at `stop` unless None."""
+    producer = {"topic": "t", "rate.per.s": rate, "acks": "all"}
+    if stop is not None:
+        producer["stop.ms"] = stop
+    return {"name": "move", "brokers": 4, "duration.ms": duration, "kafka.version": "4.1",
+            "broker": {"min.insync.replicas": MIN_ISR, **(broker or {})}, "network": {"latency.ms": L},
+            "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}], "producers": [producer],
+            "operations": operations}
+
+
+def record_bytes(records: int) -> tuple[int, int]:
+    """Bounds on the bytes of `records` 100-byte null-key records in v2 batches (kafka_format): each record 106
+    or 107 bytes (offset delta below or above 63), each batch 61 more, at most one batch per record."""
+    from tests.kafka_format import v2_record
+
+    return records * v2_record(0, 0, None, 100), records * (v2_record(100, 0, None, 100) + 61)
+
+
+def test_a_throttled_reassignment_takes_bytes_over_throttle():
+    # ~1.3 MB to move at 200 kB/s: ~6.7 s (the last allowance may wait one replica.fetch.wait.max.ms, 0.5 s)
+    at, throttle = 6000.0, 200_000.0
+    r = simulate(moving([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]],
+                          "throttle": throttle}]))
+    s = r.summary
+    records = int((r.records["partition"] == 0).sum())
+    low, high = record_bytes(records)
+    assert low <= s["reassignment_bytes"] <= high  # the whole log went to the new replica
+    assert s["operation_ms"] == pytest.approx(s["reassignment_bytes"] / throttle * 1000, rel=0.10)
+    assert s["acked_records_lost"] == 0
+    end = r.partitions.set_index("partition")
+    assert end.loc[0, "replicas"] == "3,1,2" and end.loc[0, "leader"] == 3  # the leader moved to the new replica
+    # the partition is under-replicated (4 replicas, 3 in the ISR) for the whole move
+    assert s["under_replicated_partition_ms"] == pytest.approx(s["operation_ms"] - L, abs=2 * L)
+
+
+def test_a_throttle_below_the_ingress_never_finishes():
+    at, throttle, rate, duration = 2000.0, 100_000.0, 10000, 8000
+    # 10,000 records/s over 4 partitions: at least 2,500 x 106 bytes/s into partition 0, above the throttle
+    assert rate / 4 * record_bytes(1)[0] > throttle
+    r = simulate(moving([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]],
+                          "throttle": throttle}], rate=rate, stop=None, duration=duration))
+    s = r.summary
+    end = r.partitions.set_index("partition")
+    assert 3 not in [int(x) for x in str(end.loc[0, "isr"]).split(",")]  # never joined the ISR
+    assert events(r, "operation_end").empty
+    assert s["operation_ms"] == duration - at  # unfinished: counted to the run's end
+    assert s["reassignment_bytes"] == pytest.approx(throttle * (duration - at) / 1000, rel=0.10)
+
+
+def test_raising_the_throttle_during_the_move_speeds_it_up():
+    # ~0.5 MB in the first 5 s, the remaining ~0.8 MB at twice the rate (~4 s); within one fetch wait (0.5 s)
+    at, change, slow, fast = 6000.0, 11000.0, 100_000.0, 200_000.0
+    move = {"kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}
+    r = simulate(moving([{**move, "at.ms": at, "throttle": slow}, {**move, "at.ms": change, "throttle": fast}]))
+    total = r.summary["reassignment_bytes"]
+    done = events(r, "operation_end")["time_ms"].max()
+    predicted = change + (total - slow * (change - at) / 1000) / fast * 1000
+    assert done - at == pytest.approx(predicted - at, rel=0.10)
+
+
+def test_remove_broker_moves_its_replicas_away_then_shuts_it_down():
+    r = simulate(moving([{"at.ms": 6000, "kind": "remove_broker", "broker": 3}], duration=14000))
+    end = r.partitions
+    assert all("3" not in str(x).split(",") for x in end["replicas"])
+    assert all(len(str(x).split(",")) == 3 for x in end["replicas"])
+    assert events(r, "broker_shutdown")["broker"].tolist() == [3]
+    assert r.summary["acked_records_lost"] == 0 and r.summary["offline_partition_ms"] == 0

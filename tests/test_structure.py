@@ -48,6 +48,11 @@ COVERING_OVERRIDES = (
         {"at.ms": 500, "kind": "rolling_restart", "brokers": [0], "gate": {"wait.ms": 10}, "downtime.ms": 200},
         {"at.ms": 1500, "kind": "rolling_restart", "brokers": [1], "gate": {"full_isr_for.ms": 10}, "downtime.ms": 200},
         {"at.ms": 3000, "kind": "preferred_leader_election"}]}),
+    # a throttled reassignment that moves the leader (StopReplica to the old one), a broker's removal
+    ("steady-state", {"duration.ms": 4000, "brokers": 5, "operations": [
+        {"at.ms": 500, "kind": "reassign", "topic": "orders", "partitions": [0], "replicas": [[3, 4, 1]],
+         "throttle": 10000000},
+        {"at.ms": 500, "kind": "remove_broker", "broker": 2}]}),
 )
 
 

@@ -23,6 +23,8 @@ states over time by ``results.health``.
 from __future__ import annotations
 
 from .protocol import CLIENT, CONTROLLER
+from .state import Replica
+from .storage.log import Log
 from .results.measures import BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START
 from .results.health import OFFLINE, UNDER_REPLICATED
 
@@ -45,12 +47,19 @@ class Operations:
         self.operations = sim.settings.operations
         self.controlled = sim.settings.broker.controlled_shutdown_enable
         self.faults, self.controller, self.replication = faults, controller, replication
+        self.after_moves: dict = {}  # operation -> what runs once its moves completed
         self.waiting_shutdown: dict = {}  # broker -> what runs once its controlled shutdown is answered
         self.started: list[float] = []  # per operation that began: when
         self.ended: dict[int, float] = {}  # operation -> when it ended
         self.begin_of = {"controlled_shutdown": self.begin_shutdown, "restart": self.begin_restart,
                          "rolling_restart": self.begin_rolling_restart,
-                         "preferred_leader_election": self.begin_preferred_leader_election}
+                         "preferred_leader_election": self.begin_preferred_leader_election,
+                         "reassign": self.begin_reassign, "remove_broker": self.begin_remove_broker}
+        self.replicas = sim.replicas
+        self.new_log = lambda part: Log(part.config.segment_bytes, sim.batches.bytes)
+        self.quotas = sim.quotas
+        self.moving: dict[int, set] = {}  # operation -> partitions it still moves
+        replication.reassigned = self.partition_moved
 
     def start(self) -> None:
         for i, op in enumerate(self.operations):
@@ -186,3 +195,61 @@ class Operations:
             indices = [first + n for n in numbers]
         self.send(CLIENT, CONTROLLER, self.replication.elect_preferred, (indices,))
         self.end(i)
+
+    # ---- reassignment ---------------------------------------------------------------------------------------------
+
+    def begin_reassign(self, i: int, op) -> None:
+        first = self.topic_first[op.topic]
+        self.reassign(i, [(first + n, target) for n, target in zip(op.partitions, op.replicas)], op.throttle)
+
+    def reassign(self, i: int, moves: list, throttle: float | None, then=None) -> None:
+        """kafka-reassign-partitions --execute [--throttle]: the rates set on the brokers, the moving replicas
+        throttled, AlterPartitionReassignments to the controller. A partition already moving to the same target
+        is left to its move (run again with another --throttle, only the rates change)."""
+        self.quotas.set_rates(throttle)
+        sent = []
+        for p, target in moves:
+            if self.replication.reassigning.get(p) == target:
+                continue
+            part = self.partitions[p]
+            adding = [b for b in target if b not in part.replicas]
+            for b in adding:  # the broker creates the (empty) log when LeaderAndIsr names it
+                if b not in self.replicas[p]:
+                    self.replicas[p][b] = Replica(p, b, self.new_log(part))
+                self.partitions_of[b].append(p)
+            self.quotas.throttled[p] = set(adding)
+            sent.append((p, tuple(target)))
+        self.moving[i] = {p for p, _ in sent}
+        self.after_moves[i] = then if then is not None else (lambda: self.end(i))
+        if not sent:
+            self.moved(i)
+            return
+        self.send(CLIENT, CONTROLLER, self.replication.alter_partition_reassignments, (sent,))
+
+    def partition_moved(self, p: int) -> None:
+        """The controller completed partition p's move: its replicas are no longer throttled."""
+        self.quotas.throttled.pop(p, None)
+        for i, parts in list(self.moving.items()):
+            if p in parts:
+                parts.discard(p)
+                if not parts:
+                    self.moved(i)
+
+    def moved(self, i: int) -> None:
+        del self.moving[i]
+        self.after_moves.pop(i)()
+
+    def begin_remove_broker(self, i: int, op) -> None:
+        """Decommission a broker: each of its replicas moves to the live broker holding the fewest replicas (not
+        already a replica of that partition), in its place in the list; then it shuts down."""
+        b = op.broker
+        load = {x: len(self.partitions_of[x]) for x in range(len(self.brokers)) if x != b and self.brokers[x].up}
+        moves = []
+        for p in list(self.partitions_of[b]):
+            part = self.partitions[p]
+            spare = [x for x in sorted(load, key=lambda x: (load[x], x)) if x not in part.replicas]
+            if not spare:
+                continue
+            load[spare[0]] += 1
+            moves.append((p, tuple(spare[0] if r == b else r for r in part.replicas)))
+        self.reassign(i, moves, None, then=lambda: self.shut_down(b, lambda: self.end(i)))

@@ -27,6 +27,7 @@ from .broker.follower import FollowerRole
 from .broker.group_coordinator import GroupCoordinator
 from .broker.leader import LeaderRole
 from .broker.produce import ProduceHandler
+from .broker.quotas import ReplicationQuotas
 from .broker.replica_manager import ReplicaManager
 from .broker.server import Server
 from .broker.sessions import SessionManager
@@ -120,6 +121,8 @@ class Simulation:
         self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
         self.availability = Availability(self.kernel, self.partitions, self.writable)
         self.health = PartitionHealth(self.kernel, self.partitions)  # Kafka's partition gauges, over time
+        self.quotas = ReplicationQuotas(self.kernel, settings.brokers, settings.broker.leader_replication_throttled_rate,
+                                        settings.broker.follower_replication_throttled_rate)  # KIP-73 throttles
 
         # the actors, each built with the shared state above and the actors it calls (built before it)
         self.server = Server(self)
@@ -210,7 +213,7 @@ class Simulation:
                      "replica_fetcher": self.follower.busiest_ms()},
             cpu=self.cpu, caches=self.caches,
             operations={"operation_ms": self.operations.summary(self.kernel.now), **self.health.close(duration),
-                        "reassignment_bytes": 0}))
+                        "reassignment_bytes": self.quotas.moved_bytes}))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

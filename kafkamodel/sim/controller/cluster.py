@@ -37,6 +37,7 @@ class ControllerChannel:
         self.partitions_of = sim.partitions_of
         self.view = view
         self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
+        self.handle_stop_replica = replica_manager.handle_stop_replica
 
     def send_partition(self, part: Partition) -> None:
         """LeaderAndIsr to every live replica of the partition."""
@@ -46,6 +47,11 @@ class ControllerChannel:
             if r in view.live_brokers:
                 self.send(src, r, self.handle_leader_and_isr,
                           (r, part.index, part.leader, part.leader_epoch, part.isr, view.broker_epoch[r]))
+
+    def send_stop_replica(self, b: int, p: int) -> None:
+        """StopReplica (with delete) to broker b for partition p: a reassignment removed its replica."""
+        view = self.view
+        self.send(view.controller_broker, b, self.handle_stop_replica, (b, p, view.broker_epoch[b]))
 
     def send_state(self, b: int) -> None:
         """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect)."""

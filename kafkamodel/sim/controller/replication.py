@@ -25,8 +25,8 @@ from .elections import UNCLEAN_KINDS, Change, partition_change
 class ReplicationControl:
     """Every partition's leader, epoch, ISR and ELR as the controller stores them."""
 
-    MESSAGES = ("elect_preferred",)
-    TIMERS = ("check_preferred_leaders",)
+    MESSAGES = ("elect_preferred", "alter_partition_reassignments")
+    TIMERS = ("check_preferred_leaders", "complete_reassignment")
 
     def __init__(self, sim, view, channel):
         self.kernel = sim.kernel
@@ -43,12 +43,15 @@ class ReplicationControl:
         self.view = view
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.send_partition = channel.send_partition
+        self.send_stop_replica = channel.send_stop_replica
         cfg = sim.settings.broker
         self.elr_enabled = cfg.eligible_leader_replicas_enable and self.mode.keeps_isr
         self.unclean_shutdown_fencing = sim.settings.kafka.unclean_shutdown_fencing and self.mode.keeps_isr
         self.rebalance = cfg.auto_leader_rebalance_enable and self.mode.preferred_leader_rebalance
         self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
         self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
+        self.reassigning: dict[int, tuple] = {}  # partition -> its target replicas, while it moves
+        self.reassigned = None  # set by operations: called with a partition once its move completed
 
     def start(self) -> None:
         if self.rebalance:
@@ -185,6 +188,46 @@ class ReplicationControl:
         self.note_availability()
         return remaining
 
+    # ---- reassignment -----------------------------------------------------------------------------------------------
+
+    def alter_partition_reassignments(self, moves: list) -> None:
+        """AlterPartitionReassignments: each (partition, target replicas) moves in Kafka's steps. Its replicas
+        become the target followed by the old ones it drops (AddingReplicas: target - old; RemovingReplicas:
+        old - target); the new replicas hear LeaderAndIsr and fetch from the leader; once every target replica
+        is in the ISR, ``complete_reassignment``. The brokers have the new replicas' (empty) logs already."""
+        for p, target in moves:
+            part = self.partitions[p]
+            self.reassigning[p] = target
+            part.replicas = tuple(dict.fromkeys((*target, *part.replicas)))
+            self.health_changed(part)
+            self.send_partition(part)
+            self.reassignment_progress(part)
+
+    def reassignment_progress(self, part: Partition) -> None:
+        target = self.reassigning.get(part.index)
+        if target is not None and all(r in part.isr for r in target):
+            self.kernel.schedule(self.kernel.now, self.complete_reassignment, part.index)
+
+    def complete_reassignment(self, p: int) -> None:
+        """Every target replica is in the ISR: the replicas become the target, the leader moves to the first live
+        target ISR member if it is not one, the ISR drops the removed replicas, which get StopReplica."""
+        part = self.partitions[p]
+        target = self.reassigning.get(p)
+        if target is None or not all(r in part.isr for r in target):
+            return
+        del self.reassigning[p]
+        removing = [r for r in part.replicas if r not in target]
+        part.replicas = target
+        self.apply(part, self.change(part, tuple(r for r in part.isr if r in target)), "reassignment completed")
+        self.health_changed(part)
+        for r in removing:
+            self.partitions_of[r].remove(p)
+            if r in self.live_brokers:
+                self.send_stop_replica(r, p)
+        self.note_availability()
+        if self.reassigned is not None:
+            self.reassigned(p)
+
     # ---- AlterPartition ------------------------------------------------------------------------------------------------
 
     def alter_isr(self, rep: Replica, new_isr: set) -> bool:
@@ -201,4 +244,6 @@ class ReplicationControl:
         part.isr, part.elr, part.last_known_elr = change.isr, change.elr, change.last_known_elr  # the leader stays
         rep.lead.isr = set(part.isr)
         self.health_changed(part)
+        if self.reassigning:
+            self.reassignment_progress(part)
         return True
