@@ -292,3 +292,24 @@ def test_remove_broker_moves_its_replicas_away_then_shuts_it_down():
     assert all(len(str(x).split(",")) == 3 for x in end["replicas"])
     assert events(r, "broker_shutdown")["broker"].tolist() == [3]
     assert r.summary["acked_records_lost"] == 0 and r.summary["offline_partition_ms"] == 0
+
+
+def test_an_added_broker_starts_empty_and_takes_replicas_by_reassignment():
+    r = simulate(moving([{"at.ms": 3000, "kind": "add_broker", "broker": 3},
+                         {"at.ms": 4000, "kind": "reassign", "topic": "t", "partitions": [1], "replicas": [[3, 2, 0]]}],
+                        duration=12000))
+    # placed on brokers 0..2 only (as Kafka places over the brokers it has), partition p on p, p+1, p+2 mod 3
+    assert all("3" not in str(x) for x in r.timeline[r.timeline["time_ms"] < 3000]["leader"].astype(str))
+    assert events(r, "broker_registered")["time_ms"].tolist() == [3000 + L]
+    end = r.partitions.set_index("partition")
+    assert end.loc[1, "replicas"] == "3,2,0"
+    assert end.loc[1, "leader"] == 3
+    assert r.summary["acked_records_lost"] == 0
+
+
+def test_add_broker_leaves_enough_brokers_for_each_topic(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario([{"at.ms": 10, "kind": "add_broker", "broker": 2}])))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: topics[0].replication.factor: 3 exceeds the brokers running")

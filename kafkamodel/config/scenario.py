@@ -197,6 +197,11 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
             problems.append(f"{where}.duration.ms: not used by kind restart")
     for i, op in enumerate(s["operations"]):
         problems.extend(_check_operation(op, f"operations[{i}]", brokers, duration, topics))
+    added = {op["broker"] for op in s["operations"] if op["kind"] == "add_broker"}
+    for i, t in enumerate(s["topics"]):
+        if added and isinstance(t["replication.factor"], int) and t["replication.factor"] > brokers - len(added):
+            problems.append(f"topics[{i}].replication.factor: {t['replication.factor']} exceeds the brokers running at "
+                            f"the start ({brokers - len(added)}: operations add {sorted(added)} later)")
 
 
 def _broker_id(v: Any, where: str, brokers: int) -> list[str]:

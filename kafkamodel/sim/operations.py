@@ -54,7 +54,8 @@ class Operations:
         self.begin_of = {"controlled_shutdown": self.begin_shutdown, "restart": self.begin_restart,
                          "rolling_restart": self.begin_rolling_restart,
                          "preferred_leader_election": self.begin_preferred_leader_election,
-                         "reassign": self.begin_reassign, "remove_broker": self.begin_remove_broker}
+                         "reassign": self.begin_reassign, "remove_broker": self.begin_remove_broker,
+                         "add_broker": self.begin_add_broker}
         self.replicas = sim.replicas
         self.new_log = lambda part: Log(part.config.segment_bytes, sim.batches.bytes)
         self.quotas = sim.quotas
@@ -253,3 +254,8 @@ class Operations:
             load[spare[0]] += 1
             moves.append((p, tuple(spare[0] if r == b else r for r in part.replicas)))
         self.reassign(i, moves, None, then=lambda: self.shut_down(b, lambda: self.end(i)))
+
+    def begin_add_broker(self, i: int, op) -> None:
+        """A new broker starts, empty, and registers (reassignments move replicas onto it)."""
+        self.faults.fault_restart(op.broker, None)
+        self.end(i)

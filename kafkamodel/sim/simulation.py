@@ -38,7 +38,7 @@ from .clients.producer import ProducerClient
 from .clients.workload import build_workload
 from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
-from .controller.placement import assign
+from .controller.placement import assign_to
 from .controller.replication import ReplicationControl
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
@@ -79,9 +79,12 @@ class Simulation:
         # partitions, their replicas placed as Kafka places a new topic's (placement; rack-aware with racks)
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}  # topic -> its first global partition index
+        # a broker an operation adds later (add_broker) is not running at the start and holds no replica
+        self.added_later = sorted({op.broker for op in settings.operations if op.kind == "add_broker"})
+        present = [b for b in range(settings.brokers) if b not in self.added_later]
         for t in settings.topics:
             self.topic_first[t.name] = len(self.partitions)
-            placed = assign(t.partitions, t.replication_factor, settings.brokers, settings.racks)
+            placed = assign_to(t.partitions, t.replication_factor, present, settings.racks)
             for p, replicas in enumerate(placed):
                 self.partitions.append(Partition(len(self.partitions), p, replicas, t))
         self.partitions_of: list[list[int]] = [[] for _ in self.brokers]  # broker -> partitions it holds
@@ -137,6 +140,10 @@ class Simulation:
         channel = ControllerChannel(self, self.cluster, self.replica_manager)
         self.replication = ReplicationControl(self, self.cluster, channel)
         self.controller = Controller(self, self.cluster, self.replication, channel)
+        for b in self.added_later:  # down, unregistered, and free to register once it starts
+            self.brokers[b].up = False
+            self.brokers[b].unhealthy_since = 0.0
+            self.cluster.live_brokers.discard(b)
         self.producer_network = NetworkClient(self, self.server)
         self.producer = ProducerClient(self, self.server, self.produce, self.producer_network)
         self.group_coordinator = GroupCoordinator(self)
