@@ -33,7 +33,7 @@ class Operations:
     """Every scheduled operation: ``begin`` starts one; each kind's steps follow as timers and messages."""
 
     MESSAGES = ("shutdown_answered",)
-    TIMERS = ("begin", "restart_process", "gate_passed", "gate_held")
+    TIMERS = ("begin", "restart_process", "gate_held", "proceed")
 
     def __init__(self, sim, faults, controller, replication):
         self.kernel = sim.kernel
@@ -119,12 +119,15 @@ class Operations:
             return
         watchers = self.health.watchers
 
-        def watch() -> None:
+        def watch() -> None:  # runs inside the controller's change: the next step runs after it, at once
             if ready():
                 watchers.remove(watch)
-                then()
+                self.kernel.schedule(self.kernel.now, self.proceed, then)
 
         watchers.append(watch)
+
+    def proceed(self, then) -> None:
+        then()
 
     def begin_shutdown(self, i: int, op) -> None:
         self.shut_down(op.broker, lambda: self.end(i))
@@ -164,15 +167,12 @@ class Operations:
         """Wait for the rolling restart's gate, from now (the restarted broker is up)."""
         kind, ms = op.gate
         if kind == "wait.ms":
-            self.kernel.schedule(self.kernel.now + ms, self.gate_passed, then)
+            self.kernel.schedule(self.kernel.now + ms, self.proceed, then)
         elif kind == "no_under_replicated":
             self.when(self.fully_replicated, then)
         else:  # full_isr_for.ms: fully replicated, and still so ms later
             self.when(self.fully_replicated, lambda: self.kernel.schedule(
                 self.kernel.now + ms, self.gate_held, op, then, self.health.changes))
-
-    def gate_passed(self, then) -> None:
-        then()
 
     def gate_held(self, op, then, changes: int) -> None:
         if self.health.changes == changes:
