@@ -47,6 +47,7 @@ TINY = {
         "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
     },
     "recovery_protocols": {},
+    "operations": {},  # already small: 12 configurations of 20-40 s
     "versions": {  # the release before and after each fix, short runs where the schedule allows
         "follower_restart": {"grid": {"version": ["0.10", "4.1"]}},
         "double_power_loss": {"grid": {"version": ["0.10", "0.11"]}},
@@ -134,7 +135,7 @@ def aggregated(spark, tmp_path_factory):
 
 
 STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics",
-               "recovery_protocols", "versions")
+               "recovery_protocols", "versions", "operations")
 
 
 @pytest.fixture(scope="session")

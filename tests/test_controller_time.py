@@ -197,7 +197,8 @@ def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every
     held = len(sim.partitions_of[1])
     sent = []
     sim.channel.send_batch = lambda parts, requests, epoch, decided: sent.append(parts)
-    done = sim.replication.controlled_shutdown(1)
+    done, remaining = sim.replication.controlled_shutdown(1)
+    assert remaining == 0  # every partition had another live ISR member
     assert done == pytest.approx(held * per + batches_for(led(90, 1), held) * commit)
     assert sim.recorder.controller_busy_ms == pytest.approx(done)
     assert all(part.leader != 1 and 1 not in part.isr for part in sim.partitions)

@@ -42,6 +42,17 @@ COVERING_OVERRIDES = (
                       "producers[*].rate.per.s": 20000, "network.latency.ms": 20}),
     # a closed-loop acks=0 producer: its batches give their pool bytes back once the client's NIC has sent them
     ("steady-state", {"duration.ms": 200, "producers[*].acks": 0, "producers[*].rate.per.s": "max"}),
+    # operations: a rolling restart behind each gate kind (controlled shutdowns, restarts), an on-demand
+    # preferred-leader election
+    ("steady-state", {"duration.ms": 6000, "operations": [
+        {"at.ms": 500, "kind": "rolling_restart", "brokers": [0], "gate": {"wait.ms": 10}, "downtime.ms": 200},
+        {"at.ms": 1500, "kind": "rolling_restart", "brokers": [1], "gate": {"full_isr_for.ms": 10}, "downtime.ms": 200},
+        {"at.ms": 3000, "kind": "preferred_leader_election"}]}),
+    # a throttled reassignment that moves the leader (StopReplica to the old one), a broker's removal
+    ("steady-state", {"duration.ms": 4000, "brokers": 5, "operations": [
+        {"at.ms": 500, "kind": "reassign", "topic": "orders", "partitions": [0], "replicas": [[3, 4, 1]],
+         "throttle": 10000000},
+        {"at.ms": 500, "kind": "remove_broker", "broker": 2}]}),
 )
 
 

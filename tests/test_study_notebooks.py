@@ -273,6 +273,21 @@ def test_recovery_protocols_notebook(study_reports):
     assert numbers["jepsen_2013_fix_unavailable_s"] > numbers["jepsen_2013_anomaly_unavailable_s"]
 
 
+def test_operations_notebook(study_reports):
+    """Against the study's own settings: each broker down 3 s and, behind full_isr_for.ms 5 s, at least 5 s more;
+    a throttle of 20,000 B/s is below the moving partition's ingress (2,000 records/s over 4 partitions, each at
+    least 106 bytes), so that move never finishes while the faster ones do."""
+    numbers = numbers_of(study_reports, "operations")
+    assert numbers["roll_full_isr_5s_controlled_s"] >= 3 * (3 + 5)
+    assert numbers["roll_no_under_replicated_controlled_under_min_isr_s"] == 0
+    assert numbers["roll_no_under_replicated_uncontrolled_under_min_isr_s"] == 0
+    assert 2000 / 4 * 106 > 20000
+    assert numbers["reassign_20000_finished"] is False
+    assert numbers["reassign_100000_finished"] is True and numbers["reassign_500000_finished"] is True
+    assert numbers["reassign_500000_s"] < numbers["reassign_100000_s"]
+    assert numbers["preferred_lag_20_p99_ms"] > numbers["preferred_lag_1_p99_ms"]
+
+
 def test_versions_notebook(study_reports):
     numbers = numbers_of(study_reports, "versions")
     # KIP-101's first scenario as told loses committed records on 0.10, none on 4.1; the analysis puts the

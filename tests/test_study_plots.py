@@ -13,6 +13,7 @@ from kafkamodel.study.analyses import (
     acks_durability,
     delivery_semantics,
     lag_policies,
+    operations,
     quorum_vs_isr,
     recovery_protocols,
     requests,
@@ -30,6 +31,7 @@ FIGURES = {
     "acks_durability": (acks_durability, ["tradeoff", "downtime"]),
     "delivery_semantics": (delivery_semantics, ["delivery", "latency", "idempotence"]),
     "recovery_protocols": (recovery_protocols, ["pairs"]),
+    "operations": (operations, ["rolling_figure", "reassign_figure"]),
     "versions": (versions, ["losses", "costs"]),
 }
 

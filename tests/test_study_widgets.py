@@ -155,6 +155,24 @@ def test_study_panel_starts_from_the_part_the_charts_ran(aggregated):
         study_panel(agg, part="latency")
 
 
+def test_the_panel_schedules_an_operation_against_the_run():
+    scenario = load_scenario(SCENARIOS / "steady-state.yaml").with_overrides({"duration.ms": 4000})
+    values = pm.initial_values(scenario)
+    assert values["operation"] == "as in the scenario"
+    ov = pm.panel_overrides({**values, "operation": "rolling restart (uncontrolled, no wait)"}, scenario)
+    # from a quarter of the run, each broker down a tenth of it, without controlled shutdown
+    assert ov["operations"] == [{"at.ms": 1000, "kind": "rolling_restart", "gate": {"wait.ms": 0}, "downtime.ms": 400}]
+    assert ov["broker.controlled.shutdown.enable"] is False
+    assert pm.panel_overrides({**values, "operation": "none"}, scenario) == {"operations": []}
+    r = simulate(scenario.with_overrides(ov))
+    assert events_of(r, "broker_shutdown") == [0, 1, 2]  # every broker, in id order
+
+
+def events_of(result, kind):
+    ev = result.events
+    return ev[ev["kind"] == kind]["broker"].tolist()
+
+
 def test_panel_overrides_only_what_moved():
     scenario = load_scenario(SCENARIOS / "lag-count-rule-bursts.yaml")
     values = pm.initial_values(scenario)

@@ -196,6 +196,95 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
             problems.append(f"{where}.duration.ms: required for kind {f['kind']}")
         if f["kind"] == "restart" and f["duration.ms"] is not None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
+    for i, op in enumerate(s["operations"]):
+        problems.extend(_check_operation(op, f"operations[{i}]", brokers, duration, topics))
+    added = {op["broker"] for op in s["operations"] if op["kind"] == "add_broker"}
+    for i, t in enumerate(s["topics"]):
+        if added and isinstance(t["replication.factor"], int) and t["replication.factor"] > brokers - len(added):
+            problems.append(f"topics[{i}].replication.factor: {t['replication.factor']} exceeds the brokers running at "
+                            f"the start ({brokers - len(added)}: operations add {sorted(added)} later)")
+
+
+def _broker_id(v: Any, where: str, brokers: int) -> list[str]:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return [f"{where}: must be a broker id, got {v!r}"]
+    return [] if 0 <= v < brokers else [f"{where}: no broker {v}; ids are 0..{brokers - 1}"]
+
+
+def _broker_list(v: Any, where: str, brokers: int, what: str = "broker ids") -> list[str]:
+    if not isinstance(v, list) or not v:
+        return [f"{where}: must be a non-empty list of {what}, got {v!r}"]
+    problems = [p for k, b in enumerate(v) for p in _broker_id(b, f"{where}[{k}]", brokers)]
+    if not problems and len(set(v)) != len(v):
+        problems.append(f"{where}: lists a broker twice ({v})")
+    return problems
+
+
+# which fields each operation kind uses (at.ms and kind: all; downtime.ms has a default)
+OPERATION_FIELDS = {"controlled_shutdown": ("broker",), "restart": ("broker",), "add_broker": ("broker",),
+                    "remove_broker": ("broker",), "rolling_restart": ("brokers", "gate", "downtime.ms"),
+                    "preferred_leader_election": ("topic", "partitions"),
+                    "reassign": ("topic", "partitions", "replicas", "throttle")}
+OPTIONAL_FIELDS = {"rolling_restart": ("brokers", "gate"), "preferred_leader_election": ("topic", "partitions"),
+                   "reassign": ("throttle",)}
+
+
+def _check_operation(op: dict, where: str, brokers: int, duration: Any, topics: dict) -> list[str]:
+    """One operation: the fields its kind uses, each broker existing, a reassignment's replica lists whole."""
+    kind = op["kind"]
+    used = OPERATION_FIELDS[kind]
+    problems = []
+    at = op["at.ms"]
+    if isinstance(at, (int, float)) and isinstance(duration, (int, float)) and at >= duration:
+        problems.append(f"{where}.at.ms: {at:g} is outside the run (duration.ms {duration:g})")
+    for key in ("broker", "brokers", "gate", "topic", "partitions", "replicas", "throttle"):
+        if key not in used and op[key] is not None:
+            problems.append(f"{where}.{key}: not used by kind {kind}")
+        elif key in used and op[key] is None and key not in OPTIONAL_FIELDS.get(kind, ()):
+            problems.append(f"{where}.{key}: required for kind {kind}")
+    if problems:
+        return problems
+    if op["broker"] is not None:
+        problems.extend(_broker_id(op["broker"], f"{where}.broker", brokers))
+    if op["brokers"] is not None:
+        problems.extend(_broker_list(op["brokers"], f"{where}.brokers", brokers))
+    gate = op["gate"]
+    if gate is not None and gate != "no_under_replicated":
+        keys = list(gate) if isinstance(gate, Mapping) else []
+        if len(keys) != 1 or keys[0] not in ("wait.ms", "full_isr_for.ms"):
+            problems.append(f"{where}.gate: must be {{wait.ms: N}}, no_under_replicated or {{full_isr_for.ms: N}}, "
+                            f"got {gate!r}")
+        else:
+            v = gate[keys[0]]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                problems.append(f"{where}.gate.{keys[0]}: must be a number of ms >= 0, got {v!r}")
+    if op["topic"] is None:
+        return problems
+    if op["topic"] not in topics:
+        return problems + [_unknown_topic(op["topic"], topics, where)]
+    t = topics[op["topic"]]
+    count, rf = t["partitions"], t["replication.factor"]
+    parts = op["partitions"]
+    if parts is not None:
+        if not isinstance(parts, list) or not parts:
+            return problems + [f"{where}.partitions: must be a non-empty list of partition numbers, got {parts!r}"]
+        for k, p in enumerate(parts):
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < count:
+                problems.append(f"{where}.partitions[{k}]: topic {op['topic']!r} has partitions 0..{count - 1}, "
+                                f"got {p!r}")
+        if len(set(map(str, parts))) != len(parts):
+            problems.append(f"{where}.partitions: lists a partition twice ({parts})")
+    if kind != "reassign":
+        return problems
+    lists = op["replicas"]
+    if not isinstance(lists, list) or len(lists) != len(parts):
+        return problems + [f"{where}.replicas: must be one broker list per partition ({len(parts)}), got {lists!r}"]
+    for k, replicas in enumerate(lists):
+        here = f"{where}.replicas[{k}]"
+        problems.extend(_broker_list(replicas, here, brokers))
+        if isinstance(replicas, list) and len(replicas) != rf:
+            problems.append(f"{here}: {len(replicas)} replicas; topic {op['topic']!r} has replication.factor {rf}")
+    return problems
 
 
 def _check_machines_and_os(s: dict, given: Mapping, problems: list[str]) -> None:

@@ -229,6 +229,9 @@ BROKER: dict[str, Key] = {
     "auto.leader.rebalance.enable": Key(True, boolean, "periodic preferred-replica election"),
     "group.consumer.heartbeat.interval.ms": Key(5000, optional(number(positive=True)), "group.protocol consumer (KIP-848): members heartbeat to the coordinator this often"),
     "group.consumer.session.timeout.ms": Key(45000, optional(number(positive=True)), "group.protocol consumer (KIP-848): a member silent this long is removed"),
+    "controlled.shutdown.enable": Key(True, boolean, "a broker shutting down asks the controller to move its leaderships first (operations)"),
+    "leader.replication.throttled.rate": Key(None, optional(number(positive=True)), "bytes/s a leader sends to its throttled followers (operations: reassign); null = no throttle"),
+    "follower.replication.throttled.rate": Key(None, optional(number(positive=True)), "bytes/s a follower fetches for its throttled replicas (operations: reassign); null = no throttle"),
     "leader.imbalance.check.interval.seconds": Key(300, number(positive=True), "period of the preferred-replica check"),
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
     "eligible.leader.replicas.enable": Key(True, boolean, "KIP-966 (eligible.leader.replicas.version=1): replicas removed below min.insync.replicas stay electable; 4.0+, on from 4.1"),
@@ -384,6 +387,23 @@ FAULT: dict[str, Key] = {
     "factor": Key(10, number(lo=1), "slow: fetch messages take this many times longer"),
 }
 
+OPERATION_KINDS = ("controlled_shutdown", "restart", "rolling_restart", "reassign", "preferred_leader_election",
+                   "add_broker", "remove_broker")
+GATES = ("no_under_replicated",)  # or {wait.ms: N} or {full_isr_for.ms: N}
+
+OPERATION: dict[str, Key] = {
+    "at.ms": Key(REQUIRED, number(lo=0), "when the operation starts"),
+    "kind": Key(REQUIRED, choice(*OPERATION_KINDS), "what the operator does"),
+    "broker": Key(None, optional(integer(0)), "controlled_shutdown, restart, add_broker, remove_broker: the broker id"),
+    "brokers": Key(None, lambda v, p: [], "rolling_restart: the broker ids, in order (default: all, in id order)"),
+    "gate": Key(None, lambda v, p: [], "rolling_restart: before the next broker, {wait.ms: N}, no_under_replicated or {full_isr_for.ms: N}"),
+    "downtime.ms": Key(10000, number(lo=0), "rolling_restart: how long each broker's process stays down before it starts again"),
+    "topic": Key(None, optional(text), "reassign: the topic"),
+    "partitions": Key(None, lambda v, p: [], "reassign: the partition numbers"),
+    "replicas": Key(None, lambda v, p: [], "reassign: one broker list per partition, as the reassignment JSON"),
+    "throttle": Key(None, optional(number(positive=True)), "reassign: bytes/s, as kafka-reassign-partitions --throttle"),
+}
+
 COMMIT_POLICIES = ("auto", "before_processing", "after_processing", "atomic")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "range_ceil")
 
@@ -446,4 +466,5 @@ CONSUMER: dict[str, Key] = {
 
 SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS,
                                        "hardware": HARDWARE, "os": OS, "controller": CONTROLLER}
-LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT}
+LISTS: dict[str, dict[str, Key]] = {"topics": TOPIC, "producers": PRODUCER, "consumers": CONSUMER, "faults": FAULT,
+                                 "operations": OPERATION}

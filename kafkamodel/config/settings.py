@@ -136,6 +136,9 @@ class BrokerSettings:
     log_flush_interval_messages: int  # fsync after this many appended records; 0: never forced
     log_flush_interval_ms: float | None  # fsync every this many ms; None: never forced
     auto_leader_rebalance_enable: bool
+    controlled_shutdown_enable: bool  # a shutting-down broker has the controller move its leaderships first
+    leader_replication_throttled_rate: float | None  # bytes/s to throttled followers; None: no throttle
+    follower_replication_throttled_rate: float | None  # bytes/s fetched for throttled replicas; None: no throttle
     leader_imbalance_check_interval_ms: float
     leader_imbalance_per_broker_percentage: float
     eligible_leader_replicas_enable: bool  # KIP-966
@@ -161,6 +164,9 @@ class BrokerSettings:
             log_flush_interval_messages=b["log.flush.interval.messages"] or 0,
             log_flush_interval_ms=_ms(b["log.flush.interval.ms"] or None),
             auto_leader_rebalance_enable=bool(b["auto.leader.rebalance.enable"]),
+            controlled_shutdown_enable=bool(b["controlled.shutdown.enable"]),
+            leader_replication_throttled_rate=_ms(b["leader.replication.throttled.rate"]),
+            follower_replication_throttled_rate=_ms(b["follower.replication.throttled.rate"]),
             leader_imbalance_check_interval_ms=float(b["leader.imbalance.check.interval.seconds"]) * 1000.0,
             leader_imbalance_per_broker_percentage=float(b["leader.imbalance.per.broker.percentage"]),
             eligible_leader_replicas_enable=bool(b["eligible.leader.replicas.enable"]),
@@ -430,6 +436,37 @@ class FaultSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OperationSettings:
+    """One scheduled operation (operations:), in Kafka's terms; which fields a kind uses: config.scenario."""
+
+    at_ms: float
+    kind: str
+    broker: int | None
+    brokers: tuple  # rolling_restart: in order (all, in id order, unless given)
+    gate: tuple  # rolling_restart: ("wait.ms", N), ("no_under_replicated", 0) or ("full_isr_for.ms", N)
+    downtime_ms: float
+    topic: str | None
+    partitions: tuple | None  # partition numbers (None: every partition, for preferred_leader_election)
+    replicas: tuple  # reassign: the new replica list per partition
+    throttle: float | None  # reassign: bytes/s
+
+    @classmethod
+    def of(cls, op: Mapping, brokers: int) -> "OperationSettings":
+        gate = op["gate"]
+        if gate is None:
+            gate = ("no_under_replicated", 0.0)
+        elif isinstance(gate, str):
+            gate = (gate, 0.0)
+        else:
+            (key, value), = gate.items()
+            gate = (key, float(value))
+        return cls(at_ms=float(op["at.ms"]), kind=op["kind"], broker=op["broker"],
+                   brokers=tuple(op["brokers"] or range(brokers)), gate=gate, downtime_ms=float(op["downtime.ms"]),
+                   topic=op["topic"], partitions=None if op["partitions"] is None else tuple(op["partitions"]),
+                   replicas=tuple(tuple(r) for r in op["replicas"] or ()), throttle=_ms(op["throttle"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     name: str
     seed: int
@@ -455,6 +492,7 @@ class Settings:
     producers: tuple  # ProducerSettings
     consumers: tuple  # ConsumerSettings
     faults: tuple  # FaultSettings
+    operations: tuple  # OperationSettings, in scenario order
 
     @classmethod
     def of(cls, scenario: Mapping) -> "Settings":
@@ -489,6 +527,7 @@ class Settings:
             producers=tuple(ProducerSettings.of(p, k) for p in scenario["producers"] for k in range(p["instances"])),
             consumers=tuple(ConsumerSettings.of(c, b) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
+            operations=tuple(OperationSettings.of(op, scenario["brokers"]) for op in scenario["operations"]),
         )
 
     def topic(self, name: str) -> TopicSettings:

@@ -146,6 +146,10 @@ PROPERTIES: dict[tuple[str, str], Property] = {
         instead='set kafka.version "4.0" or later'),
     ("broker", "replica.fetch.response.max.bytes"): Property(
         since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
+    ("broker", "leader.replication.throttled.rate"): Property(
+        since="0.10", came="replication quotas came in 0.10.1 with KIP-73", instead='set kafka.version "0.10" or later'),
+    ("broker", "follower.replication.throttled.rate"): Property(
+        since="0.10", came="replication quotas came in 0.10.1 with KIP-73", instead='set kafka.version "0.10" or later'),
     ("producers", "enable.idempotence"): Property(
         since="0.11", came="the idempotent producer came in 0.11 with KIP-98", absent=False,
         instead='set kafka.version "0.11" or later'),

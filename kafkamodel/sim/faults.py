@@ -151,6 +151,20 @@ class FaultInjector:
         self.event(FAULT_CRASH, -1, b, "")
         self.controller.health_changed(b)
 
+    def stop_cleanly(self, b: int) -> bool:
+        """A clean shutdown's end (operations): the process stops with its log whole and its HW checkpointed; its
+        connections close, so clients and followers find out at once; no unclean shutdown is recorded. The
+        caller closes its session (``Controller.session_closed``)."""
+        if not self.brokers[b].up:
+            return False
+        self._reset_connections(b)
+        for p in self.partitions_of[b]:  # a clean shutdown writes the replication-offset-checkpoint last
+            rep = self.replicas[p][b]
+            rep.hw_checkpoint = rep.high_watermark
+        self._stop_process(b)
+        self.controller.health_changed(b)
+        return True
+
     def fault_power_loss(self, b: int, f: FaultSettings) -> None:
         """The machine loses power. What was fsynced (log.flush.interval.*) or written back
         by the OS (past vm.dirty_expire_centisecs or vm.dirty_background_ratio: ``disk``)

@@ -27,6 +27,7 @@ from .broker.follower import FollowerRole
 from .broker.group_coordinator import GroupCoordinator
 from .broker.leader import LeaderRole
 from .broker.produce import ProduceHandler
+from .broker.quotas import ReplicationQuotas
 from .broker.replica_manager import ReplicaManager
 from .broker.server import Server
 from .broker.sessions import SessionManager
@@ -37,13 +38,15 @@ from .clients.producer import ProducerClient
 from .clients.workload import build_workload
 from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
-from .controller.placement import assign
+from .controller.placement import assign_to
 from .controller.replication import ReplicationControl
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
 from .faults import FaultInjector
+from .operations import Operations
 from .results.invariants import check_all
+from .results.health import PartitionHealth
 from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
 from .results.outcome import RunEnd, build_result
 from .results.result import Result
@@ -76,9 +79,12 @@ class Simulation:
         # partitions, their replicas placed as Kafka places a new topic's (placement; rack-aware with racks)
         self.partitions: list[Partition] = []
         self.topic_first: dict[str, int] = {}  # topic -> its first global partition index
+        # a broker an operation adds later (add_broker) is not running at the start and holds no replica
+        self.added_later = sorted({op.broker for op in settings.operations if op.kind == "add_broker"})
+        present = [b for b in range(settings.brokers) if b not in self.added_later]
         for t in settings.topics:
             self.topic_first[t.name] = len(self.partitions)
-            placed = assign(t.partitions, t.replication_factor, settings.brokers, settings.racks)
+            placed = assign_to(t.partitions, t.replication_factor, present, settings.racks)
             for p, replicas in enumerate(placed):
                 self.partitions.append(Partition(len(self.partitions), p, replicas, t))
         self.partitions_of: list[list[int]] = [[] for _ in self.brokers]  # broker -> partitions it holds
@@ -117,6 +123,9 @@ class Simulation:
                                           kip279=settings.kafka.kip279 or self.mode.truncation is not None)
         self.recorder = Recorder(self.kernel, self.partitions)  # events and counters
         self.availability = Availability(self.kernel, self.partitions, self.writable)
+        self.health = PartitionHealth(self.kernel, self.partitions)  # Kafka's partition gauges, over time
+        self.quotas = ReplicationQuotas(self.kernel, settings.brokers, settings.broker.leader_replication_throttled_rate,
+                                        settings.broker.follower_replication_throttled_rate)  # KIP-73 throttles
 
         # the actors, each built with the shared state above and the actors it calls (built before it)
         self.server = Server(self)
@@ -131,6 +140,10 @@ class Simulation:
         self.channel = ControllerChannel(self, self.cluster, self.replica_manager)  # the controller's thread and requests
         self.replication = ReplicationControl(self, self.cluster, self.channel)
         self.controller = Controller(self, self.cluster, self.replication, self.channel)
+        for b in self.added_later:  # down, unregistered, and free to register once it starts
+            self.brokers[b].up = False
+            self.brokers[b].unhealthy_since = 0.0
+            self.cluster.live_brokers.discard(b)
         self.producer_network = NetworkClient(self, self.server)
         self.producer = ProducerClient(self, self.server, self.produce, self.producer_network)
         self.group_coordinator = GroupCoordinator(self)
@@ -140,6 +153,7 @@ class Simulation:
                                     follower=self.follower, sessions=self.sessions, server=self.server,
                                     replica_manager=self.replica_manager, controller=self.controller,
                                     consumer=self.consumer)
+        self.operations = Operations(self, self.faults, self.controller, self.replication)
         self.timeline = Timeline(self)
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
@@ -156,7 +170,7 @@ class Simulation:
         self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
                        self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
                        self.controller, self.replication, self.channel, self.group_coordinator, self.fetcher, self.consumer,
-                       self.faults, self.timeline)
+                       self.faults, self.operations, self.timeline)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property
@@ -183,12 +197,13 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.check_handlers(declared_handlers(self.actors))
-        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults))
+        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
         self.replica_manager.start()
         self.replication.start()
         self.producer.start()
         self.consumer.start()
         self.faults.start()
+        self.operations.start()
         self.timeline.start()
         self.availability.note()
         self.kernel.run(duration)
@@ -203,7 +218,9 @@ class Simulation:
             threads={"request_handler": (self.server.io_busy_ms, self.server.io_threads),
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
-            cpu=self.cpu, caches=self.caches, recorder=self.recorder))
+            cpu=self.cpu, caches=self.caches, recorder=self.recorder,
+            operations={"operation_ms": self.operations.summary(self.kernel.now), **self.health.close(duration),
+                        "reassignment_bytes": self.quotas.moved_bytes}))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

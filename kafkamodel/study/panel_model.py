@@ -37,6 +37,15 @@ FAULTS = {  # named fault schedules: (kind, target, extra)
     "stuck follower (pause)": ("pause", "follower", {}),
     "leader isolated": ("isolate", "leader", {}),
 }
+OPERATIONS = {  # named operations (operations:), started at a quarter of the run; brokers down a tenth of it
+    "as in the scenario": None,
+    "none": (),
+    "controlled shutdown + restart of broker 1": "bounce",
+    "rolling restart (gate: no under-replicated)": "no_under_replicated",
+    "rolling restart (no wait)": "no_wait",
+    "rolling restart (uncontrolled, no wait)": "uncontrolled",
+    "preferred leader election": "preferred",
+}
 LAG_TIMES = [100, 250, 500, 1000, 2000, 5000, 10000, 30000]
 LAG_MESSAGES = [500, 1000, 2000, 4000, 8000, 16000, 64000]
 SESSION_TIMEOUTS = [1000, 2000, 3000, 6000, 9000, 12000, 18000, 30000]
@@ -131,6 +140,7 @@ def initial_values(scenario: Scenario) -> dict:
         "faults": "as in the scenario",
         "fault_at_ms": at,
         "fault_duration_ms": lasts,
+        "operation": "as in the scenario",
     }
 
 
@@ -226,7 +236,29 @@ def _full(values: Mapping[str, Any], scenario: Scenario) -> dict:
     schedule = FAULTS[values["faults"]]
     if schedule is not None:
         ov["faults"] = _faults(schedule, values, scenario, rf)
+    operation = OPERATIONS[values.get("operation", "as in the scenario")]
+    if operation is not None:
+        ov["operations"] = _operations(operation, float(scenario["duration.ms"]), int(scenario["brokers"]))
+        if operation:
+            ov["broker.controlled.shutdown.enable"] = operation != "uncontrolled"
     return ov
+
+
+def _operations(name, duration: float, brokers: int) -> list:
+    """The operations a named choice stands for, timed against the run: from a quarter of it, each broker down
+    a tenth of it."""
+    if not name:
+        return []
+    at, down = int(duration / 4), int(duration / 10)
+    if name == "bounce":
+        return [{"at.ms": at, "kind": "controlled_shutdown", "broker": 1 % brokers},
+                {"at.ms": at + down, "kind": "restart", "broker": 1 % brokers}]
+    if name == "preferred":
+        return [{"at.ms": at, "kind": "controlled_shutdown", "broker": 0},
+                {"at.ms": at + down, "kind": "restart", "broker": 0},
+                {"at.ms": int(duration * 0.75), "kind": "preferred_leader_election"}]
+    gate = "no_under_replicated" if name == "no_under_replicated" else {"wait.ms": 0}
+    return [{"at.ms": at, "kind": "rolling_restart", "gate": gate, "downtime.ms": down}]
 
 
 def panel_overrides(values: Mapping[str, Any], scenario: Scenario) -> dict:

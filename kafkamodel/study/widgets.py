@@ -86,13 +86,16 @@ class ExplorerPanel:
             "faults": dropdown("fault schedule", list(pm.FAULTS)),
             "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=1),
             "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=2),
+            "operation": dropdown("operation", list(pm.OPERATIONS)),
         }
         tips = {"kafka_version": "the Kafka release whose mechanisms and defaults apply (docs/versions.md); moving it "
                                  "reloads the scenario under that version, the controls at its defaults",
                 "session_timeout_ms": "zookeeper.session.timeout.ms (ZooKeeper) or broker.session.timeout.ms (KRaft): "
                                       "how long the controller waits before it declares a silent broker dead",
                 "lag_max_messages": "Kafka 0.8's count rule: out of sync when more than this many messages behind",
-                "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)"}
+                "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)",
+                "operation": "an operator's maintenance (operations:), from a quarter of the run: watch the partitions "
+                             "by ISR size (under-replicated, under min ISR) and the latency while it runs"}
         for name, tip in tips.items():
             self.controls[name].tooltip = tip
         self.status = w.HTML(layout=w.Layout(min_height="2.6em"))

@@ -15,7 +15,7 @@ from ..results.measures import RETENTION
 class ReplicaManager:
     """Every broker's."""
 
-    MESSAGES = ("handle_leader_and_isr",)
+    MESSAGES = ("handle_leader_and_isr", "handle_stop_replica")
     TIMERS = ("apply_retention", "flush", "_flushed", "checkpoint_hw")
 
     def __init__(self, sim):
@@ -106,6 +106,16 @@ class ReplicaManager:
                     self.send(b, CONTROLLER, self.replication.handle_recovered, (p, epoch))
             elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
                 self.follower.become_follower_and_truncate(rep, leader, epoch)
+        self.note_availability()
+
+    def handle_stop_replica(self, b: int, p: int, broker_epoch: int) -> None:
+        """StopReplica (delete) after a reassignment removed broker b's replica: it stops leading and fetching."""
+        if self.broker_epochs and broker_epoch != self.brokers[b].incarnation:
+            return
+        rep = self.replicas[p][b]
+        self.leader.resign(rep)
+        self.follower.stop_fetching(rep)
+        rep.leader = -1
         self.note_availability()
 
     # ---- periodic tasks -------------------------------------------------------------------------------------------

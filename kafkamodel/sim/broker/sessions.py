@@ -69,6 +69,7 @@ class SessionManager:
         self.cpu_run = sim.cpu.run  # the leader machine's cores
         self.caches = sim.caches  # broker -> its page cache and disk
         self.sessions: dict[tuple, FetchSession] = {}
+        self.quotas = sim.quotas  # replication throttles (KIP-73): what a moving replica may get
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
@@ -133,7 +134,9 @@ class SessionManager:
                 self.leader_advance_high_watermark(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader_expand_isr(rep, follower)
-            if leo > offset:
+            if leo > offset and self.quotas.throttled and self._held(p, leader, follower, lead):
+                dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
+            elif leo > offset:
                 dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
@@ -159,6 +162,9 @@ class SessionManager:
             if rep.is_leader and offset is not None and s.follower not in rep.lead.isr \
                     and offset >= rep.high_watermark and offset >= rep.lead.epoch_start_offset:
                 self.leader_expand_isr(rep, s.follower)
+    def _held(self, p: int, leader: int, follower: int, lead) -> bool:
+        allowance = self.quotas.allowance(p, leader, follower, lead.isr)
+        return allowance is not None and allowance <= 0
 
     def _has_bytes(self, s: FetchSession) -> bool:
         """Are there replica.fetch.min.bytes of records to give (1 by default: any)?"""
@@ -166,8 +172,12 @@ class SessionManager:
         if need <= 0:
             return True
         got = 0
+        throttled = self.quotas.throttled
         for p in s.dirty:
-            log = self.replicas[p][s.leader].log
+            rep = self.replicas[p][s.leader]
+            if throttled and self._held(p, s.leader, s.follower, rep.lead):
+                continue
+            log = rep.log
             offset, leo = s.offsets[p], log.log_end_offset
             if leo <= offset:
                 continue
@@ -207,6 +217,7 @@ class SessionManager:
         cache = self.caches[leader]
         cut = cache.evicted_before()  # what was written before this has left the page cache
         again = []
+        quotas = self.quotas if self.quotas.throttled else None
         for p in list(dirty):
             rep = replicas[p][leader]
             log = rep.log
@@ -214,8 +225,16 @@ class SessionManager:
             offset = offsets[p]
             hw = rep.high_watermark
             chunk = ()
+            allowance = None if quotas is None else quotas.allowance(p, leader, follower, rep.lead.isr)
+            if allowance is not None and allowance <= 0:
+                continue  # throttled and spent: left out of this response
             if leo > offset and (budget > 0 or not total):
-                i, j, size = log.read(offset, leo, budget if budget < partition_max else partition_max, not total)
+                cap = budget if budget < partition_max else partition_max
+                if allowance is not None and allowance < cap:
+                    cap = int(allowance) or 1
+                i, j, size = log.read(offset, leo, cap, not total)
+                if allowance is not None:
+                    quotas.took(p, leader, follower, size)
                 chunk = log.entries[i:j]
                 if size and log.append_ms[i] < cut:
                     uncached += log.bytes_written_before(i, j, cut)

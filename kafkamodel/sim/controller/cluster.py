@@ -57,6 +57,7 @@ class ControllerChannel:
         self.recorder = sim.recorder
         self.view = view
         self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
+        self.handle_stop_replica = replica_manager.handle_stop_replica
         c = sim.settings.controller
         if sim.settings.kafka.kraft:
             self.partition_ms, self.batch_ms = c.kraft_record_ms, c.kraft_commit_ms
@@ -121,6 +122,11 @@ class ControllerChannel:
             return
         for request in requests:
             self._send(request, decided)
+
+    def send_stop_replica(self, b: int, p: int) -> None:
+        """StopReplica (with delete) to broker b for partition p: a reassignment removed its replica."""
+        view = self.view
+        self.send(view.controller_broker, b, self.handle_stop_replica, (b, p, view.broker_epoch[b]))
 
     def send_state(self, b: int) -> None:
         """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect; a new

@@ -48,7 +48,7 @@ from ..results.measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, BROK
 class Controller:
     """Broker liveness (sessions, heartbeats, registrations) and, with ZooKeeper, who holds the controller role."""
 
-    MESSAGES = ("handle_registration",)
+    MESSAGES = ("handle_registration", "handle_controlled_shutdown")
     TIMERS = ("session_expired", "loaded", "unfence")
 
     def __init__(self, sim, view, replication, channel):
@@ -185,6 +185,26 @@ class Controller:
         self.event(BROKER_FAILURE_DETECTED, -1, b, why)
         self.replication.fence(b)
         self.note_availability()
+
+    def handle_controlled_shutdown(self, b: int, reply) -> None:
+        """A broker asks to shut down: its leaderships move (``replication.controlled_shutdown``); the answer
+        (partitions it still leads) goes back to it. Without an active controller nothing moves."""
+        if not self.view.active():
+            self.send(CONTROLLER, b, reply, (b, -1))
+            return
+        done, remaining = self.replication.controlled_shutdown(b)  # through the controller's per-partition time
+        self.send(CONTROLLER, b, reply, (b, remaining), delay=max(0.0, done - self.kernel.now))
+
+    def session_closed(self, b: int) -> None:
+        """Broker b shut down cleanly: its session closes at once (ZooKeeper deletes its znode; KRaft fences it),
+        not after a timeout. Call after its process stopped (``health_changed``)."""
+        broker = self.brokers[b]
+        broker.session_expires = self.kernel.now
+        broker.episode += 1  # the expiry scheduled for its silence is void
+        if b == self.view.controller_broker:
+            self.failover()
+        elif self.view.active() and b in self.live_brokers:
+            self.broker_failed(b, "shut down")
 
     def handle_registration(self, b: int) -> None:
         """Broker b (re)registers: restarted, healed from isolation, or resumed."""

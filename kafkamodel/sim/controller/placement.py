@@ -76,3 +76,10 @@ def assign(partitions: int, rf: int, brokers: int, racks: tuple = ()) -> list[tu
     if racks:
         return rack_aware(partitions, rf, dict(enumerate(racks)))
     return [tuple((p + i) % brokers for i in range(rf)) for p in range(partitions)]
+
+
+def assign_to(partitions: int, rf: int, present: list, racks: tuple = ()) -> list[tuple[int, ...]]:
+    """As ``assign``, over the brokers `present` at the start only (the others are added later: operations)."""
+    if racks:
+        return rack_aware(partitions, rf, {b: racks[b] for b in present})
+    return [tuple(present[(p + i) % len(present)] for i in range(rf)) for p in range(partitions)]

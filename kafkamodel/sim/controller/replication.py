@@ -26,8 +26,8 @@ from .elections import UNCLEAN_KINDS, Change, partition_change
 class ReplicationControl:
     """Every partition's leader, epoch, ISR and ELR as the controller stores them."""
 
-    MESSAGES = ("handle_recovered",)
-    TIMERS = ("check_preferred_leaders",)
+    MESSAGES = ("handle_recovered", "elect_preferred", "alter_partition_reassignments")
+    TIMERS = ("check_preferred_leaders", "complete_reassignment")
 
     def __init__(self, sim, view, channel):
         self.kernel = sim.kernel
@@ -40,6 +40,7 @@ class ReplicationControl:
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
         self.note_availability = sim.availability.note
+        self.health_changed = sim.health.changed  # Kafka's partition gauges (results.health)
         self.view = view
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.send_partition = channel.send_partition
@@ -49,12 +50,15 @@ class ReplicationControl:
         self.partition_at_a_time = not sim.settings.kafka.kraft and not at_least(sim.settings.kafka.version, "1.1")
         self.awaiting_leader = sim.recorder.awaiting_leader
         self.kraft = sim.settings.kafka.kraft
+        self.send_stop_replica = channel.send_stop_replica
         cfg = sim.settings.broker
         self.elr_enabled = cfg.eligible_leader_replicas_enable and self.mode.keeps_isr
         self.unclean_shutdown_fencing = sim.settings.kafka.unclean_shutdown_fencing and self.mode.keeps_isr
         self.rebalance = cfg.auto_leader_rebalance_enable and self.mode.preferred_leader_rebalance
         self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
         self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
+        self.reassigning: dict[int, tuple] = {}  # partition -> its target replicas, while it moves
+        self.reassigned = None  # set by operations: called with a partition once its move completed
 
     def start(self) -> None:
         if self.rebalance:
@@ -77,34 +81,43 @@ class ReplicationControl:
             if self.partitions[p].leader != b:
                 self.leave(self.partitions[p], b)
 
-    def controlled_shutdown(self, b: int) -> float:
-        """ControlledShutdown from broker b: what it leads moves to another ISR member, then it leaves the other
-        ISRs. Before 1.1 the ZooKeeper controller moved one partition at a time, each its own write and its own
-        LeaderAndIsr (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns
-        when the controller is done with it (its answer to the broker)."""
+    def controlled_shutdown(self, b: int) -> tuple[float, int]:
+        """ControlledShutdown from broker b (ZooKeeper's request; KRaft's heartbeat with wantShutDown): what it leads
+        moves to another live ISR member, then it leaves the other ISRs. A partition whose ISR has no other live
+        member stays led by it (Kafka cannot move it: the answer's partitionsRemaining). Before 1.1 the ZooKeeper
+        controller moved one partition at a time, each its own write and its own LeaderAndIsr
+        (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns when the
+        controller is done with it (its answer to the broker) and how many partitions b still leads."""
         one_by_one = self.partition_at_a_time
-        led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
-        for p in led:
-            self.leave(self.partitions[p], b)
-            if one_by_one:
-                self.close_batch()
-        self.close_batch()
-        for p in self.partitions_of[b]:
-            if self.partitions[p].leader != b:
-                self.leave(self.partitions[p], b)
+        why = f"controlled shutdown of broker {b}"
+        remaining = 0
+        if self.mode.keeps_isr:
+            for p in [p for p in self.partitions_of[b] if self.partitions[p].leader == b]:
+                part = self.partitions[p]
+                if not any(r != b and r in self.live_brokers for r in part.isr):
+                    remaining += 1
+                    continue
+                self.leave(part, b, why)
                 if one_by_one:
                     self.close_batch()
-        self.close_batch()
-        return self.controller_done()
+            self.close_batch()
+            for p in self.partitions_of[b]:
+                if self.partitions[p].leader != b:
+                    self.leave(self.partitions[p], b, why)
+                    if one_by_one:
+                        self.close_batch()
+            self.close_batch()
+            self.note_availability()
+        return self.controller_done(), remaining
 
-    def leave(self, part: Partition, b: int) -> None:
+    def leave(self, part: Partition, b: int, why: str = "") -> None:
         """Broker b leaves the partition's ISR (the controller fences it, or it shuts down): a new leader if it led."""
         if not self.mode.keeps_isr:
             if part.leader == b:
                 self.elect_leader(part)
         elif b in part.isr or part.leader == b:
             self.apply(part, self.change(part, tuple(r for r in part.isr if r != b), exclude=b),
-                       f"controller removed dead broker {b}", b)
+                       why or f"controller removed dead broker {b}", b)
 
     def registered(self, b: int, unclean_shutdown: bool) -> None:
         """Broker b registers. KIP-966: after an unclean shutdown its log may miss what it had acknowledged:
@@ -152,6 +165,7 @@ class ReplicationControl:
             if change.isr == old_isr:
                 return
             part.isr = change.isr
+            self.health_changed(part)
             if len(change.isr) < len(old_isr):
                 self.counters.isr_shrinks += 1
                 self.event(ISR_SHRINK, part.index, broker, f"{why}; isr now {list(part.isr)}")
@@ -165,6 +179,7 @@ class ReplicationControl:
         part.recovering = self.kraft and kind in UNCLEAN_KINDS  # KIP-704: RECOVERING until the leader reports back
         self.mode.elected(part, replicas, self.live_brokers)
         part.isr = change.isr
+        self.health_changed(part)
         if leader < 0:
             self.event(PARTITION_OFFLINE, part.index, old, f"no eligible replica; isr {list(part.isr)}")
         else:
@@ -192,10 +207,58 @@ class ReplicationControl:
             elsewhere = [part for part in preferred if part.leader != b]
             if not preferred or len(elsewhere) / len(preferred) <= self.imbalance:
                 continue
-            for part in elsewhere:
-                if b in part.isr and self.brokers[b].healthy:
-                    self.apply(part, self.change(part, part.isr, preferred=True), "")
+            self.elect_preferred([part.index for part in elsewhere])
         self.note_availability()
+
+    def elect_preferred(self, indices) -> None:
+        """Preferred-replica election (ElectLeaders with PREFERRED, as kafka-leader-election and the automatic
+        rebalance ask it): each partition whose preferred replica is live, healthy and in its ISR is led by it."""
+        for i in indices:
+            part = self.partitions[i]
+            b = part.replicas[0]
+            if part.leader != b and b in part.isr and b in self.live_brokers and self.brokers[b].healthy:
+                self.apply(part, self.change(part, part.isr, preferred=True), "")
+        self.note_availability()
+
+    # ---- reassignment -----------------------------------------------------------------------------------------------
+
+    def alter_partition_reassignments(self, moves: list) -> None:
+        """AlterPartitionReassignments: each (partition, target replicas) moves in Kafka's steps. Its replicas
+        become the target followed by the old ones it drops (AddingReplicas: target - old; RemovingReplicas:
+        old - target); the new replicas hear LeaderAndIsr and fetch from the leader; once every target replica
+        is in the ISR, ``complete_reassignment``. The brokers have the new replicas' (empty) logs already."""
+        for p, target in moves:
+            part = self.partitions[p]
+            self.reassigning[p] = target
+            part.replicas = tuple(dict.fromkeys((*target, *part.replicas)))
+            self.health_changed(part)
+            self.send_partition(part)
+            self.reassignment_progress(part)
+
+    def reassignment_progress(self, part: Partition) -> None:
+        target = self.reassigning.get(part.index)
+        if target is not None and all(r in part.isr for r in target):
+            self.kernel.schedule(self.kernel.now, self.complete_reassignment, part.index)
+
+    def complete_reassignment(self, p: int) -> None:
+        """Every target replica is in the ISR: the replicas become the target, the leader moves to the first live
+        target ISR member if it is not one, the ISR drops the removed replicas, which get StopReplica."""
+        part = self.partitions[p]
+        target = self.reassigning.get(p)
+        if target is None or not all(r in part.isr for r in target):
+            return
+        del self.reassigning[p]
+        removing = [r for r in part.replicas if r not in target]
+        part.replicas = target
+        self.apply(part, self.change(part, tuple(r for r in part.isr if r in target)), "reassignment completed")
+        self.health_changed(part)
+        for r in removing:
+            self.partitions_of[r].remove(p)
+            if r in self.live_brokers:
+                self.send_stop_replica(r, p)
+        self.note_availability()
+        if self.reassigned is not None:
+            self.reassigned(p)
 
     # ---- AlterPartition ------------------------------------------------------------------------------------------------
 
@@ -216,10 +279,13 @@ class ReplicationControl:
         live = self.live_brokers
         added = new_isr.difference(part.isr)
         if self.kraft and added and (part.recovering or not added <= live):
-            return False
+            return False  # KIP-704 RECOVERING; KIP-841: a fenced or shut-down broker may not join an ISR
         change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
                                   lambda r: r == part.leader or r in live, unclean=part.unclean,
                                   elr_enabled=self.elr_enabled, min_isr=part.min_isr)
         part.isr, part.elr, part.last_known_elr = change.isr, change.elr, change.last_known_elr  # the leader stays
         rep.lead.isr = set(part.isr)
+        self.health_changed(part)
+        if self.reassigning:
+            self.reassignment_progress(part)
         return True

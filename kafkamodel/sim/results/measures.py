@@ -48,6 +48,12 @@ FAULT_DISK_LOSS = _kind("fault_disk_loss", "a broker's machine failed: it comes 
 # the faults that start something (a fault's end, or a skipped one, is not one)
 FAULT_STARTS = frozenset({FAULT_CRASH, FAULT_POWER_LOSS, FAULT_RESTART, FAULT_ISOLATE, FAULT_PAUSE, FAULT_SLOW,
                           FAULT_DISK_LOSS})
+# operations, as scheduled (operations)
+OPERATION_START = _kind("operation_start", "a scheduled operation began (detail: its index and kind)")
+OPERATION_END = _kind("operation_end", "an operation finished (a rolling restart: its last gate passed)")
+CONTROLLED_SHUTDOWN = _kind("controlled_shutdown", "the controller answered a broker's controlled shutdown "
+                                                   "(its leaderships moved, it left the ISRs)")
+BROKER_SHUTDOWN = _kind("broker_shutdown", "a broker process stopped cleanly (log whole, HW checkpointed)")
 # replication (broker/: leader, follower, replica_manager)
 ISR_SHRINK = _kind("isr_shrink", "followers left the ISR (the leader's lag rule, or the controller dropping a dead broker)")
 ISR_EXPAND = _kind("isr_expand", "a caught-up follower rejoined the ISR")
@@ -187,6 +193,14 @@ SUMMARY = (
     Measure("controller_queue_max", "partitions", "the most partition changes in one controller batch"),
     Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker applied its LeaderAndIsr, median"),
     Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
+    Measure("operation_ms", "ms", "operations: from the first operation's start to the last one's end; null without "
+                                  "operations (a reassignment that never finishes ends at the run's end)"),
+    Measure("under_replicated_partition_ms", "partition-ms", "time partitions had an ISR smaller than their replica "
+                                                             "list (Kafka's UnderReplicatedPartitions), summed"),
+    Measure("under_min_isr_partition_ms", "partition-ms", "time partitions had an ISR below min.insync.replicas "
+                                                          "(UnderMinIsrPartitionCount), summed"),
+    Measure("offline_partition_ms", "partition-ms", "time partitions had no leader (OfflinePartitionsCount), summed"),
+    Measure("reassignment_bytes", "bytes", "bytes reassigned replicas fetched to catch up (operations: reassign)"),
 )
 # per consumer group, as "<group>.<key>"
 GROUP_SUMMARY = (

@@ -47,6 +47,7 @@ class RunEnd:
     cpu: object  # broker.cpu.Cpu: cores and GC pauses
     caches: list  # broker -> storage.disk.PageCache
     recorder: object  # measures.Recorder: the control plane's times
+    operations: dict  # the summary's operation keys (operation_ms, partition-ms per state, reassignment_bytes)
 
 
 def control_summary(end: "RunEnd") -> dict:
@@ -288,6 +289,7 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
+    summary.update(end.operations)
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:

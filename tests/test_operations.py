@@ -1,0 +1,333 @@
+"""Operations as SREs run them (issue 22): controlled shutdown, rolling restarts and their gates, preferred-leader
+elections (on demand and automatic), Kafka's partition gauges, and bad input. Each expectation is computed here
+from the settings (a constant one-way latency L, the session timeout, the gate, the check interval)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from kafkamodel import load_scenario, simulate
+from kafkamodel.cli import main
+from kafkamodel.sim.results.health import broker_gauges
+from kafkamodel.sim.simulation import Simulation
+
+L = 1.0  # one-way latency, ms (constant: every message takes exactly this)
+MIN_ISR = 2
+
+
+def scenario(operations=(), faults=(), duration=8000, broker=None, rate=2000, **extra):
+    return {"name": "ops", "brokers": 3, "duration.ms": duration, "kafka.version": "4.1",
+            "broker": {"min.insync.replicas": MIN_ISR, **(broker or {})},
+            "network": {"latency.ms": L},
+            "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": rate, "acks": "all"}],
+            "operations": list(operations), "faults": list(faults), **extra}
+
+
+def events(result, kind):
+    ev = result.events
+    return ev[ev["kind"] == kind]
+
+
+def led_by(result, b):
+    """Partitions broker b led at the start (its preferred ones: replicas listed first)."""
+    parts = result.partitions
+    return [int(p) for p, r in zip(parts["partition"], parts["replicas"]) if int(str(r).split(",")[0]) == b]
+
+
+def shutdown_batches_ms(result):
+    """The KRaft controller's time for one controlled shutdown of a broker that holds every partition (RF 3 on 3
+    brokers): a record per partition, and two batches (its leaderships, then the other ISRs), a commit each."""
+    c = Simulation(load_scenario(scenario())).settings.controller
+    return len(result.partitions) * c.kraft_record_ms + 2 * c.kraft_commit_ms
+
+
+# ---- controlled shutdown ----------------------------------------------------------------------------------------
+
+def test_controlled_shutdown_loses_nothing_and_moves_each_leader_once():
+    at = 2000.0
+    given = scenario([{"at.ms": at, "kind": "controlled_shutdown", "broker": 0}])
+    r = simulate(given)
+    s = r.summary
+    assert s["acked_records_lost"] == 0 and s["records_acked"] > 0
+    moved = led_by(r, 0)
+    assert moved
+    # the controller's time (issue 21; KRaft): the leaderships are one batch (a record each, one commit), then
+    # broker 0 leaves the other ISRs in a second batch
+    c = Simulation(load_scenario(given)).settings.controller
+    held = len(r.partitions)  # RF 3 on 3 brokers: broker 0 holds every partition
+    first = len(moved) * c.kraft_record_ms + c.kraft_commit_ms
+    second = (held - len(moved)) * c.kraft_record_ms + c.kraft_commit_ms
+    # one leader move: the controller decides, writes the batch, the new leader hears it one message later (L)
+    per = dict(zip(r.partitions["partition"], r.partitions["unavailable_ms"]))
+    for p, ms in per.items():
+        assert ms <= first + L + 1e-9, (p, ms)
+    assert all(per[p] == pytest.approx(first + L) for p in moved)
+    # each partition broker 0 led elected once, at the controller, one message after the request
+    elections = events(r, "leader_election")
+    assert sorted(elections["partition"]) == sorted(moved)
+    assert (elections["time_ms"] == at + L).all()
+    # the process stops when the answer comes back (after both batches); its session closes then, not after a
+    # timeout
+    assert events(r, "broker_shutdown")["time_ms"].tolist() == [pytest.approx(at + 2 * L + first + second)]
+    assert s["operation_ms"] == pytest.approx(2 * L + first + second)
+    assert s["offline_partition_ms"] == 0 and s["under_min_isr_partition_ms"] == 0
+    # every partition (broker 0 holds all 6 at RF 3 on 3 brokers) is under-replicated from the controller's
+    # change (at + L) to the end of the run
+    assert s["under_replicated_partition_ms"] == pytest.approx(6 * (8000 - at - L))
+
+
+def test_an_uncontrolled_crash_is_unavailable_for_the_session_timeout():
+    at, timeout, beat = 2000.0, 9000.0, 2000.0  # broker.session.timeout.ms, broker.heartbeat.interval.ms (KRaft)
+    r = simulate(scenario(faults=[{"at.ms": at, "kind": "crash", "broker": 0}], duration=14000))
+    # fenced a session timeout after its last heartbeat, which came at most one interval before the crash (the
+    # heartbeats run on a phase drawn from the seed)
+    expiry = at - beat + timeout
+    per = dict(zip(r.partitions["partition"], r.partitions["unavailable_ms"]))
+    for p in led_by(r, 0):
+        assert per[p] >= expiry - at  # far above the controlled shutdown's L plus the controller's batches
+    assert r.summary["operation_ms"] is None
+
+
+def test_without_controlled_shutdown_the_leaders_move_after_the_process_stopped():
+    at = 2000.0
+    r = simulate(scenario([{"at.ms": at, "kind": "controlled_shutdown", "broker": 0}],
+                          broker={"controlled.shutdown.enable": False}))
+    assert r.summary["acked_records_lost"] == 0
+    # the process stops at once; the controller sees its session close at once and elects; L later the new
+    # leaders know: the same one message, but no leader lives in between
+    assert events(r, "broker_shutdown")["time_ms"].tolist() == [at]
+    assert (events(r, "leader_election")["time_ms"] == at).all()
+    assert events(r, "controlled_shutdown").empty
+
+
+# ---- rolling restart ----------------------------------------------------------------------------------------------
+
+def test_rolling_restart_gated_on_no_under_replicated_never_goes_under_min_isr():
+    at, down = 1000.0, 1500.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": "no_under_replicated",
+                            "downtime.ms": down}], duration=12000))
+    s = r.summary
+    assert s["under_min_isr_partition_ms"] == 0 and s["offline_partition_ms"] == 0
+    assert s["acked_records_lost"] == 0 and s["not_enough_replicas_errors"] == 0
+    shutdowns = events(r, "broker_shutdown")
+    assert shutdowns["broker"].tolist() == [0, 1, 2]
+    # each broker is down for downtime.ms, plus its controlled shutdown's round trip (2L)
+    assert s["operation_ms"] >= 3 * (down + 2 * L)
+    assert s["operation_ms"] < 12000 - at
+
+
+def test_a_fixed_wait_shorter_than_the_catch_up_goes_under_min_isr_when_predicted():
+    at, down, wait = 1000.0, 1500.0, 0.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": {"wait.ms": wait},
+                            "downtime.ms": down}], duration=8000))
+    s = r.summary
+    assert s["under_min_isr_partition_ms"] > 0
+    # broker 0: request at `at`, answered at at + 2L + the controller's two batches, restarted downtime.ms later; the gate lets broker 1 go
+    # `wait` after that; the controller takes broker 1 out of the ISRs one message later. Broker 0 has 1.5 s of
+    # records to fetch first: not back yet, so every partition both hold drops to one replica then.
+    predicted = at + 2 * L + shutdown_batches_ms(r) + down + wait + L
+    singles = [t for t, d in zip(events(r, "isr_shrink")["time_ms"], events(r, "isr_shrink")["detail"])
+               if re.search(r"isr now \[\d+\]$", d)]
+    assert min(singles) == pytest.approx(predicted)
+    assert s["acked_records_lost"] == 0
+
+
+def test_full_isr_for_gate_waits_that_long_after_the_last_partition_rejoined():
+    at, down, hold = 1000.0, 1000.0, 700.0
+    r = simulate(scenario([{"at.ms": at, "kind": "rolling_restart", "gate": {"full_isr_for.ms": hold},
+                            "downtime.ms": down, "brokers": [0, 1]}], duration=8000))
+    expands = events(r, "isr_expand")["time_ms"]
+    second = events(r, "operation_start")  # only the operation's own start
+    assert len(second) == 1
+    # broker 1's shutdown request leaves `hold` after broker 0's last ISR expansion before it
+    request = events(r, "broker_shutdown")["time_ms"].tolist()[1] - 2 * L - shutdown_batches_ms(r)
+    last_expand = max(t for t in expands if t < request)
+    assert request == pytest.approx(last_expand + hold)
+    assert r.summary["under_min_isr_partition_ms"] == 0
+
+
+# ---- preferred leader election -----------------------------------------------------------------------------------
+
+def bounced(extra_ops=(), broker=None, duration=12000):
+    """Broker 0 shut down (its leaderships move away) and restarted: the cluster is imbalanced after."""
+    return scenario([{"at.ms": 1000, "kind": "controlled_shutdown", "broker": 0},
+                     {"at.ms": 1500, "kind": "restart", "broker": 0}, *extra_ops],
+                    broker=broker, duration=duration)
+
+
+def preferred_elections(r):
+    ev = events(r, "leader_election")
+    return ev[ev["detail"].str.startswith("preferred")]
+
+
+def test_automatic_preferred_leader_rebalance_comes_at_the_first_check_after_the_imbalance():
+    every = 4.0  # leader.imbalance.check.interval.seconds
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": every,
+                                 "leader.imbalance.per.broker.percentage": 10}))
+    back = events(r, "operation_end")["time_ms"].tolist()[1]  # broker 0 back in every ISR
+    first_check = (back // (every * 1000) + 1) * every * 1000
+    pref = preferred_elections(r)
+    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
+    assert (pref["time_ms"] == first_check).all()
+    assert (pref["broker"] == 0).all()
+
+
+def test_no_automatic_rebalance_while_the_imbalance_is_within_the_percentage():
+    # broker 0 leads none of its 2 preferred partitions: 100% imbalance, which never exceeds 100
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": 4,
+                                 "leader.imbalance.per.broker.percentage": 100}))
+    assert preferred_elections(r).empty
+    r = simulate(bounced(broker={"auto.leader.rebalance.enable": False}))
+    assert preferred_elections(r).empty
+
+
+def test_preferred_leader_election_on_demand():
+    at = 6000.0
+    r = simulate(bounced([{"at.ms": at, "kind": "preferred_leader_election", "topic": "t"}],
+                         broker={"auto.leader.rebalance.enable": False}))
+    pref = preferred_elections(r)
+    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
+    assert (pref["time_ms"] == at + L).all()  # the admin client's ElectLeaders reaches the controller
+
+
+# ---- Kafka's gauges over time -------------------------------------------------------------------------------------
+
+def test_broker_gauges_count_what_the_timeline_holds():
+    r = simulate(scenario([{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 0}],
+                          **{"timeline.interval.ms": 1000}))
+    g = broker_gauges(r.timeline, r.partitions, {"t": MIN_ISR}, 3)
+    start, after = g[g["time_ms"] == 0], g[g["time_ms"] == 3000]
+    assert start["leader_count"].tolist() == [2, 2, 2] and start["UnderReplicatedPartitions"].sum() == 0
+    # after: broker 0 leads nothing; each of its partitions went to the next replica in assignment order, and
+    # every partition has ISR 2 = min ISR (under-replicated, at min ISR) where it is led
+    leaders = [0, 0, 0]
+    for r_ in r.partitions["replicas"]:
+        replicas = [int(x) for x in str(r_).split(",")]
+        leaders[replicas[1] if replicas[0] == 0 else replicas[0]] += 1
+    assert after["leader_count"].tolist() == leaders
+    assert after["UnderReplicatedPartitions"].tolist() == leaders
+    assert after["AtMinIsrPartitionCount"].tolist() == leaders
+    assert after["UnderMinIsrPartitionCount"].sum() == 0 and after["OfflinePartitionsCount"].sum() == 0
+
+
+# ---- bad input ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, start", [
+    ({"at.ms": 10, "kind": "controlled_shutdown", "broker": 7}, "operations[0].broker: no broker 7"),
+    ({"at.ms": 10, "kind": "rolling_restart", "brokers": [0, 9]}, "operations[0].brokers[1]: no broker 9"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 0, 1]]},
+     "operations[0].replicas[0]: lists a broker twice"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]},
+     "operations[0].replicas[0]: 2 replicas; topic 't' has replication.factor 3"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": 0},
+     "operations[0].throttle: must be > 0"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": -5},
+     "operations[0].throttle: must be > 0"),
+    ({"at.ms": 10, "kind": "rolling_restart", "gate": {"wait": 5}}, "operations[0].gate: must be"),
+    ({"at.ms": 10, "kind": "restart"}, "operations[0].broker: required for kind restart"),
+])
+def test_bad_operations_are_one_line_exit_2(tmp_path, capsys, op, start):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario([op])))
+    code = main(["run", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, (code, err)
+    assert err[0].startswith(f"error: {start}"), err[0]
+    assert not (tmp_path / "out").exists()
+
+
+# ---- reassignment with throttles ----------------------------------------------------------------------------------
+
+def moving(operations, rate=10000, stop=5000.0, duration=16000, broker=None):
+    """4 brokers, 4 partitions at RF 3 (partition 0 on 0,1,2); the producer stops at `stop` unless None."""
+    producer = {"topic": "t", "rate.per.s": rate, "acks": "all"}
+    if stop is not None:
+        producer["stop.ms"] = stop
+    return {"name": "move", "brokers": 4, "duration.ms": duration, "kafka.version": "4.1",
+            "broker": {"min.insync.replicas": MIN_ISR, **(broker or {})}, "network": {"latency.ms": L},
+            "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}], "producers": [producer],
+            "operations": operations}
+
+
+def record_bytes(records: int) -> tuple[int, int]:
+    """Bounds on the bytes of `records` 100-byte null-key records in v2 batches (kafka_format): each record 106
+    or 107 bytes (offset delta below or above 63), each batch 61 more, at most one batch per record."""
+    from tests.kafka_format import v2_record
+
+    return records * v2_record(0, 0, None, 100), records * (v2_record(100, 0, None, 100) + 61)
+
+
+def test_a_throttled_reassignment_takes_bytes_over_throttle():
+    # ~1.3 MB to move at 200 kB/s: ~6.7 s (the last allowance may wait one replica.fetch.wait.max.ms, 0.5 s)
+    at, throttle = 6000.0, 200_000.0
+    r = simulate(moving([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]],
+                          "throttle": throttle}]))
+    s = r.summary
+    records = int((r.records["partition"] == 0).sum())
+    low, high = record_bytes(records)
+    assert low <= s["reassignment_bytes"] <= high  # the whole log went to the new replica
+    assert s["operation_ms"] == pytest.approx(s["reassignment_bytes"] / throttle * 1000, rel=0.10)
+    assert s["acked_records_lost"] == 0
+    end = r.partitions.set_index("partition")
+    assert end.loc[0, "replicas"] == "3,1,2" and end.loc[0, "leader"] == 3  # the leader moved to the new replica
+    # the partition is under-replicated (4 replicas, 3 in the ISR) for the whole move
+    assert s["under_replicated_partition_ms"] == pytest.approx(s["operation_ms"] - L, abs=2 * L)
+
+
+def test_a_throttle_below_the_ingress_never_finishes():
+    at, throttle, rate, duration = 2000.0, 100_000.0, 10000, 8000
+    # 10,000 records/s over 4 partitions: at least 2,500 x 106 bytes/s into partition 0, above the throttle
+    assert rate / 4 * record_bytes(1)[0] > throttle
+    r = simulate(moving([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]],
+                          "throttle": throttle}], rate=rate, stop=None, duration=duration))
+    s = r.summary
+    end = r.partitions.set_index("partition")
+    assert 3 not in [int(x) for x in str(end.loc[0, "isr"]).split(",")]  # never joined the ISR
+    assert events(r, "operation_end").empty
+    assert s["operation_ms"] == duration - at  # unfinished: counted to the run's end
+    assert s["reassignment_bytes"] == pytest.approx(throttle * (duration - at) / 1000, rel=0.10)
+
+
+def test_raising_the_throttle_during_the_move_speeds_it_up():
+    # ~0.5 MB in the first 5 s, the remaining ~0.8 MB at twice the rate (~4 s); within one fetch wait (0.5 s)
+    at, change, slow, fast = 6000.0, 11000.0, 100_000.0, 200_000.0
+    move = {"kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}
+    r = simulate(moving([{**move, "at.ms": at, "throttle": slow}, {**move, "at.ms": change, "throttle": fast}]))
+    total = r.summary["reassignment_bytes"]
+    done = events(r, "operation_end")["time_ms"].max()
+    predicted = change + (total - slow * (change - at) / 1000) / fast * 1000
+    assert done - at == pytest.approx(predicted - at, rel=0.10)
+
+
+def test_remove_broker_moves_its_replicas_away_then_shuts_it_down():
+    r = simulate(moving([{"at.ms": 6000, "kind": "remove_broker", "broker": 3}], duration=14000))
+    end = r.partitions
+    assert all("3" not in str(x).split(",") for x in end["replicas"])
+    assert all(len(str(x).split(",")) == 3 for x in end["replicas"])
+    assert events(r, "broker_shutdown")["broker"].tolist() == [3]
+    assert r.summary["acked_records_lost"] == 0 and r.summary["offline_partition_ms"] == 0
+
+
+def test_an_added_broker_starts_empty_and_takes_replicas_by_reassignment():
+    r = simulate(moving([{"at.ms": 3000, "kind": "add_broker", "broker": 3},
+                         {"at.ms": 4000, "kind": "reassign", "topic": "t", "partitions": [1], "replicas": [[3, 2, 0]]}],
+                        duration=12000))
+    # placed on brokers 0..2 only (as Kafka places over the brokers it has), partition p on p, p+1, p+2 mod 3
+    assert all("3" not in str(x) for x in r.timeline[r.timeline["time_ms"] < 3000]["leader"].astype(str))
+    assert events(r, "broker_registered")["time_ms"].tolist() == [3000 + L]
+    end = r.partitions.set_index("partition")
+    assert end.loc[1, "replicas"] == "3,2,0"
+    assert end.loc[1, "leader"] == 3
+    assert r.summary["acked_records_lost"] == 0
+
+
+def test_add_broker_leaves_enough_brokers_for_each_topic(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario([{"at.ms": 10, "kind": "add_broker", "broker": 2}])))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: topics[0].replication.factor: 3 exceeds the brokers running")
