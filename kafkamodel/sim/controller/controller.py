@@ -146,24 +146,31 @@ class Controller:
         view.controller_broker = healthy[0]
         view.epoch += 1
         self.event(CONTROLLER_FAILOVER, -1, healthy[0], f"was {old}")
-        view.loading = True  # it reads every partition's state from ZooKeeper first
-        self.kernel.schedule(self.channel.load(), self.loaded, view.epoch)
+        view.loading = True  # it reads the registrations, then every partition's state, from ZooKeeper first
+        self.kernel.schedule(self.channel.load(), self.loaded, view.epoch, self.registrations())
 
-    def loaded(self, epoch: int) -> None:
-        """The new controller has read the cluster's state: it acts on it."""
+    def loaded(self, epoch: int, registrations: dict) -> None:
+        """The new controller has read the cluster's state: it acts on it, with the registrations it read first
+        (KafkaController.initializeControllerContext); a broker that registered meanwhile is a new registration."""
         view = self.view
         if view.epoch != epoch:
             return
         view.loading = False
         if view.active():
-            self.resync()
+            self.resync(registrations)
 
-    def resync(self) -> None:
-        """controller_resync: read the broker registrations and partition states, and act on what changed."""
-        alive = {b.id for b in self.brokers if self.session_alive(b.id)}  # registered now: a bounce is not seen
-        for b in alive:
-            # the registration it reads is the current process's
-            self.view.broker_epoch[b] = self.brokers[b].incarnation
+    def registrations(self) -> dict:
+        """The brokers registered now (a live session), each with the process that registered."""
+        return {b.id: b.incarnation for b in self.brokers if self.session_alive(b.id)}
+
+    def resync(self, registrations: dict | None = None) -> None:
+        """controller_resync: read the broker registrations (or act on those read at `registrations`) and partition
+        states, and act on what changed."""
+        if registrations is None:
+            registrations = self.registrations()  # registered now: a bounce is not seen
+        alive = set(registrations)
+        for b, incarnation in registrations.items():
+            self.view.broker_epoch[b] = incarnation  # the registration it reads is that process's
         gone = sorted(self.live_brokers - alive)
         self.live_brokers -= set(gone)  # all of them, before any election picks one
         for b in gone:
