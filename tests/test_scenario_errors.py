@@ -105,7 +105,7 @@ CASES = [
     pytest.param(broken((P0 + ("acks",), True)),
                  "producers[0].acks", "must be 0, 1, all or -1, got True", id="acks-bool"),
     pytest.param(broken((F0 + ("kind",), "explode")),
-                 "faults[0].kind", "must be one of crash, restart, power_loss, isolate, pause, slow, consumer_crash, consumer_leave, consumer_join, got 'explode'", id="fault-kind"),
+                 "faults[0].kind", "must be one of crash, restart, power_loss, isolate, pause, slow, consumer_crash, consumer_leave, consumer_join, consumer_restart, got 'explode'", id="fault-kind"),
     pytest.param(broken((P0 + ("keys",), {"cardinality": 0})),
                  "producers[0].keys.cardinality", "must be >= 1, got 0", id="keys-cardinality-0"),
     # relations between fields
