@@ -40,6 +40,9 @@ COVERING_OVERRIDES = (
     # open-loop producer's application thread takes over) and fails after max.block.ms
     ("steady-state", {"duration.ms": 2000, "producers[*].buffer.memory": 32768, "producers[*].max.block.ms": 10,
                       "producers[*].rate.per.s": 20000, "network.latency.ms": 20}),
+    # the consumer group protocol (KIP-848): a join makes a member revoke, acknowledge, and the newcomer reconcile
+    ("delivery-at-least-once", {"duration.ms": 12000, "consumers[*].group.protocol": "consumer",
+                                "faults": [{"at.ms": 5000, "kind": "consumer_join", "group": "billing"}]}),
     # a closed-loop acks=0 producer: its batches give their pool bytes back once the client's NIC has sent them
     ("steady-state", {"duration.ms": 200, "producers[*].acks": 0, "producers[*].rate.per.s": "max"}),
     # operations: a rolling restart behind each gate kind (controlled shutdowns, restarts), an on-demand
