@@ -126,22 +126,24 @@ def _nines_text(row: Mapping) -> str:
 
 def fsync_answer(rows: list[dict], pairs, profiles) -> str:
     """The report's first line, from the numbers only: for each pair (without, with fsync) the nines under every
-    profile, the gain of fsync, and whether the 95% intervals separate them."""
+    profile, in how many profiles the 95% intervals separate them, and by how many nines where they do."""
     at = {(r["profile"], r["configuration"]): r for r in rows}
     parts = []
     for without, with_ in pairs:
-        gains, apart = [], 0
+        gains = []
         for prof in profiles:
             a, b = at[(prof, without)], at[(prof, with_)]
-            na, _ = nines_value(a[P], a[P + "_high"])
-            nb, _ = nines_value(b[P], b[P + "_high"])
-            gains.append(nb - na)
-            apart += b[P + "_high"] < a[P + "_low"] or a[P + "_high"] < b[P + "_low"]
-        lo, hi = min(gains), max(gains)
-        spread = f"{lo:+.1f}" if f"{lo:+.1f}" == f"{hi:+.1f}" else f"{lo:+.1f} to {hi:+.1f}"
+            if b[P + "_high"] < a[P + "_low"] or a[P + "_high"] < b[P + "_low"]:
+                gains.append(nines_value(b[P], b[P + "_high"])[0] - nines_value(a[P], a[P + "_high"])[0])
         where = " / ".join(f"{_nines_text(at[(p, without)])} -> {_nines_text(at[(p, with_)])}" for p in profiles)
-        parts.append(f"{with_} instead of {without} changes the nines by {spread} ({where} over "
-                     f"{', '.join(profiles)}; the 95% intervals separate in {apart} of {len(profiles)})")
+        text = f"{without} -> {with_}: {where} nines over {', '.join(profiles)}; the 95% intervals separate in " \
+               f"{len(gains)} of {len(profiles)}"
+        if gains:
+            lo, hi = min(gains), max(gains)
+            text += f" (fsync {lo:+.1f}" + ("" if f"{lo:+.1f}" == f"{hi:+.1f}" else f" to {hi:+.1f}") + " nines there)"
+        else:
+            text += " (these windows cannot tell them apart)"
+        parts.append(text)
     return "Fsync, by these numbers: " + "; ".join(parts) + "."
 
 
