@@ -171,7 +171,7 @@ def run_study(spec="durability", *, runs: Path | None = None, reports: Path | No
         "profiles": {p.name: {"about": p.about, "failures": details[p.name]["failures"], "sources": dict(p.sources)}
                      for p in study.profiles},
         "configurations": {c["configuration"]: c["overrides"] for c in details[names[0]]["configurations"]},
-        "windows": details[names[0]]["windows"], "seed": details[names[0]]["seed"],
+        "scenario": details[names[0]]["scenario"], "windows": details[names[0]]["windows"], "seed": details[names[0]]["seed"],
         "method": details[names[0]]["method"], "assumptions": list(ASSUMPTIONS),
         "seconds": round(time.perf_counter() - t0, 1),
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -278,7 +278,7 @@ the rule-of-three bound. {record['windows']} failure windows per replica layout 
 <table><tr><th>configuration</th>{head}</tr>{other_rows}</table>
 <h2>Failure-rate profiles and their sources</h2><ul>{about}</ul>
 <table><tr><th>key</th>{head}</tr>{rate_rows}</table>
-<h2>Configurations (overrides of {e(str(record['spec']))}'s scenario)</h2>
+<h2>Configurations (overrides of the scenario {e(str(record['scenario']))}; spec {e(str(record['spec']))})</h2>
 <table>{config_rows}</table>
 <h2>Assumptions</h2><ul>{assumptions}</ul>
 <p><small>{e(record['written_by'])}, {e(record['generated_at'])}. Method and sources: docs/durability.md.</small></p>
