@@ -270,7 +270,8 @@ border-left:4px solid #e0a800}}small{{color:#555}}</style></head><body>
 <p>Yearly probability that a partition loses acknowledged records, in nines (&minus;log10 P), per configuration
 and failure-rate profile, with the 95% interval in nines; a value starting with &ge; means no loss was seen and is
 the rule-of-three bound. {record['windows']} failure windows per replica layout and profile, seed
-{record['seed']}; {e(record['method'])}. Computed in {record['seconds']:.0f} s.</p>
+{record['seed']}; {e(record['method'])}. This run took {record['seconds']:.0f} s (detailed runs already in
+the runs folder are reused, not run again).</p>
 <h2>Nines per configuration and profile</h2>
 <table id="nines"><tr><th>configuration</th>{head}</tr>{nines_rows}</table>
 <img alt="nines per configuration and profile" src="data:image/png;base64,{_plot(record)}">
