@@ -11,7 +11,7 @@ KEEP   ?= needed
 CAMPAIGN ?= safety
 SCHEDULES ?= 2500
 
-.PHONY: study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign validation
+.PHONY: durability study test test-slow test-browser bench bench-sweep dist lab run clean snapshot campaign validation
 
 # setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
 # to act on here: hidden, so the install prints nothing unless something goes wrong
@@ -51,6 +51,12 @@ validation: $(STAMP)
 ## the report to reports/campaign_$(CAMPAIGN).html
 campaign: $(STAMP)
 	$(PY) -m kafkamodel campaign $(CAMPAIGN) --engine spark --master 'local[*]' --schedules $(SCHEDULES)
+
+## durability: the durability study (data/durability/studies/durability.yaml: configurations x failure-rate
+## profiles) -> reports/durability.html and durability.json; minutes, not part of `make study`; resumable (the
+## detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows
+durability: $(STAMP)
+	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS))
 
 ## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
 ## on purpose; prints which numbers moved. Commit it on its own, saying why.

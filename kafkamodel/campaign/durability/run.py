@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from datetime import datetime, timezone
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from ...folders import check_file_replaceable, writable_folder, write_atomic
 from .estimate import WARMUP_MS, estimate, gaps_ms
-from .spec import load_durability
+from .spec import DurabilitySpec, load_durability
 
 RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them
 
@@ -43,17 +44,18 @@ ASSUMPTIONS = (
 )
 
 
-def run_durability(spec, out, *, progress: bool = True, say=None) -> tuple[list[dict], Path]:
-    """Estimate every configuration of `spec` and write DIR/durability.json; returns the rows and the file."""
+def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | None = None) -> tuple[list[dict], Path]:
+    """Estimate every configuration of `spec` (a name, a path or a loaded DurabilitySpec) and write
+    DIR/durability.json; returns the rows and the file. `runs`: the detailed runs' folder (default DIR/runs)."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    loaded = load_durability(spec)
+    loaded = spec if isinstance(spec, DurabilitySpec) else load_durability(spec)
     folder = writable_folder(out, "--out")
     for name in ("durability.json", "durability-details.json"):  # refused now, not after the simulations
         check_file_replaceable(folder / name, "--out")
     say(f"durability: {len(loaded.configurations)} configurations x {loaded.windows} failure windows per replica "
         "layout; the detailed model once per class of critical events")
-    estimates = estimate(loaded, progress=progress, cache=folder / RUNS)
+    estimates = estimate(loaded, progress=progress, cache=Path(runs) if runs is not None else folder / RUNS)
     rows = [e.row() for e in estimates]
     details = {
         "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
@@ -87,16 +89,15 @@ def _inverse(rate) -> dict:
     return {"years": inv(rate.rate), "low": inv(rate.high), "high": inv(rate.low)}
 
 
+def nines(p: float, high: float) -> str:
+    """-log10 of a yearly loss probability; with none observed, at least -log10 of its upper bound."""
+    if p > 0:
+        return f"{-math.log10(p):.1f}"
+    return f">={-math.log10(high):.1f}" if high > 0 else "inf"
+
+
 def lines(rows: list[dict]) -> list[str]:
     """The rows as a table in nines (-log10 of the yearly loss probability per partition)."""
-    import math
-
-    def nines(p, high):
-        """-log10 of the probability; with none observed, at least -log10 of its upper bound."""
-        if p > 0:
-            return f"{-math.log10(p):.1f}"
-        return f">={-math.log10(high):.1f}" if high > 0 else "inf"
-
     out = [f"{'configuration':<20} {'P(loss)/partition-yr':>22} {'95% interval':>24} {'nines':>6} "
            f"{'acked lost/yr':>14} {'unavail min/yr':>15}"]
     for r in rows:

@@ -1,0 +1,83 @@
+"""Issue 25: the durability study (configurations x failure-rate profiles -> reports/durability.html and .json)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+
+import pytest
+import yaml
+
+from kafkamodel.campaign.durability import run as run_module
+from kafkamodel.campaign.durability import windows as W
+from kafkamodel.campaign.durability.estimate import estimate
+from kafkamodel.campaign.durability.study import main, run_study
+
+RATES = {"broker.crash.per.year": 1, "broker.restart.ms": 60000, "machine.failure.per.year": 0.04,
+         "machine.replace.hours": 24, "zone.outage.per.year": 0.5, "zone.outage.hours": 6}
+SOURCES = {k: "assumption: test" for k in [*RATES, "zone.power.loss.per.year"]}
+
+
+def _spec(tmp_path, **change):
+    spec = {"scenario": "three-zones", "seed": 3, "windows": 300,
+            "configurations": {"three_zones": {}, "one_zone": {"racks": ["a"], "network.links": []}},
+            "fsync_debate": [["one_zone", "three_zones"]],
+            "profiles": {"calm": {"about": "calm", "failures": {**RATES, "zone.power.loss.per.year": 0.2},
+                                  "sources": SOURCES},
+                         "stormy": {"about": "stormy", "failures": {**RATES, "zone.power.loss.per.year": 2},
+                                    "sources": SOURCES}}}
+    spec.update(change)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _power_loss_loses(scenario, topic, partition, replicas, pattern, returns):
+    """Instead of the detailed model: a critical event ending in a power loss loses 7 records, any other none."""
+    return 7 if pattern[-1][0] == W.POWER_LOSS else 0
+
+
+def test_report_states_the_numbers_it_computed(tmp_path, monkeypatch):
+    """The first line is computed from the rows: each profile's nines (-log10 P) of both configurations, and in
+    how many profiles the 95% intervals separate; the one-zone loss rate is the zone's power-loss rate (every
+    power loss takes all three replicas' unflushed records), within its interval."""
+    monkeypatch.setattr(run_module, "estimate", functools.partial(estimate, measure=_power_loss_loses))
+    html = run_study(_spec(tmp_path), runs=tmp_path / "runs", reports=tmp_path / "reports", progress=False,
+                     say=lambda line: None)
+    record = json.loads((tmp_path / "reports" / "durability.json").read_text())
+    at = {(r["profile"], r["configuration"]): r for r in record["rows"]}
+    P = "loss_probability_per_partition_year"
+    calm = at[("calm", "one_zone")]  # every power loss loses: the loss rate is the power-loss rate
+    assert calm[P + "_low"] <= -math.expm1(-0.2) <= calm[P + "_high"]
+    m = re.search(r"one_zone -> three_zones: (\S+) -> (\S+) / (\S+) -> (\S+) nines over calm, stormy; "
+                  r"the 95% intervals separate in (\d) of 2(?: \(fsync (\S+)(?: to (\S+))? nines there\))?",
+                  record["answer"])
+    assert m, record["answer"]
+
+    def nines(r):
+        return -math.log10(r[P]) if r[P] > 0 else -math.log10(r[P + "_high"])
+
+    said = [float(m.group(i).lstrip(">=")) for i in (1, 2, 3, 4)]
+    want = [nines(at[(p, c)]) for p in ("calm", "stormy") for c in ("one_zone", "three_zones")]
+    assert said == pytest.approx(want, abs=0.051)
+    separate = [p for p in ("calm", "stormy") if at[(p, "three_zones")][P + "_high"] < at[(p, "one_zone")][P + "_low"]]
+    assert int(m.group(5)) == len(separate) == 2  # three zones lose far less than one (power loss takes one zone)
+    gains = [want[1] - want[0], want[3] - want[2]]
+    assert float(m.group(6)) == pytest.approx(min(gains), abs=0.051)
+    assert float(m.group(7) or m.group(6)) == pytest.approx(max(gains), abs=0.051)
+    page = html.read_text()
+    assert record["answer"].replace(">", "&gt;") in page
+    assert all(s in page for s in SOURCES.values()) and "data:image/png;base64," in page
+
+
+def test_a_rate_without_its_source_is_one_line_exit_2(tmp_path, capsys):
+    spec = _spec(tmp_path)
+    data = yaml.safe_load(spec.read_text())
+    del data["profiles"]["calm"]["sources"]["machine.failure.per.year"]
+    spec.write_text(yaml.safe_dump(data))
+    assert main([str(spec), "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "reports")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "profiles.calm.sources.machine.failure.per.year: missing" in err[0]
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "runs").exists()
