@@ -301,9 +301,10 @@ def test_versions_notebook(study_reports):
     # the bounce with the producer's defaults: 3.0's acks=all (KIP-679) loses nothing acknowledged
     assert numbers["leader_bounce_2_8_acked_lost"] > 0 == numbers["leader_bounce_4_1_acked_lost"]  # 2.8: acks=1
     # unwritable for the era's session timeout: ZooKeeper's 18 s (2.5+), counted from the crash; KRaft's 9 s after
-    # the last heartbeat (every 2 s; the crash at 5 s follows the one at 4 s)
+    # the last heartbeat, which came at most one interval (2 s) before the crash (each broker heartbeats on its own
+    # phase, drawn from the seed), so between 7 and 9 s
     assert numbers["leader_bounce_2_8_unavailable_s"] == pytest.approx(18.0, abs=0.2)
-    assert numbers["leader_bounce_4_1_unavailable_s"] == pytest.approx(4.0 + 9.0 - 5.0, abs=0.2)
+    assert 9.0 - 2.0 - 0.2 <= numbers["leader_bounce_4_1_unavailable_s"] <= 9.0 + 0.2
     # leader epochs end the double power loss's divergence, not its loss of what no replica fsynced: the committed
     # loss is there on both sides of the fix, and the finding says so before it lists the fixes
     assert numbers["double_power_loss_0_11_committed_lost"] > 0 < numbers["double_power_loss_0_10_committed_lost"]
