@@ -21,10 +21,11 @@ Two metadata modes, as ``kafka.version`` (and ``kafka.metadata``) choose
   broker heartbeats every ``broker.heartbeat.interval.ms``, on its own phase
   (drawn from the seed), so sessions expire in the order the brokers went
   silent; ``broker.session.timeout.ms`` after its last heartbeat it is
-  fenced. A broker registers **fenced** and is unfenced by its first
-  heartbeat after it has caught up with the metadata log (its registration
-  committed, ``controller.kraft.commit.ms``): only then may it lead or join
-  an ISR (BrokerHeartbeatManager). From 4.0 (KIP-966) a broker that registers
+  fenced. A broker registers **fenced**; while starting it heartbeats every
+  10 ms until it has caught up with the metadata log (its registration
+  committed, ``controller.kraft.commit.ms``), then at once asks to be
+  unfenced (BrokerLifecycleManager): only then may it lead or join an ISR
+  (BrokerHeartbeatManager). From 4.0 (KIP-966) a broker that registers
   after an unclean shutdown (any death of its process: Kafka cannot tell a
   kill from a power cut) leaves every ISR and ELR it is in.
 
@@ -43,6 +44,9 @@ from __future__ import annotations
 from ..protocol import CONTROLLER
 from ..results.measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, BROKER_UNFENCED, CONTROLLER_FAILOVER,
                                 CONTROLLER_LOST)
+
+
+STARTING_HEARTBEAT_MS = 10.0  # BrokerLifecycleManager: a STARTING broker's heartbeats, until it has caught up
 
 
 class Controller:
@@ -96,12 +100,12 @@ class Controller:
         last = broker.healthy_since if now < first else first + (now - first) // self.heartbeat_ms * self.heartbeat_ms
         return last + self.session_timeout_ms
 
-    def _next_heartbeat(self, b: int, at: float) -> float:
-        """KRaft: broker b's first heartbeat at or after `at`."""
-        first = self.brokers[b].healthy_since + self.phase[b]
-        if at <= first:
-            return first
-        return first + -((first - at) // self.heartbeat_ms) * self.heartbeat_ms
+    def _caught_up_after(self) -> float:
+        """KRaft: from its registration to the heartbeat that unfences a broker. While STARTING, a broker heartbeats
+        every 10 ms until the controller answers that it has caught up with the metadata log (its registration
+        committed, ``controller.kraft.commit.ms``); ready to unfence, it heartbeats again at once
+        (BrokerLifecycleManager: scheduleNextCommunication(10 ms), SetReadyToUnfenceEvent)."""
+        return -(-self.catch_up_ms // STARTING_HEARTBEAT_MS) * STARTING_HEARTBEAT_MS
 
     def health_changed(self, b: int) -> None:
         """Call after any change to a broker's up/paused/isolated/cut state."""
@@ -234,8 +238,7 @@ class Controller:
             self.event(BROKER_REGISTERED, -1, b, how)
         broker.unclean_shutdown = False
         if fenced:  # it replays the metadata log (and follows its partitions); unfenced once caught up
-            self.kernel.schedule(self._next_heartbeat(b, self.kernel.now + self.catch_up_ms), self.unfence, b,
-                                 broker.episode)
+            self.kernel.schedule(self.kernel.now + self._caught_up_after(), self.unfence, b, broker.episode)
         else:
             self.replication.elect_leaderless(b)
         self.channel.send_state(b)
