@@ -81,6 +81,17 @@ RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario"} 
 DEFAULT_POINT_NOTEBOOK = "00_explore.ipynb"
 
 
+def named(raw: Mapping, section: str, what: str, problems: list[str]):
+    """The (name, value, where) of a mapping's entries whose name matches NAME; the others are a problem each
+    (``<section>.<name>: a <what> name must match ...``)."""
+    for name, value in raw.items():
+        where = f"{section}.{name}"
+        if not isinstance(name, str) or not NAME.match(name):
+            problems.append(f"{where}: a {what} name must match [a-z][a-z0-9_]*")
+            continue
+        yield name, value, where
+
+
 @dataclass(frozen=True)
 class Param:
     name: str  # the column in every run row

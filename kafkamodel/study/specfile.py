@@ -28,6 +28,7 @@ from .spec import (
     SpecError,
     _kind,
     column_for_path,
+    named,
 )
 
 
@@ -189,11 +190,7 @@ def _params(raw: Any, problems: list[str]) -> dict[str, Param]:
         problems.append(f"params: must be a mapping of column name -> path, [paths] or named override sets, got {type(raw).__name__}")
         return {}
     params = {}
-    for name, how in raw.items():
-        where = f"params.{name}"
-        if not isinstance(name, str) or not NAME.match(name):
-            problems.append(f"{where}: a column name must match [a-z][a-z0-9_]*")
-            continue
+    for name, how, where in named(raw, "params", "column", problems):
         if name in RESERVED:
             problems.append(f"{where}: {name!r} is a column every run row already has; choose another name")
             continue

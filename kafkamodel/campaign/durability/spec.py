@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from ...config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
 from ...paths import SHIPPED
-from ...study.spec import NAME, SpecError
+from ...study.spec import SpecError, named
 from ...study.specfile import load_spec_file
 from ..spec import base_scenario, campaign_path
 
@@ -132,11 +132,7 @@ def _configurations(raw: Any, base_path: Path | None, problems: list[str]) -> li
         except ScenarioError as exc:
             problems.extend(f"scenario: {p}" for p in exc.problems)
     out = []
-    for name, overrides in raw.items():
-        where = f"configurations.{name}"
-        if not isinstance(name, str) or not NAME.match(name):
-            problems.append(f"{where}: a configuration name must match [a-z][a-z0-9_]*")
-            continue
+    for name, overrides, where in named(raw, "configurations", "configuration", problems):
         if overrides is None:
             overrides = {}
         if not isinstance(overrides, Mapping):

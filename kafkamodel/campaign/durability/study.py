@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from ...folders import FolderError, check_file_replaceable, writable_folder, write_atomic
 from ...paths import REPORTS, RUNS
-from ...study.spec import NAME, SpecError
+from ...study.spec import SpecError, named
 from ...study.specfile import load_spec_file
 from . import spec as S
 from .run import ASSUMPTIONS, nines, run_durability
@@ -73,11 +73,7 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
         return None
     common = {k: v for k, v in data.items() if k in S.TOP_KEYS}
     profiles = []
-    for name, prof in raw.items():
-        where = f"profiles.{name}"
-        if not isinstance(name, str) or not NAME.match(name):
-            problems.append(f"{where}: a profile name must match [a-z][a-z0-9_]*")
-            continue
+    for name, prof, where in named(raw, "profiles", "profile", problems):
         if not isinstance(prof, Mapping):
             problems.append(f"{where}: must be a mapping of {', '.join(PROFILE_KEYS)}")
             continue
