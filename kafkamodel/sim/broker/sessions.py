@@ -98,7 +98,10 @@ class SessionManager:
         if forgotten:
             self._drop(s, forgotten)
         replicas, dirty = self.replicas, s.dirty
-        retry, s.retry_expand = s.retry_expand, set()  # refused expansions to ask again (below)
+        retry = s.retry_expand  # refused expansions to ask again (below)
+        if retry:
+            s.retry_expand = set()
+        throttled = self.quotas.throttled  # replication throttles set (operations: reassign)
         data = False  # some partition of the request has records beyond its offset
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
@@ -134,7 +137,7 @@ class SessionManager:
                 self.leader_advance_high_watermark(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader_expand_isr(rep, follower)
-            if leo > offset and self.quotas.throttled and self._held(p, leader, follower, lead):
+            if leo > offset and throttled and self._held(p, leader, follower, lead):
                 dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
             elif leo > offset:
                 dirty[p] = data = True
@@ -162,7 +165,9 @@ class SessionManager:
             if rep.is_leader and offset is not None and s.follower not in rep.lead.isr \
                     and offset >= rep.high_watermark and offset >= rep.lead.epoch_start_offset:
                 self.leader_expand_isr(rep, s.follower)
+
     def _held(self, p: int, leader: int, follower: int, lead) -> bool:
+        """Throttled, and its allowance spent: the partition gives nothing now (quotas: KIP-73)."""
         allowance = self.quotas.allowance(p, leader, follower, lead.isr)
         return allowance is not None and allowance <= 0
 
