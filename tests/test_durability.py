@@ -177,6 +177,42 @@ def test_unavailability_agrees_with_the_markov_chain():
     assert est.low <= exact <= est.high, (est, exact)
 
 
+@pytest.mark.parametrize("layouts, sets", [
+    ([(0, 1, 2), (3, 4, 5)], 2),  # two disjoint replica sets: two independent partitions
+    ([(i, (i + 1) % 6, (i + 2) % 6) for i in range(6)] + [(1, 0, 2)], 6),  # round-robin; a reordered list is one set
+    ([tuple(c) for c in __import__("itertools").combinations(range(6), 3)], 20),  # every 3 of the 6 brokers
+])
+def test_a_cluster_loses_at_the_chain_rate_times_its_distinct_replica_sets(layouts, sets):
+    """Six brokers, independent machine failures, exponential rebuilds of a day: the first loss anywhere in the
+    cluster comes at (distinct replica sets) x the chain's rate per partition, to first order in lam r (losing
+    every copy of one set means those three machines down together; two sets at once is a higher order), not at
+    (partitions) x that rate: replica lists holding the same brokers lose together."""
+    lam, r = 2.0, 1 / 365.25
+    cycles = W.sample(["a", "b", "c", "a", "b", "c"], _machine_only(lam, r), 2, 10000, 7, layouts=layouts)
+    est = W.loss_rate(cycles, _every_copy_lost)
+    exact = sets * markov.loss_rate_per_year(3, lam, r)
+    assert est.low <= exact <= est.high, (est, exact)
+    assert est.high - est.low < exact
+
+
+def test_one_layout_over_its_own_replicas_is_the_partition_sampler():
+    """The cluster sampler with one replica list over every broker draws exactly the partition's windows."""
+    rates = W.Rates(1.0, 1e-4, 0.1, 3e-3, {"a": 0.5}, {"b": 1.0}, 1e-3)
+    one = W.sample(["a", "b", "c"], rates, 2, 200, 9)
+    same = W.sample(["a", "b", "c"], rates, 2, 200, 9, layouts=[(0, 1, 2)])
+    assert one == same
+
+
+def test_few_windows_with_a_loss_widen_the_interval_to_the_poisson_count():
+    """One cycle with an event among many: the delta method would give an interval from that one value; the
+    interval holds Garwood's exact Poisson interval for one event, 0.0253 to 5.57 times the estimate."""
+    a = np.zeros(50)
+    a[7] = 0.3
+    est = W.ratio(a, np.ones(50))
+    assert est.rate == pytest.approx(0.3 / 50)
+    assert est.high >= 5.5716 * est.rate and est.low <= 0.02532 * est.rate
+
+
 def test_nothing_lost_is_zero_with_an_upper_bound():
     est = W.loss_rate(W.sample(["a", "b", "c"], _machine_only(0.5, 1 / 365.25), 2, 500, 3), lambda c: False)
     assert est.rate == 0 and est.low == 0 and 0 < est.high < 1
@@ -299,6 +335,21 @@ def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of
         row = json.loads((tmp_path / "out" / "durability.json").read_text())[0]
         exact = markov.loss_probability_per_year(3, lam, r)
         assert row["loss_probability_per_partition_year_low"] <= exact <= row["loss_probability_per_partition_year_high"], (lam, row, exact)
+        # the whole cluster: a first loss at (distinct replica sets) x the chain's rate, to first order in lam r
+        details = json.loads((tmp_path / "out" / "durability-details.json").read_text())["configurations"][0]
+        cluster = details["loss_probability_per_cluster_year"]
+        expected = -math.expm1(-_replica_sets(load_durability(spec)) * markov.loss_rate_per_year(3, lam, r))
+        assert cluster["low"] <= expected <= cluster["high"], (lam, cluster, expected)
+
+
+def _replica_sets(spec) -> int:
+    """Distinct sets of brokers holding a partition's replicas in the spec's first configuration."""
+    from kafkamodel.sim.controller.placement import assign
+
+    s = spec.configurations[0].scenario
+    racks = tuple(s["racks"][i % len(s["racks"])] for i in range(s["brokers"])) if s.get("racks") else ()
+    return len({frozenset(replicas) for t in s["topics"]
+                for replicas in assign(t["partitions"], t["replication.factor"], s["brokers"], racks)})
 
 
 @pytest.mark.slow  # about 35 s: a dozen detailed runs

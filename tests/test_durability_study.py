@@ -67,7 +67,13 @@ def test_report_states_the_numbers_it_computed(tmp_path, monkeypatch):
     gains = [want[1] - want[0], want[3] - want[2]]
     assert float(m.group(6)) == pytest.approx(min(gains), abs=0.051)
     assert float(m.group(7) or m.group(6)) == pytest.approx(max(gains), abs=0.051)
+    # per cluster-year: in one zone a power loss takes every partition at once and counts once, so the cluster
+    # loses at the zone's power-loss rate too (not at partitions x that rate)
+    cluster = {(r["profile"], r["configuration"]): r for r in record["cluster"]}
+    one = cluster[("calm", "one_zone")]
+    assert one["low"] <= -math.expm1(-0.2) <= one["high"] and one["high"] < 1.5 * -math.expm1(-0.2)
     page = html.read_text()
+    assert f"{one['p']:.3g} <small>[{one['low']:.3g}, {one['high']:.3g}]</small>" in page
     assert record["answer"].replace(">", "&gt;") in page
     assert all(s in page for s in SOURCES.values()) and "data:image/png;base64," in page
 

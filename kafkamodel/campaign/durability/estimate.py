@@ -16,6 +16,11 @@ kinds' down times). The partition's ``acked_records_lost`` in that run is the
 class's loss. (The records lost by a class that loses a whole log are those
 the compressed run acknowledged; in a real window the log's retention is at
 stake: the details file says so.)
+
+The whole cluster (``Cluster``): the same failure process over every broker,
+each distinct replica list a layout; the first loss anywhere per cycle gives
+the probability of any loss per cluster-year (classes it finds that the
+groups did not are run too).
 """
 
 from __future__ import annotations
@@ -39,11 +44,33 @@ WARMUP_MS = 5000.0  # traffic before the first step
 SETTLE_MS = 5000.0  # beyond detection and lag limits between steps
 
 
+def at_least_once(rate: float) -> float:
+    """P(at least one event in a year) for a Poisson rate per year."""
+    return -math.expm1(-rate)
+
+
 @dataclass
 class Group:
     zones: tuple  # the replicas' zones, in assignment order
     partitions: list  # (topic, partition, replica brokers)
     cycles: W.Cycles | None = None
+
+
+@dataclass
+class Cluster:
+    """The whole cluster's failure process: every broker, each distinct replica list a layout."""
+    zones: list  # each broker's zone
+    layouts: list  # distinct replica lists (broker ids), in the order partitions first use them
+    sizes: list  # partitions per layout
+    cycles: W.Cycles | None = None
+
+
+def cluster_of(groups: list[Group], zones: list[str]) -> Cluster:
+    layouts: dict = {}
+    for g in groups:
+        for _, _, replicas in g.partitions:
+            layouts[tuple(replicas)] = layouts.get(tuple(replicas), 0) + 1
+    return Cluster(list(zones), list(layouts), list(layouts.values()))
 
 
 @dataclass
@@ -55,10 +82,11 @@ class ConfigurationEstimate:
     partitions: int
     windows: int
     classes: dict = field(default_factory=dict)  # class of critical events -> records its detailed run lost
+    cluster: W.Estimate | None = None  # first losses anywhere in the cluster per year
 
     def row(self) -> dict:
         """The contract's row of durability.json."""
-        to_p = lambda rate: -math.expm1(-rate)  # noqa: E731  (at least one loss in a year)
+        to_p = at_least_once
         return {"configuration": self.configuration,
                 "loss_probability_per_partition_year": to_p(self.loss.rate),
                 "loss_probability_per_partition_year_low": to_p(self.loss.low),
@@ -208,16 +236,26 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
         groups = groups_of(scenario)
         needed = needed_in_sync(scenario)
         by_rules = kafka_rules_apply(scenario)
+
+        def classes(criticals, n_of, group_of, config=config, by_rules=by_rules):
+            for c in criticals:
+                key = reduced(c, n_of(c), by_rules)
+                if key is not None:  # the first layout with n replicas stands for all
+                    todo.setdefault((config.name, n_of(c), key), (config, group_of(c)))
+
         for g in groups:  # the same draws for the same layout in every configuration (common random numbers)
             seed = np.random.SeedSequence([spec.seed, int(stable_hash(list(g.zones)), 16)])
             g.cycles = W.sample(g.zones, rates, needed, spec.windows, seed)
-            n = len(g.zones)
             for w in g.cycles.windows:
-                for c in w.criticals:
-                    key = reduced(c, n, by_rules)
-                    if key is not None:
-                        todo.setdefault((config.name, n, key), (config, g))  # the first layout with n replicas stands for all
-        plans.append((config, groups, by_rules))
+                classes(w.criticals, lambda c, g=g: len(g.zones), lambda c, g=g: g)
+        cluster = cluster_of(groups, zones_of(scenario))
+        seed = np.random.SeedSequence([spec.seed, int(stable_hash([cluster.zones, cluster.layouts]), 16)])
+        cluster.cycles = W.sample(cluster.zones, rates, needed, spec.windows, seed, layouts=cluster.layouts)
+        sized = {len(g.zones): g for g in groups}
+        for w in cluster.cycles.windows:
+            classes(w.criticals, lambda c: len(cluster.layouts[c.layout]),
+                    lambda c: sized[len(cluster.layouts[c.layout])])
+        plans.append((config, groups, by_rules, cluster))
     lost: dict = {}
     bar = progress_bar(len(todo), "durability", unit="simulation", disable=not progress)
     try:
@@ -229,11 +267,11 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
             bar.update(1)
     finally:
         bar.close()
-    return [_combine(config, groups, spec, by_rules, lost) for config, groups, by_rules in plans]
+    return [_combine(config, groups, spec, by_rules, lost, cluster) for config, groups, by_rules, cluster in plans]
 
 
 def _combine(config: Configuration, groups: list[Group], spec: DurabilitySpec, by_rules: bool,
-             lost: dict) -> ConfigurationEstimate:
+             lost: dict, cluster: Cluster) -> ConfigurationEstimate:
     total = sum(len(g.partitions) for g in groups)
     loss, records, unavailable, classes = [], [], [], {}
     for g in groups:
@@ -248,5 +286,10 @@ def _combine(config: Configuration, groups: list[Group], spec: DurabilitySpec, b
     for (name, n, steps), count in lost.items():
         if name == config.name:
             classes[f"RF {n}: " + " then ".join(f"{kind} x{size}" for kind, size in steps)] = count
+    def loses(c):
+        n = len(cluster.layouts[c.layout])
+        key = reduced(c, n, by_rules)
+        return key is not None and lost[(config.name, n, key)] > 0
+
     return ConfigurationEstimate(config.name, combine(loss), combine(records), combine(unavailable), total,
-                                 spec.windows, classes)
+                                 spec.windows, classes, W.loss_rate(cluster.cycles, loses))

@@ -167,6 +167,8 @@ def run_study(spec="durability", *, runs: Path | None = None, reports: Path | No
         "profiles": {p.name: {"about": p.about, "failures": details[p.name]["failures"], "sources": dict(p.sources)}
                      for p in study.profiles},
         "configurations": {c["configuration"]: c["overrides"] for c in details[names[0]]["configurations"]},
+        "cluster": [{"profile": p, "configuration": c["configuration"], **c["loss_probability_per_cluster_year"]}
+                    for p in names for c in details[p]["configurations"]],
         "scenario": details[names[0]]["scenario"], "windows": details[names[0]]["windows"], "seed": details[names[0]]["seed"],
         "method": details[names[0]]["method"], "assumptions": list(ASSUMPTIONS),
         "seconds": round(time.perf_counter() - t0, 1),
@@ -245,6 +247,11 @@ def render(record: Mapping) -> str:
         f"<tr><th>{e(c)}</th>" + "".join(
             f"<td>{at[(p, c)]['acked_records_lost_per_year']:.3g} / {at[(p, c)]['unavailable_minutes_per_year']:.3g}</td>"
             for p in profiles) + "</tr>" for c in configs)
+    cluster = {(r["profile"], r["configuration"]): r for r in record.get("cluster", [])}
+    cluster_rows = "".join(
+        f"<tr><th>{e(c)}</th>" + "".join(
+            f"<td>{cluster[(p, c)]['p']:.3g} <small>[{cluster[(p, c)]['low']:.3g}, {cluster[(p, c)]['high']:.3g}]"
+            "</small></td>" if (p, c) in cluster else "<td></td>" for p in profiles) + "</tr>" for c in configs)
     keys = list(S.FAILURES)
     rate_rows = "".join(
         f"<tr><th>{e(k)}</th>" + "".join(
@@ -271,6 +278,11 @@ the runs folder are reused, not run again).</p>
 <h2>Nines per configuration and profile</h2>
 <table id="nines"><tr><th>configuration</th>{head}</tr>{nines_rows}</table>
 <img alt="nines per configuration and profile" src="data:image/png;base64,{_plot(record)}">
+<h2>Probability of any loss in the cluster per year</h2>
+<p>The same failure process over every broker of the cluster, each partition's replica list checked at every
+event: the first loss in any partition (a zone event that hits many partitions counts once), with its 95%
+interval.</p>
+<table id="cluster"><tr><th>configuration</th>{head}</tr>{cluster_rows}</table>
 <h2>Acknowledged records lost per year (cluster) / unavailable minutes per year (partition)</h2>
 <table><tr><th>configuration</th>{head}</tr>{other_rows}</table>
 <h2>Failure-rate profiles and their sources</h2><ul>{about}</ul>
