@@ -32,6 +32,7 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
     out = []
     for case in cases:
         results, processed, runs = {}, {}, []
+        wanted = {(r, q["group"]) for f in case.figures for r, q in f.terms if "group" in q}  # consume_latency's
         for name, run in case.runs.items():
             if progress is not None:
                 progress.set_postfix_str(f"{case.case}/{name}", refresh=False)
@@ -40,7 +41,7 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
             result = sim.run()
             seconds = time.process_time() - started
             results[name] = result
-            processed[name] = {g.name: g.first_processed_ms for g in sim.groups}  # consume_latency reads them
+            processed[name] = {g.name: g.first_processed_ms for g in sim.groups if (name, g.name) in wanted}
             del sim
             runs.append({"name": name, "what": run.what, "scenario": scenario_line(run.scenario),
                          "duration_ms": float(run.scenario["duration.ms"]), "window_ms": list(run.window_ms),
