@@ -240,6 +240,10 @@ def test_keys_shows_a_versions_resolved_defaults(capsys):
     assert main(["keys", "--version", "3.9", "--metadata", "kraft"]) == 0
     lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
     assert lines["broker.broker.session.timeout.ms"] == "9000" and lines["broker.zookeeper.session.timeout.ms"] == "(not"
+    assert main(["keys", "--version", "0.8.1"]) == 0  # 0.8 less what 0.8.2 brought (versions.PATCHES)
+    lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["broker.min.insync.replicas"] == "(not" and lines["topics[].min.insync.replicas"] == "(not"
+    assert lines["broker.replica.lag.max.messages"] == "4000" and lines["producers[].acks"] == "1"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -219,6 +219,8 @@ def has(section: str, key: str, version: str, metadata: str) -> bool:
 
 def default(section: str, key: str, version: str, metadata: str, fallback: Any) -> Any:
     """The default of a key under this version: its own, what the version does without it, or `fallback`."""
+    if (section, key) in PATCHES.get(version, ()):
+        return fallback  # what the patch did without it: min.insync.replicas 1 (acks=-1 waits for the whole ISR)
     if not has(section, key, version, metadata):
         return PROPERTIES[(section, key)].absent
     return _in_force(DEFAULTS.get((section, key), ()), version, fallback)
