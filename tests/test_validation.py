@@ -124,6 +124,12 @@ def test_the_small_case_loads(tmp_path):
      "figures[4]: run all reports no 'produce_latency_p50'"),
     ("figures[4]/difference[0]/quantity", {"records": "acked_per_s"}, False,
      "figures[4].difference: its terms are in records/s and ms"),
+    ("figures[3]/quantity", {"records": "consume_latency", "percentile": 50}, False,
+     "figures[3].quantity.group: consume_latency names its consumer group"),
+    ("figures[3]/quantity", {"records": "consume_latency", "group": "nobody", "percentile": 50}, False,
+     "figures[3].quantity.group: no consumer group 'nobody'"),
+    ("figures[3]/quantity", {"records": "produce_latency", "percentile": 50, "create_time_ms": "yes"}, False,
+     "figures[3].quantity.create_time_ms: true or false, for a latency"),
 ])
 def test_a_malformed_case_is_one_line_naming_the_field(tmp_path, path, value, delete, field):
     case = mutated(path, value, delete)
@@ -247,6 +253,27 @@ def test_throughput_counts_acknowledgements_in_the_window():
     assert per_s == 500 / 0.5  # acks at 105..604 inside [100, 600): 100..599 -> 500 acks in 0.5 s
     mib, _ = measure(result, {"records": "acked_mib_per_s"}, (100, 600), SCENARIO)
     assert mib == pytest.approx(1000 * 1024 / 2**20)
+
+
+def test_a_groups_delivery_latency_from_the_records_create_time_as_the_openmessaging_benchmark_measures_it():
+    """OMB (LocalWorker.messageReceived): Instant.now() on the consumer minus record.timestamp(), the CreateTime
+    KafkaProducer.doSend stamped in whole ms; so each sample is processed - floor(send)."""
+    rng = np.random.default_rng(3)
+    send = np.sort(rng.uniform(0, 1000, 2000))
+    processed = send + rng.lognormal(np.log(1.5), 0.4, 2000)
+    processed[7] = np.nan  # never processed: infinitely late
+    result = fake_result(send, send + 1, send + 1)
+    omb = np.sort(np.where(np.isnan(processed), np.inf, processed - np.floor(send)))
+    exact = np.sort(np.where(np.isnan(processed), np.inf, processed - send))
+    for p in (50, 99, 99.9):
+        q = {"records": "consume_latency", "group": "g", "percentile": p}
+        assert measure(result, {**q, "create_time_ms": True}, (0, 1001), SCENARIO, {"g": processed})[0] == omb[int(2000 * p / 100)]
+        assert measure(result, q, (0, 1001), SCENARIO, {"g": processed})[0] == exact[int(2000 * p / 100)]
+    # truncating the send time adds the fraction of its millisecond: half a millisecond on average
+    assert np.mean(omb[:-1] - exact[:-1]) == pytest.approx(0.5, abs=0.03)
+    value, note = measure(result, {"records": "consume_latency", "group": "h", "percentile": 50}, (0, 1001),
+                          SCENARIO, {"g": processed})
+    assert value is None and "no consumer group h" in note
 
 
 def test_a_summary_key_the_model_does_not_report_gives_no_value_and_says_why():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkamodel import ScenarioError, load_scenario
+from kafkamodel import ScenarioError, load_scenario, simulate
 
 from shipped import run
 
@@ -240,6 +240,10 @@ def test_keys_shows_a_versions_resolved_defaults(capsys):
     assert main(["keys", "--version", "3.9", "--metadata", "kraft"]) == 0
     lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
     assert lines["broker.broker.session.timeout.ms"] == "9000" and lines["broker.zookeeper.session.timeout.ms"] == "(not"
+    assert main(["keys", "--version", "0.8.1"]) == 0  # 0.8 less what 0.8.2 brought (versions.PATCHES)
+    lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines["broker.min.insync.replicas"] == "(not" and lines["topics[].min.insync.replicas"] == "(not"
+    assert lines["broker.replica.lag.max.messages"] == "4000" and lines["producers[].acks"] == "1"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -252,3 +256,48 @@ def test_keys_refuses_an_unknown_version_in_one_line(capsys, args, message):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+# ---- 0.8.1's consumer fetch purgatory (KAFKA-1430 changed it in 0.8.2) ---------------------------------------------
+
+ONE_WAY_MS, WAIT_MS, FOLLOWER_MS = 1.0, 100, 0.5
+
+
+def _delivery_p50(version: str, acks) -> float:
+    """One record every 200 ms to a partition with 3 replicas, read by a consumer whose fetch waits WAIT_MS; every
+    network trip ONE_WAY_MS; the follower spends FOLLOWER_MS per fetch answer, every other cost 0."""
+    zero = {k: 0 for k in ("request.us", "partition.us", "kib.us", "network.request.us", "network.kib.us",
+                           "fetcher.partition.us", "fetcher.kib.us", "producer.record.us", "producer.batch.us",
+                           "producer.request.us")}
+    s = {"name": "purgatory", "kafka.version": version, "duration.ms": 4100, "brokers": 3,
+         "network": {"latency.ms": ONE_WAY_MS},
+         "costs": {**zero, "fetcher.response.us": FOLLOWER_MS * 1000, "gc.request.kib": 0},
+         "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
+         "producers": [{"topic": "t", "burst": {"records": 1, "every.ms": 200, "start.ms": 1000}, "stop.ms": 4000,
+                        "acks": acks, "linger.ms": 0}],
+         "consumers": [{"group": "g", "topic": "t", "fetch.max.wait.ms": WAIT_MS, "processing.ms": 0}]}
+    return simulate(s).summary["g.consume_e2e_latency_ms_p50"]
+
+
+def test_before_0_8_2_a_moving_hw_answers_no_parked_consumer_fetch():
+    """0.8.1 (KafkaApis.handleProducerRequest -> maybeUnblockDelayedFetchRequests): the produce answers the parked
+    fetch with what is below the HW (nothing yet, at RF 3 and acks=1); the fetch sent again waits its whole
+    fetch.wait.max.ms, as the HW moves without it: send -> leader (1 trip), empty answer and the fetch again (2),
+    the wait, the answer (1). From 0.8.2 the moving HW answers it: the leader, the follower's fetch answer, its next
+    fetch (3 trips and the follower's cost), then the answer (1)."""
+    hw_answers = 4 * ONE_WAY_MS + FOLLOWER_MS
+    assert _delivery_p50("0.8", 1) == pytest.approx(hw_answers, abs=0.05)
+    assert _delivery_p50("0.8.1", 1) == pytest.approx(4 * ONE_WAY_MS + WAIT_MS, abs=0.05)
+    # at acks=-1 the acknowledgement (DelayedProduce.isSatisfied -> maybeUnblockDelayedFetchRequests) answers it
+    # when the HW moves, as 0.8.2's HW does
+    assert _delivery_p50("0.8.1", -1) == pytest.approx(hw_answers, abs=0.05)
+
+
+def test_0_8_1_is_0_8_without_min_insync_replicas():
+    assert load_scenario({**SCENARIO, "kafka.version": "0.8.1"})["kafka.version"] == "0.8.1"
+    for where, given in (("broker.min.insync.replicas", {"broker": {"min.insync.replicas": 2}}),
+                         ("topics[0].min.insync.replicas", {"topics": [{"name": "t", "min.insync.replicas": 1}]})):
+        with pytest.raises(ScenarioError) as e:
+            load_scenario({**SCENARIO, "kafka.version": "0.8.1", **given})
+        assert f"{where}: not a property of Kafka 0.8.1 (it came in KAFKA-1555, 0.8.2)" in str(e.value)
+        load_scenario({**SCENARIO, "kafka.version": "0.8", **given})  # 0.8 is 0.8.2: it has it

@@ -14,7 +14,9 @@ the resolved defaults against that page):
   once per scenario (``version_checks.resolve_version``, ``Settings.kafka``).
 
 A version names a release line (``"2.8"`` is 2.8.x; ``"0.8"`` is 0.8.2, the
-first with ``min.insync.replicas``); ``"2.8.1"`` reads as ``"2.8"``. Versions
+first with ``min.insync.replicas``); ``"2.8.1"`` reads as ``"2.8"``, except the
+patch releases in ``PATCHES`` (``"0.8.1"``), which run their line's mechanisms
+less what a later patch of the line brought. Versions
 before 4.0 run ZooKeeper unless ``kafka.metadata: kraft`` (3.3 and later:
 KRaft was production-ready from 3.3, KIP-833); 4.0 removed ZooKeeper.
 """
@@ -37,6 +39,14 @@ KRAFT_SINCE = "3.3"  # KIP-833: KRaft production-ready (earlier KRaft was early 
 ZOOKEEPER_UNTIL = "4.0"  # KIP-500: 4.0 has no ZooKeeper mode
 
 
+# patch releases modelled apart from their line (a line is its newest patch: "0.8" is 0.8.2): per patch, what the
+# line's later patch brought that it lacks: (section, key) of a property -> the change that brought it
+PATCHES: dict[str, dict[tuple[str, str], str]] = {
+    "0.8.1": {("broker", "min.insync.replicas"): "KAFKA-1555, 0.8.2",
+              ("topics", "min.insync.replicas"): "KAFKA-1555, 0.8.2"},
+}
+
+
 def order(version: str) -> tuple[int, int]:
     """A release line as a sortable (major, minor)."""
     major, minor = version.split(".")[:2]
@@ -48,9 +58,12 @@ def at_least(version: str, since: str) -> bool:
 
 
 def canonical(value: Any) -> str | None:
-    """The release line a kafka.version value names ("2.8.1" -> "2.8"), or None if it names none."""
+    """The release line a kafka.version value names ("2.8.1" -> "2.8"; a patch in PATCHES stays itself), or None if
+    it names none."""
     if not isinstance(value, str):
         return None
+    if value.strip() in PATCHES:
+        return value.strip()
     parts = value.strip().split(".")
     if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
         return None
@@ -194,6 +207,8 @@ VALUES: dict[tuple[str, str, str], tuple[str, str]] = {
 
 def has(section: str, key: str, version: str, metadata: str) -> bool:
     """Does this version (in this metadata mode) have the property?"""
+    if (section, key) in PATCHES.get(version, ()):
+        return False
     prop = PROPERTIES.get((section, key))
     if prop is None:
         return True
@@ -204,6 +219,8 @@ def has(section: str, key: str, version: str, metadata: str) -> bool:
 
 def default(section: str, key: str, version: str, metadata: str, fallback: Any) -> Any:
     """The default of a key under this version: its own, what the version does without it, or `fallback`."""
+    if (section, key) in PATCHES.get(version, ()):
+        return fallback  # what the patch did without it: min.insync.replicas 1 (acks=-1 waits for the whole ISR)
     if not has(section, key, version, metadata):
         return PROPERTIES[(section, key)].absent
     return _in_force(DEFAULTS.get((section, key), ()), version, fallback)
@@ -219,6 +236,9 @@ def name_problem(section: str, key: str, version: str, metadata: str, where: str
     """One line if this version (in this metadata mode) lacks the property: which, why, and what instead."""
     if has(section, key, version, metadata):
         return None
+    if (section, key) in PATCHES.get(version, ()):
+        came = PATCHES[version][(section, key)]
+        return f'{where}: not a property of Kafka {version} (it came in {came}); set kafka.version "0.8" or later'
     prop = PROPERTIES[(section, key)]
     in_version = ((prop.since is None or at_least(version, prop.since))
                   and (prop.until is None or not at_least(version, prop.until)))
@@ -288,6 +308,9 @@ class Mechanisms:
     magic: int  # the message format producers write: 0 (0.8), 1 (0.10, KIP-32: timestamps), 2 (0.11, KIP-98: RecordBatch)
     fetch_sessions: bool  # 1.1 (KIP-227): incremental fetch sessions; before, every fetch names every partition and
     # every answer carries every partition asked for
+    hw_completes_delayed_fetch: bool = True  # 0.8.2 (KAFKA-1430, purgatory redesign): a consumer's parked fetch is
+    # answered when the HW moves; before (0.8.1), only when a produce (or an acks=-1 request's acknowledgement) to its
+    # partitions brings fetch.min.bytes, answered with what is below the HW then, or when fetch.wait.max.ms passes
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -309,4 +332,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         broker_epochs=kraft or at_least(version, "2.2"),
         magic=2 if at_least(version, "0.11") else 1 if at_least(version, "0.10") else 0,
         fetch_sessions=at_least(version, "1.1"),
+        hw_completes_delayed_fetch=version != "0.8.1",
     )

@@ -15,8 +15,10 @@ A case file::
       - name: ...
         title: ...
         run: NAME                        # a quantity on a run ...
-        quantity: {summary: KEY} | {records: acked_per_s | acked_mib_per_s | produce_latency | e2e_latency,
-                                     percentile: P (latencies)}, floor_ms: true (truncate to whole ms, as a tool did)
+        quantity: {summary: KEY} | {records: acked_per_s | acked_mib_per_s | produce_latency | e2e_latency |
+                                     consume_latency (with group: NAME), percentile: P (latencies),
+                                     create_time_ms: true (sent at the record's whole-ms CreateTime)},
+                  floor_ms: true (truncate to whole ms, as a tool did)
         ratio: [A, B] | difference: [A, B]   # ... or of two terms: a figure's name or {run, quantity}
         published: {value, unit, tag, quote}
         kind: throughput | latency | latency_p999 | ratio
@@ -44,7 +46,7 @@ SOURCE = ("title", "authors", "year", "url", "publisher", "config_url", "verifie
 VERIFIED = ("tag", "meaning", "how")
 RUN = ("what", "overrides", "window.ms")
 FIGURE = ("name", "title", "run", "quantity", "ratio", "difference", "published", "kind", "band", "match")
-QUANTITY = ("summary", "records", "percentile", "floor_ms")
+QUANTITY = ("summary", "records", "percentile", "floor_ms", "group", "create_time_ms")
 PUBLISHED = ("value", "unit", "tag", "quote")
 
 
@@ -357,6 +359,15 @@ def _quantity(raw: Any, where: str, run: Run | None, problems: list[str]) -> dic
             return None
         if kind == "throughput" and ("percentile" in q or "floor_ms" in q):
             problems.append(f"{where}: a throughput takes no percentile or floor_ms")
+            return None
+        if "create_time_ms" in q and (kind != "latency" or not isinstance(q["create_time_ms"], bool)):
+            problems.append(f"{where}.create_time_ms: true or false, for a latency, got {q['create_time_ms']!r}")
+            return None
+        if (q["records"] == "consume_latency") != ("group" in q):
+            problems.append(f"{where}.group: consume_latency names its consumer group (and only it takes one)")
+            return None
+        if "group" in q and run is not None and q["group"] not in [c["group"] for c in run.scenario["consumers"]]:
+            problems.append(f"{where}.group: no consumer group {q['group']!r} in run {run.name}")
             return None
         if q["records"] == "acked_mib_per_s" and run is not None:
             sizes = {p["record.size.bytes"] for p in run.scenario["producers"]}

@@ -12,7 +12,8 @@ import math
 import time
 
 from .. import __version__
-from ..sim.simulation import simulate
+from ..config.scenario import load_scenario
+from ..sim.simulation import Simulation
 from ..study.report import provenance
 from .bands import band_for, inside
 from .cases import Case
@@ -30,14 +31,18 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
     figures."""
     out = []
     for case in cases:
-        results, runs = {}, []
+        results, processed, runs = {}, {}, []
+        wanted = {(r, q["group"]) for f in case.figures for r, q in f.terms if "group" in q}  # consume_latency's
         for name, run in case.runs.items():
             if progress is not None:
                 progress.set_postfix_str(f"{case.case}/{name}", refresh=False)
             started = time.process_time()
-            result = simulate(run.scenario)
+            sim = Simulation(load_scenario(run.scenario))
+            result = sim.run()
             seconds = time.process_time() - started
             results[name] = result
+            processed[name] = {g.name: g.first_processed_ms for g in sim.groups if (name, g.name) in wanted}
+            del sim
             runs.append({"name": name, "what": run.what, "scenario": scenario_line(run.scenario),
                          "duration_ms": float(run.scenario["duration.ms"]), "window_ms": list(run.window_ms),
                          "cpu_seconds": round(seconds, 2),
@@ -46,7 +51,7 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
                 progress.update(1)
         out.append({"case": case.case, "file": case.path, "source": case.source, "setup": case.setup,
                     "scenario": scenario_line(case.scenario), "runs": runs,
-                    "figures": [{"case": case.case, **_figure(case, f, results)} for f in case.figures]})
+                    "figures": [{"case": case.case, **_figure(case, f, results, processed)} for f in case.figures]})
     figures = [f for c in out for f in c["figures"]]
     how = provenance()
     return {"generated_by": f"kafkamodel {__version__}", "generated_at": how["generated_at"],
@@ -54,11 +59,11 @@ def run_cases(cases: list[Case], progress=None, command: str = "") -> dict:
         "totals": {"figures": len(figures), "inside": sum(f["inside"] for f in figures)}}
 
 
-def _figure(case: Case, figure, results: dict) -> dict:
+def _figure(case: Case, figure, results: dict, processed: dict) -> dict:
     values, notes = [], []
     for run_name, quantity in figure.terms:
         run = case.runs[run_name]
-        value, note = measure(results[run_name], quantity, run.window_ms, run.scenario)
+        value, note = measure(results[run_name], quantity, run.window_ms, run.scenario, processed[run_name])
         values.append(value)
         if note:
             notes.append(f"{run_name}: {note}")

@@ -3,7 +3,13 @@
 A consumer's fetch names its partitions led by this broker and an offset for
 each (or ``RESET``: auto.offset.reset chooses). It is answered at once when
 it finds ``fetch.min.bytes`` below the HW (or an error); else it waits in
-purgatory until the HW brings them, or ``fetch.max.wait.ms`` passes. Each
+purgatory until the HW brings them, or ``fetch.max.wait.ms`` passes. Before
+0.8.2 (Kafka 0.8.1, ``kafka.version: "0.8.1"``) a moving HW answered no
+parked fetch: a produce to one of its partitions (or an acks=-1 request's
+acknowledgement there) added its bytes to the fetch's count, and once the
+count reached ``fetch.min.bytes`` the fetch was answered with what was below
+the HW then, often nothing (0.8.1's ``KafkaApis.maybeUnblockDelayedFetchRequests``
+and ``FetchRequestPurgatory.checkSatisfied``; KAFKA-1430 changed it in 0.8.2). Each
 partition gives whole batches below the HW (``Log.read``), up to
 ``max.partition.fetch.bytes``, and ``fetch.max.bytes`` in all, sliced to the
 records the consumer has not had.
@@ -20,13 +26,14 @@ RESET = -1  # a consumer position still to be set by auto.offset.reset
 class DelayedFetch:
     """A consumer's fetch at one leader broker (waiting in purgatory while it finds too little)."""
 
-    __slots__ = ("broker", "gi", "mi", "token", "fid", "parts", "done", "uncached")
+    __slots__ = ("broker", "gi", "mi", "token", "fid", "parts", "done", "uncached", "accumulated")
 
     def __init__(self, broker: int, gi: int, mi: int, token: int, fid: int, parts: list):
         self.broker, self.gi, self.mi, self.token, self.fid = broker, gi, mi, token, fid
         self.parts = parts  # (partition, offset) asked
         self.done = False
         self.uncached = 0  # bytes its last read found out of the page cache
+        self.accumulated = 0  # before 0.8.2: bytes found when parked plus those produced to its partitions since
 
 
 class ConsumerFetchHandler:
@@ -57,6 +64,7 @@ class ConsumerFetchHandler:
         if found >= self.groups[gi].config.fetch_min_bytes or any(a.error_code for a in answer):
             self._answer(fetch, answer, ready, broker)
             return
+        fetch.accumulated = found
         for p, _ in parts:
             self.replicas[p][broker].lead.consumer_parked[fetch] = True
         self.kernel.schedule(self.kernel.now + self.groups[gi].config.fetch_max_wait_ms, self._wait_expired, fetch)
@@ -124,6 +132,19 @@ class ConsumerFetchHandler:
                 continue
             answer, found = self._read(fetch)
             if found >= self.groups[fetch.gi].config.fetch_min_bytes:
+                self._answer(fetch, answer, now, fetch.broker)
+
+    def produced(self, rep: Replica, nbytes: int) -> None:
+        """Before 0.8.2: `nbytes` were produced to this partition (or acknowledged there at acks=-1): each parked
+        fetch adds them to its count, and one whose count reaches fetch.min.bytes is answered with what is below
+        the HW now (0.8.1's FetchRequestPurgatory.checkSatisfied, then readMessageSets)."""
+        now = self.kernel.now
+        for fetch in list(rep.lead.consumer_parked):
+            if fetch.done:
+                continue
+            fetch.accumulated += nbytes
+            if fetch.accumulated >= self.groups[fetch.gi].config.fetch_min_bytes:
+                answer, _ = self._read(fetch)
                 self._answer(fetch, answer, now, fetch.broker)
 
     def release(self, rep: Replica, src: int) -> None:

@@ -37,6 +37,8 @@ class LeaderRole:
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
         self.note_availability = sim.availability.note
+        # 0.8.2 (KAFKA-1430): a moving HW answers parked consumer fetches; before, an acks=-1 acknowledgement does
+        self.hw_completes_fetch = sim.settings.kafka.hw_completes_delayed_fetch
         # wired
         self.server = self.produce = self.sessions = self.consumer_fetch = self.follower = None
         self.controller_alter_isr = None
@@ -77,7 +79,12 @@ class LeaderRole:
         lead = rep.lead
         self.sessions.hw_moved(rep)
         if lead.consumer_parked:
-            self.consumer_fetch.hw_moved(rep)
+            if self.hw_completes_fetch:
+                self.consumer_fetch.hw_moved(rep)
+            elif lead.pending:  # 0.8.1: each acknowledged acks=-1 batch counts its bytes for the parked fetches
+                acked = sum(self.batches.bytes[dp.results[i][0]] for end, _, dp, i in lead.pending if end <= hw)
+                if acked:
+                    self.consumer_fetch.produced(rep, acked)
         if lead.pending:
             self.produce.complete_delayed(rep, hw)
 

@@ -71,6 +71,8 @@ class ProduceHandler:
         self.producer_state = ProducerStateManager(sim.batches)
         self.track_producers = any(p.enable_idempotence for p in sim.settings.producers)  # brokers keep producer state
         self.seq = count()  # ties in the purgatory resolve by arrival
+        # before 0.8.2 (KAFKA-1430) a produce, not the HW, answers parked consumer fetches (consumer_fetch.produced)
+        self.produce_wakes_consumers = not sim.settings.kafka.hw_completes_delayed_fetch
         self.server = self.sessions = self.leader = None  # wired
         self.producer_handle_response = None  # wired: where answers go
 
@@ -117,6 +119,8 @@ class ProduceHandler:
                 self.leader.leader_advance_high_watermark(rep)
         if woken:
             self.sessions.wake(woken)
+        if self.produce_wakes_consumers:  # 0.8.1: after the appends, each partition's bytes go to its parked fetches
+            self._wake_consumers(broker, results)
         if dp is not None:
             dp.sealed = True
             if dp.remaining:
@@ -127,6 +131,15 @@ class ProduceHandler:
             return
         self.server.respond(broker, ready, self.producer_nodes[producer], self.producer_handle_response,
                             (producer, broker, epoch, req, results), 0, False, conn)
+
+    def _wake_consumers(self, broker: int, results: list) -> None:
+        """0.8.1's KafkaApis.handleProducerRequest: maybeUnblockDelayedFetchRequests for each partition appended."""
+        batches, replicas = self.batches, self.replicas
+        for b, _, error, _ in results:
+            if error == NONE:
+                rep = replicas[batches.partition[b]][broker]
+                if rep.is_leader and rep.lead.consumer_parked:
+                    self.leader.consumer_fetch.produced(rep, batches.bytes[b])
 
     def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set,
                 flushes: list) -> tuple:
