@@ -54,7 +54,7 @@ from .results.timeline import Timeline
 from .rules.lag import make_lag_rule
 from .rules.modes import make_mode
 from .rules.truncation import make_truncation
-from .state import Broker, Partition, Replica
+from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
 from .storage.log import Log
 
@@ -104,6 +104,7 @@ class Simulation:
             {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
             for part in self.partitions
         ]
+        self.replicas_of = ReplicasOf(self.replicas, self.partitions_of)  # broker -> its replicas (periodic tasks)
         self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
                               settings.kafka.hw_held_below_min_isr)
         # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes
