@@ -39,13 +39,14 @@ def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(
 
 
 def test_the_replica_a_reassignment_adds_has_its_high_watermark_checkpointed():
-    # 4 brokers; partition 0 moves from 0,1,2 to 3,1,2 at 2 s; the producer stops at 1 s, so from the move's end
-    # on every replica's HW is the partition's last offset; checkpoints every 5 s of each broker (5, 10, 15 s)
+    # 4 brokers; partition 0 moves from 0,1,2 to 3,1,2 at 6 s, after each broker's first HW checkpoint (every 5 s:
+    # 5, 10, 15 s) walked its replicas; the producer stops at 5.5 s, so from the move's end on every replica's HW
+    # is the partition's last offset
     sim = Simulation(load_scenario({
         "name": "checkpoint-after-move", "brokers": 4, "duration.ms": 16000, "kafka.version": "4.1",
         "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}],
-        "producers": [{"topic": "t", "rate.per.s": 2000, "acks": "all", "stop.ms": 1000}],
-        "operations": [{"at.ms": 2000, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}],
+        "producers": [{"topic": "t", "rate.per.s": 2000, "acks": "all", "stop.ms": 5500}],
+        "operations": [{"at.ms": 6000, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}],
     }))
     r = sim.run()
     assert r.partitions.set_index("partition").loc[0, "replicas"] == "3,1,2"
