@@ -55,3 +55,20 @@ def test_the_replica_a_reassignment_adds_has_its_high_watermark_checkpointed():
     assert added.hw_checkpoint == added.high_watermark  # the checkpoint at 15 s covered it
     for b in range(4):
         assert sim.replicas_of(b) == [sim.replicas[p][b] for p in sim.partitions_of[b]]
+
+
+def test_the_collector_is_paused_while_the_model_builds_and_left_as_it_was():
+    import gc
+
+    from kafkamodel.sim.engine.collector import collector_paused
+
+    seen = []
+    for was in (True, False):
+        (gc.enable if was else gc.disable)()
+        try:
+            with collector_paused():
+                seen.append(gc.isenabled())
+            assert gc.isenabled() is was
+        finally:
+            gc.enable()
+    assert seen == [False, False]

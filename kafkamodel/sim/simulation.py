@@ -40,6 +40,7 @@ from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
 from .controller.placement import assign_to
 from .controller.replication import ReplicationControl
+from .engine.collector import collector_paused
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
@@ -198,15 +199,16 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.check_handlers(declared_handlers(self.actors))
-        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
-        self.replica_manager.start()
-        self.replication.start()
-        self.producer.start()
-        self.consumer.start()
-        self.faults.start()
-        self.operations.start()
-        self.timeline.start()
-        self.availability.note()
+        with collector_paused():  # every leader's state, every fetcher and session: built once, kept
+            self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
+            self.replica_manager.start()
+            self.replication.start()
+            self.producer.start()
+            self.consumer.start()
+            self.faults.start()
+            self.operations.start()
+            self.timeline.start()
+            self.availability.note()
         self.kernel.run(duration)
         self.availability.note()
         self.availability.close(duration)
@@ -260,4 +262,7 @@ def simulate(scenario, partitioner=None) -> Result:
     `partitioner`, if given, is a callable (key or None, partitions) -> partition
     used by every producer instead of the scenario's partitioner.
     """
-    return Simulation(load_scenario(scenario), partitioner).run()
+    scenario = load_scenario(scenario)
+    with collector_paused():  # partitions, replicas and their logs, the producers' queues: built once, kept
+        sim = Simulation(scenario, partitioner)
+    return sim.run()

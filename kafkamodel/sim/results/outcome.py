@@ -19,6 +19,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
+from ..engine.collector import collector_paused
 from ..protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
@@ -159,6 +160,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
+@collector_paused()  # a row per partition and per-record columns: all kept
 def build_result(end: RunEnd) -> Result:
     w, batches = end.workload, end.batches
     nb = len(batches)
