@@ -93,6 +93,15 @@ def _key_digits(keys: np.ndarray) -> np.ndarray:
 
 
 _POW10 = np.array([10 ** i for i in range(1, 19)], dtype=np.int64)
+_FEW_KEYS = 16  # batches of at most this many keyed records count their key bytes in Python (NumPy's calls cost more)
+
+
+def _key_bytes(keys: np.ndarray, lo: int, n: int) -> int:
+    """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i>."""
+    if n <= _FEW_KEYS:  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives it 2)
+        ks = keys[lo:lo + n].tolist()
+        return 4 * n + sum(map(len, map(str, ks))) - ks.count(-1)
+    return 4 * n + int(_key_digits(keys[lo:lo + n]).sum())
 
 
 class RecordFormat:
@@ -159,7 +168,7 @@ class RecordFormat:
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                records += 4 * n + int(_key_digits(self.keys[lo:lo + n]).sum())
+                records += _key_bytes(self.keys, lo, n)
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -175,7 +184,7 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                records += 4 * n + int(_key_digits(self.keys[lo:lo + n]).sum())
+                records += _key_bytes(self.keys, lo, n)
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records

@@ -40,6 +40,7 @@ from .controller.cluster import ClusterView, ControllerChannel
 from .controller.controller import Controller
 from .controller.placement import assign_to
 from .controller.replication import ReplicationControl
+from .engine.collector import collector_paused
 from .engine.kernel import Kernel
 from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
@@ -54,7 +55,7 @@ from .results.timeline import Timeline
 from .rules.lag import make_lag_rule
 from .rules.modes import make_mode
 from .rules.truncation import make_truncation
-from .state import Broker, Partition, Replica
+from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
 from .storage.log import Log
 
@@ -104,6 +105,7 @@ class Simulation:
             {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
             for part in self.partitions
         ]
+        self.replicas_of = ReplicasOf(self.replicas, self.partitions_of)  # broker -> its replicas (periodic tasks)
         self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
                               settings.kafka.hw_held_below_min_isr)
         # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes
@@ -197,15 +199,16 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.check_handlers(declared_handlers(self.actors))
-        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
-        self.replica_manager.start()
-        self.replication.start()
-        self.producer.start()
-        self.consumer.start()
-        self.faults.start()
-        self.operations.start()
-        self.timeline.start()
-        self.availability.note()
+        with collector_paused():  # every leader's state, every fetcher and session: built once, kept
+            self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
+            self.replica_manager.start()
+            self.replication.start()
+            self.producer.start()
+            self.consumer.start()
+            self.faults.start()
+            self.operations.start()
+            self.timeline.start()
+            self.availability.note()
         self.kernel.run(duration)
         self.availability.note()
         self.availability.close(duration)
@@ -259,4 +262,7 @@ def simulate(scenario, partitioner=None) -> Result:
     `partitioner`, if given, is a callable (key or None, partitions) -> partition
     used by every producer instead of the scenario's partitioner.
     """
-    return Simulation(load_scenario(scenario), partitioner).run()
+    scenario = load_scenario(scenario)
+    with collector_paused():  # partitions, replicas and their logs, the producers' queues: built once, kept
+        sim = Simulation(scenario, partitioner)
+    return sim.run()

@@ -28,7 +28,7 @@ class LeaderRole:
         self.timer = sim.transport.timer
         self.replicas = sim.replicas
         self.partitions = sim.partitions
-        self.partitions_of = sim.partitions_of
+        self.replicas_of = sim.replicas_of  # broker -> its replicas, in partitions_of's order
         self.batches = sim.batches
         self.mode = sim.mode
         self.new_high_watermark = sim.mode.new_high_watermark  # the mode's HW rule, asked at every append
@@ -95,15 +95,14 @@ class LeaderRole:
         now = self.kernel.now
         rule = self.lag_rule
         if self.mode.keeps_isr:
-            for p in self.partitions_of[b]:
-                rep = self.replicas[p][b]
+            for rep in self.replicas_of(b):
                 if not rep.is_leader:
                     continue
                 isr = rep.lead.isr
                 out = [f for f in isr if f != b and rule.out_of_sync(rep, f, now)]
                 if out and self.controller_alter_isr(rep, isr.difference(out)):
                     self.counters.isr_shrinks += 1
-                    self.event(ISR_SHRINK, p, b, f"removed {sorted(out)}; isr now {sorted(rep.lead.isr)}")
+                    self.event(ISR_SHRINK, rep.partition, b, f"removed {sorted(out)}; isr now {sorted(rep.lead.isr)}")
                     self.leader_advance_high_watermark(rep)
                     self.note_availability()
         self.timer(b, rule.check_every_ms, self.leader_shrink_isr, b)

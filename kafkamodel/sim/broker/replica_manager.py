@@ -23,7 +23,7 @@ class ReplicaManager:
         self.timer = sim.transport.timer
         self.replicas = sim.replicas
         self.partitions = sim.partitions
-        self.partitions_of = sim.partitions_of
+        self.replicas_of = sim.replicas_of  # broker -> its replicas, in partitions_of's order
         self.brokers = sim.brokers
         self.lag_rule = sim.lag_rule
         self.event = sim.recorder.event
@@ -123,8 +123,9 @@ class ReplicaManager:
     def apply_retention(self, b: int) -> None:
         """Delete whole old segments (never the active one, never above the HW) by age and by size."""
         now = self.kernel.now
-        for p in self.partitions_of[b]:
-            rep, part = self.replicas[p][b], self.partitions[p]
+        for rep in self.replicas_of(b):
+            p = rep.partition
+            part = self.partitions[p]
             log = rep.log
             cut = log.apply_retention(now, rep.high_watermark, part.config.retention_ms, part.config.retention_bytes)
             if cut:
@@ -136,8 +137,8 @@ class ReplicaManager:
         background; what each fsync covers is durable once it ends."""
         fsync = 0.0
         done = []
-        for p in self.partitions_of[b]:
-            log = self.replicas[p][b].log
+        for rep in self.replicas_of(b):
+            log = rep.log
             if log.log_end_offset > log.flushed_offset:
                 fsync += next(self.fsync)
                 done.append((log, log.begin_flush(), fsync))
@@ -158,7 +159,6 @@ class ReplicaManager:
 
     def checkpoint_hw(self, b: int) -> None:
         """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash."""
-        for p in self.partitions_of[b]:
-            rep = self.replicas[p][b]
+        for rep in self.replicas_of(b):
             rep.hw_checkpoint = rep.high_watermark
         self.timer(b, self.checkpoint_ms, self.checkpoint_hw, b)

@@ -87,6 +87,8 @@ def committed_prefixes_agree(sim) -> list[str]:
     problems = []
     for part in sim.partitions:
         reps = [sim.replicas[part.index][b] for b in part.replicas]
+        if not any(rep.log.entries for rep in reps):
+            continue  # no entries: nothing to differ on
         for x in range(len(reps)):
             for y in range(x + 1, len(reps)):
                 a, b = reps[x], reps[y]

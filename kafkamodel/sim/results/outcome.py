@@ -19,6 +19,7 @@ from operator import itemgetter
 import numpy as np
 import pandas as pd
 
+from ..engine.collector import collector_paused
 from ..protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
@@ -105,6 +106,8 @@ class _FinalLogs:
         self.last_base = np.full(nb, -1, dtype=np.int64)
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
+            if not final.entries and not final.retired:
+                continue  # a partition that never held a record (most, in a large idle cluster)
             log = final.retired + final.entries  # what retention deleted was there, not lost
             ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
             bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
@@ -141,6 +144,8 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     truncated yet), summed over replicas.
     """
     reps = [end.replicas[part.index][b] for b in part.replicas]
+    if not any(rep.log.entries for rep in reps):
+        return 0, 0  # no entries: nothing to differ on (diverging_ranges of an empty log is empty)
     committed, uncommitted = [], 0
     for x in range(len(reps)):
         for y in range(x + 1, len(reps)):
@@ -155,6 +160,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
+@collector_paused()  # a row per partition and per-record columns: all kept
 def build_result(end: RunEnd) -> Result:
     w, batches = end.workload, end.batches
     nb = len(batches)

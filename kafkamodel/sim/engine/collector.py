@@ -1,0 +1,27 @@
+"""Python's cyclic garbage collector, paused while the model builds what it keeps.
+
+A phase that builds many objects that live on and frees none (the cluster's
+state at the start; the result's tables at the end) pays for collections
+that find nothing, each rescanning what was built so far: a
+100,000-partition cluster spent nine tenths of its construction (2.6 of 2.9
+CPU-seconds for its 300,000 replicas and logs) in them. Such phases run
+with the collector off; the event loop keeps it (it makes garbage).
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+
+
+@contextmanager
+def collector_paused():
+    """The collector off for the block (or the decorated call), then back as it was."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

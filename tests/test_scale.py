@@ -1,0 +1,74 @@
+"""Issue 23's speed work keeps the model's numbers: the shortcuts taken for speed give what the plain path gives.
+
+* a keyed batch's bytes, counted in Python for small batches and with NumPy for large ones, are Kafka's
+  (``DefaultRecord.sizeInBytes`` / ``LegacyRecord``, recomputed here by ``kafka_format``) on both sides of the
+  switch;
+* a broker's periodic tasks walk its replicas through ``ReplicasOf``, a list that must follow a reassignment: the
+  replica a move adds gets its HW checkpointed like any other.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+import numpy as np
+import pytest
+
+from kafkamodel.config.scenario import load_scenario
+from kafkamodel.sim.batches import _FEW_KEYS, RecordFormat
+from kafkamodel.sim.simulation import Simulation
+from tests.kafka_format import legacy_record, v2_record
+
+
+@pytest.mark.parametrize("n", [1, 2, _FEW_KEYS, _FEW_KEYS + 1, 40])
+def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(n):
+    rng = np.random.default_rng(n)
+    keys = rng.integers(0, 10 ** rng.integers(1, 8, n), dtype=np.int64)
+    keys[0] = 0  # key-0: one digit
+    times = array("d", sorted(rng.uniform(0.0, 200.0, n).tolist()))
+    v2 = RecordFormat(2, 100, 10 ** 8, "none", 1 << 20)
+    v2.attach(times, keys)
+    base = math.floor(times[0])
+    assert v2.batch_bytes(0, n) == 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
+                                            for i, (t, k) in enumerate(zip(times, keys.tolist())))
+    for magic in (0, 1):
+        legacy = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
+        legacy.attach(times, keys)
+        assert legacy.batch_bytes(0, n) == sum(legacy_record(magic, f"key-{k}".encode(), 100) for k in keys.tolist())
+
+
+def test_the_replica_a_reassignment_adds_has_its_high_watermark_checkpointed():
+    # 4 brokers; partition 0 moves from 0,1,2 to 3,1,2 at 6 s, after each broker's first HW checkpoint (every 5 s:
+    # 5, 10, 15 s) walked its replicas; the producer stops at 5.5 s, so from the move's end on every replica's HW
+    # is the partition's last offset
+    sim = Simulation(load_scenario({
+        "name": "checkpoint-after-move", "brokers": 4, "duration.ms": 16000, "kafka.version": "4.1",
+        "topics": [{"name": "t", "partitions": 4, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 2000, "acks": "all", "stop.ms": 5500}],
+        "operations": [{"at.ms": 6000, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}],
+    }))
+    r = sim.run()
+    assert r.partitions.set_index("partition").loc[0, "replicas"] == "3,1,2"
+    added = sim.replicas[0][3]
+    assert added.high_watermark == added.log.log_end_offset > 0
+    assert added.hw_checkpoint == added.high_watermark  # the checkpoint at 15 s covered it
+    for b in range(4):
+        assert sim.replicas_of(b) == [sim.replicas[p][b] for p in sim.partitions_of[b]]
+
+
+def test_the_collector_is_paused_while_the_model_builds_and_left_as_it_was():
+    import gc
+
+    from kafkamodel.sim.engine.collector import collector_paused
+
+    seen = []
+    for was in (True, False):
+        (gc.enable if was else gc.disable)()
+        try:
+            with collector_paused():
+                seen.append(gc.isenabled())
+            assert gc.isenabled() is was
+        finally:
+            gc.enable()
+    assert seen == [False, False]
