@@ -94,6 +94,10 @@ def _spec(tmp_path, failures, **top):
     ({"zone.power.loss.per.year": {"d": 1}}, "failures.zone.power.loss.per.year.d", "no zone 'd'"),
     ({"broker.crash.per.yaer": 1}, "failures.broker.crash.per.yaer", "broker.crash.per.year"),
     ({"zone.outage.hours": 0}, "failures.zone.outage.hours", "must be a duration > 0"),
+    ({"broker.pause.per.year": -2}, "failures.broker.pause.per.year", "must be a rate >= 0"),
+    ({"broker.pause.ms": 0}, "failures.broker.pause.ms", "must be a duration > 0"),
+    ({"broker.pause.per.year": 1100, "broker.pause.ms": 30 * 86400000},
+     "failures.broker.pause.per.year", "a broker would pause again before it resumes"),
 ])
 def test_bad_failures_are_one_line_naming_the_field(tmp_path, failures, field, rule):
     with pytest.raises(SpecError) as info:
@@ -253,14 +257,18 @@ CONTRACT = ("configuration", "loss_probability_per_partition_year", "loss_probab
             "loss_probability_per_partition_year_high", "acked_records_lost_per_year", "unavailable_minutes_per_year")
 
 
-def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path):
-    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, so no crash pattern
-    loses an acknowledged record (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0."""
-    rows = _run(tmp_path, {"rf3_min2": LOW}, {"broker.crash.per.year": 50, "broker.restart.ms": 600000})
+@pytest.mark.parametrize("rate, down", [("broker.crash.per.year", "broker.restart.ms"),
+                                        ("broker.pause.per.year", "broker.pause.ms")])
+def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path, rate, down):
+    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, and so do
+    stop-the-world pauses (log and page cache kept), so no crash or pause pattern loses an acknowledged record
+    (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0. The pauses are 10 minutes
+    long, past the session timeout and replica.lag.time.max.ms: the paused broker is out of the ISR."""
+    rows = _run(tmp_path, {"rf3_min2": LOW}, {rate: 50, down: 600000})
     r = rows["rf3_min2"]
     assert r["loss_probability_per_partition_year"] == 0 and r["acked_records_lost_per_year"] == 0
     assert 0 < r["loss_probability_per_partition_year_high"] < 1
-    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law for crashes
+    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law
     lam, rr = 50, 600000 / (365.25 * 24 * 3600 * 1000)
     exact = markov.unavailable_minutes_per_year(3, 2, lam, rr)
     assert r["unavailable_minutes_per_year"] == pytest.approx(exact, rel=0.25)
@@ -365,3 +373,27 @@ def test_quorum_with_fsync_under_crashes_and_power_loss_reports_zero_with_a_boun
     details = json.loads((tmp_path / "out" / "durability-details.json").read_text())
     classes = details["configurations"][0]["classes_records_lost"]
     assert any("power_loss x3" in c for c in classes) and any(c.endswith("crash x1") for c in classes)
+
+
+@pytest.mark.parametrize("version, min_isr", [("4.1", 1), ("2.8", 1), ("4.1", 2)])
+def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(version, min_isr):
+    """What ``kafka_rules_apply`` assumes of a pause, checked on the detailed model: the class "each replica paused
+    in turn, the leader last" (the one that leaves no replica in sync) loses no acknowledged record, on KRaft and
+    ZooKeeper, with min.insync.replicas 1 (where a paused leader that shrank its ISR to itself could acknowledge
+    alone) and 2. Each paused follower leaves the ISR (its session expires, or the leader's
+    replica.lag.time.max.ms) and the paused leader's log is kept."""
+    from kafkamodel.campaign.durability.estimate import gaps_ms, groups_of, schedule
+
+    scenario = _steady().with_overrides({"kafka.version": version, "broker.min.insync.replicas": min_isr,
+                                         "producers[0].rate.per.s": 500})
+    topic, partition, replicas = groups_of(scenario)[0].partitions[0]
+    pattern = ((W.PAUSE, (1,)), (W.PAUSE, (2,)), (W.PAUSE, (0,)))
+    faults, duration = schedule(pattern, (1, 2, 0), replicas, gaps_ms(scenario))
+    r = simulate(scenario.with_overrides({"faults": faults, "duration.ms": duration}))
+    ev = r.events
+    shrinks = ev[(ev.partition == partition) & (ev.kind == "isr_shrink")].detail.tolist()
+    for follower in replicas[1:]:  # each paused follower left the ISR
+        assert any(f"removed dead broker {follower};" in d or f"removed {follower}" in d for d in shrinks), shrinks
+    rows = r.partitions
+    assert int(rows[(rows.topic == topic) & (rows.partition == partition)].acked_records_lost.iloc[0]) == 0
+    assert r.summary["acked_records_lost"] == 0 and r.summary["records_acked"] > 0

@@ -97,7 +97,8 @@ class ConfigurationEstimate:
 
 def rates_of(f: Failures) -> W.Rates:
     return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
-                   dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years)
+                   dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years,
+                   pause=f.pause_per_year, pause_years=f.pause_years)
 
 
 def needed_in_sync(scenario) -> int:
@@ -125,12 +126,12 @@ def groups_of(scenario) -> list[Group]:
 def gaps_ms(scenario) -> dict:
     """How long after each kind of step (and after each return) the next comes, in the compressed run: past the
     failure detection (the broker's session; a returning broker also waits for its old session to expire) and,
-    for an isolation, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
+    for an isolation or a pause, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
     b = scenario["broker"]
     detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
     lag = max(detect, float(b["replica.lag.time.max.ms"]))
     return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
-            W.ISOLATE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
+            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
 
 
 def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict) -> tuple[list, float]:
@@ -167,9 +168,11 @@ def combine(parts: list[tuple[float, W.Estimate]]) -> W.Estimate:
 def kafka_rules_apply(scenario) -> bool:
     """Whether a critical event's loss follows from Kafka's rules alone: ISR replication, every producer acks=all,
     unclean.leader.election.enable false. Then an acknowledged record is on every ISR member (HW = min LEO of the
-    ISR), only an ISR member is elected (or an ELR member, which was one), and a crash or an isolation keeps the
-    log (the page cache outlives a process). So an event that leaves an in-sync replica up and intact loses
-    nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
+    ISR), only an ISR member is elected (or an ELR member, which was one), and a crash, an isolation or a pause
+    keeps the log (the page cache outlives a process; a paused process holds everything). A paused leader cannot
+    acknowledge behind the new leader's back: its ISR shrink is refused (stale leader epoch / zkVersion), so its
+    high watermark stays where the followers' fetches left it (tests/test_durability.py checks both). So an event
+    that leaves an in-sync replica up and intact loses nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
     them and are elected again."""
     return (scenario["replication"] == "isr" and not scenario["broker"]["unclean.leader.election.enable"]
             and all(str(p["acks"]) in ("all", "-1") for p in scenario["producers"]))
@@ -181,7 +184,7 @@ def reduced(c: W.Critical, n: int, by_rules: bool) -> tuple | None:
     replica 1 on), or None when Kafka's rules already say it loses nothing (``kafka_rules_apply``)."""
     down = sum(len(hit) for _, hit in c.pattern)
     final = c.pattern[-1][0]
-    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE)):
+    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE, W.PAUSE)):
         return None
     return tuple((kind, len(hit)) for kind, hit in c.pattern)
 
@@ -198,8 +201,7 @@ def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tup
         else:
             hit, pool = pool[:size], pool[size:]
         pattern.append((kind, tuple(hit)))
-    down = {W.CRASH: failures.restart_years, W.POWER_LOSS: failures.restart_years,
-            W.ISOLATE: failures.outage_years, W.DISK_LOSS: failures.replace_years}
+    down = W.down_years(rates_of(failures))
     order = sorted((down[kind], k, i) for k, (kind, hit) in enumerate(pattern) for i in hit)
     return tuple(pattern), tuple(i for _, _, i in order)
 

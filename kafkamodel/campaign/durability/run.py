@@ -26,13 +26,16 @@ FEW_WINDOWS = 100  # below it the intervals undercover (docs/durability.md: meas
 RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them
 
 ASSUMPTIONS = (
-    "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, "
+    "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, broker.pause.ms, "
     "machine.replace.hours, zone.outage.hours).",
     "machine.replace.hours is the whole rebuild: replacement and catch-up (the detailed model's catch-up of a "
     "compressed run is seconds; a real log's is not added).",
     "A broker that is down has no further failure until it is back; back, it is in sync again.",
     "A zone power loss takes every broker of the zone down for broker.restart.ms; a zone outage isolates them "
     "for zone.outage.hours (modelled as the isolate fault).",
+    "A broker pause (broker.pause.per.year, 0 unless the spec sets it) takes the broker out of the ISR for "
+    "broker.pause.ms with its log and page cache kept (the pause fault in the detailed model); a pause shorter "
+    "than the session timeout and replica.lag.time.max.ms changes nothing in Kafka, so this is conservative.",
     "A critical event (one hitting the leader, or leaving no replica in sync) is measured by the detailed model "
     "once per class (the kinds and sizes of the steps down), on the first partition with that many replicas, "
     "with the steps compressed in time (each 'gaps_ms' of its kind after the previous one).",

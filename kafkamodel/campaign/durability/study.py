@@ -82,8 +82,11 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
         if not isinstance(sources, Mapping):
             problems.append(f"{where}.sources: must map every failure key to its source or 'assumption: ...'")
             sources = {}
+        failures = prof.get("failures")
+        pauses = isinstance(failures, Mapping) and failures.get("broker.pause.per.year", 0) != 0
         problems.extend(f"{where}.sources.{k}: missing (every rate is stated with its source or marked as an "
-                        "assumption)" for k in S.FAILURES if not str(sources.get(k) or "").strip())
+                        "assumption)" for k in S.FAILURES
+                        if (pauses or k not in S.PAUSE_KEYS) and not str(sources.get(k) or "").strip())
         problems.extend(S.unknown_key(k, S.FAILURES, f"{where}.sources.{k}") for k in sources if k not in S.FAILURES)
         inner: list[str] = []
         built = S._build({**common, "failures": prof.get("failures")}, path, inner)
