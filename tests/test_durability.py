@@ -397,3 +397,92 @@ def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(
     rows = r.partitions
     assert int(rows[(rows.topic == topic) & (rows.partition == partition)].acked_records_lost.iloc[0]) == 0
     assert r.summary["acked_records_lost"] == 0 and r.summary["records_acked"] > 0
+
+
+# ---- the detailed runs in a process pool -------------------------------------------------------------------------
+
+from kafkamodel.campaign.durability import run as run_module  # noqa: E402
+from kafkamodel.campaign.durability.estimate import DetailedRunError, estimate  # noqa: E402
+from kafkamodel.study.spec import stable_hash  # noqa: E402
+
+
+def _fake_measure(scenario, topic, partition, replicas, pattern, returns):
+    """Instead of the detailed model (module-level: the pool's processes import it): a number that depends on
+    everything the run is given."""
+    return int(stable_hash([scenario.to_dict(), topic, partition, list(replicas), pattern, list(returns)])[:6], 16) % 97
+
+
+def _failing_measure(scenario, topic, partition, replicas, pattern, returns):
+    if pattern[-1][0] == W.POWER_LOSS:
+        raise RuntimeError("the disk\nis on fire")
+    return 0
+
+
+EVERY_CLASS = {"one_zone": {**ONE_ZONE, "producers[0].acks": 1}, "three_zones": {**LOW, "producers[0].acks": 1}}
+
+
+def _files(folder):
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.json"))}  # not the kit's list of what it wrote
+
+
+def test_the_answers_do_not_depend_on_the_worker_count(tmp_path):
+    """acks=1 sends every critical class to the detailed model; one process or three, the estimates, the classes
+    and the kept runs are the same (answers are gathered in the jobs' order, not as they finish)."""
+    spec = load_durability(_spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0,
+                                            "broker.crash.per.year": 5, "broker.pause.per.year": 3},
+                                 configurations=EVERY_CLASS, windows=60))
+    one = estimate(spec, progress=False, measure=_fake_measure, cache=tmp_path / "one", workers=1)
+    three = estimate(spec, progress=False, measure=_fake_measure, cache=tmp_path / "three", workers=3)
+    assert len(_files(tmp_path / "one")) >= 4  # enough runs for the pool to finish them out of order
+    assert any("pause" in c for e in one for c in e.classes)
+    assert [(e.row(), e.classes, e.cluster) for e in one] == [(e.row(), e.classes, e.cluster) for e in three]
+    assert _files(tmp_path / "one") == _files(tmp_path / "three")
+
+
+def test_the_verb_gives_the_same_file_with_one_or_two_workers(tmp_path):
+    """The real detailed model, a tiny spec: `--workers 1` and `--workers 2` write the same durability.json and
+    the same measured classes."""
+    spec = _spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0, "broker.crash.per.year": 2},
+                 configurations={"one_zone": EVERY_CLASS["one_zone"]}, windows=2, seed=7)  # 3 classes: 6 runs
+    out = {}
+    for workers in (1, 2):
+        folder = tmp_path / f"out{workers}"
+        assert main(["durability", str(spec), "--out", str(folder), "--workers", str(workers)]) == 0
+        details = json.loads((folder / "durability-details.json").read_text())
+        assert details["workers"] == workers
+        out[workers] = ((folder / "durability.json").read_text(), details["configurations"], _files(folder / "runs"))
+    classes = out[1][1][0]["classes_records_lost"]
+    assert len(classes) >= 2 and classes["RF 3: power_loss x3"] > 0  # power loss in one zone loses, acks=1
+    assert out[1] == out[2]
+
+
+def test_a_failed_detailed_run_is_one_line_and_the_finished_ones_are_kept(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_module, "estimate", __import__("functools").partial(estimate, measure=_failing_measure))
+    spec = _spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0, "broker.crash.per.year": 5},
+                 configurations={"one_zone": EVERY_CLASS["one_zone"]}, windows=30)
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out), "--workers", "2"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "%" not in line]  # not the progress bar
+    assert len([line for line in err if line.startswith("error:")]) == 1 and err[-1].startswith("error:"), err
+    err = err[-1]
+    jobs = sorted(_classes(spec))
+    failing = [steps for steps in jobs if steps[-1][0] == W.POWER_LOSS]
+    first = " then ".join(f"{kind} x{size}" for kind, size in failing[0])
+    assert (f"configuration 'one_zone', RF 3: {first} failed: RuntimeError: the disk is on fire "
+            f"({len(failing)} of {len(jobs)} detailed runs failed;") in err, err
+    assert not (out / "durability.json").exists()
+    kept = [json.loads(t) for t in _files(out / "runs").values()]  # every run that finished
+    assert len(kept) == len(jobs) - len(failing) > 0
+    assert all(k["acked_records_lost"] == 0 and k["pattern"][-1][0] != W.POWER_LOSS for k in kept)
+
+
+def _classes(spec):
+    """The classes the estimator sends to the detailed model, by a measure that only records them."""
+    seen = []
+
+    def record(scenario, topic, partition, replicas, pattern, returns):
+        seen.append(tuple((kind, len(hit)) for kind, hit in pattern))
+        return 0
+
+    estimate(load_durability(spec), progress=False, measure=record)
+    return seen
