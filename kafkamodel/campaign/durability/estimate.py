@@ -241,17 +241,6 @@ def keep(cache: Path | None, args: tuple, lost: int) -> None:
                                   default=list) + "\n")
 
 
-def measured(cache: Path | None, measure, scenario, topic: str, partition: int, replicas: tuple, pattern: tuple,
-             returns: tuple) -> int:
-    """``measure``'s answer, kept in `cache` (``cached``, ``keep``)."""
-    args = (scenario, topic, partition, replicas, pattern, returns)
-    lost = cached(cache, args)
-    if lost is None:
-        lost = int(measure(*args))
-        keep(cache, args, lost)
-    return lost
-
-
 class DetailedRunError(RuntimeError):
     """A detailed run failed; the message is one line naming the configuration and the class."""
 
