@@ -54,9 +54,10 @@ campaign: $(STAMP)
 
 ## durability: the durability study (data/durability/studies/durability.yaml: configurations x failure-rate
 ## profiles) -> reports/durability.html and durability.json; minutes, not part of `make study`; resumable (the
-## detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows
+## detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows; WORKERS=N
+## processes for the detailed runs (default: cores)
 durability: $(STAMP)
-	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS))
+	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS)) $(if $(WORKERS),--workers $(WORKERS))
 
 ## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
 ## on purpose; prints which numbers moved. Commit it on its own, saying why.

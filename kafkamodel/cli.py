@@ -226,7 +226,13 @@ def _cmd_campaign(args) -> int:
 def _cmd_durability(args) -> int:
     from .campaign.durability.run import lines, run_durability
 
-    rows, path = run_durability(args.spec, args.out)
+    from .campaign.durability.estimate import DetailedRunError
+
+    try:
+        rows, path = run_durability(args.spec, args.out, workers=args.workers)
+    except DetailedRunError as exc:  # one line; the detailed runs that finished are kept in DIR/runs
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     for line in lines(rows):
         print(line)
     print(f"wrote {path}")
@@ -483,6 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "yearly loss probability per partition, per configuration")
     durability.add_argument("spec", help="a durability spec name (data/durability/NAME.yaml) or a spec file")
     durability.add_argument("--out", required=True, help="folder for durability.json (and durability-details.json)")
+    durability.add_argument("--workers", type=_positive_int("--workers"),
+                            help="processes running the detailed runs (default: cores; the answers do not depend on it)")
     durability.set_defaults(func=_cmd_durability)
 
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")

@@ -94,6 +94,10 @@ def _spec(tmp_path, failures, **top):
     ({"zone.power.loss.per.year": {"d": 1}}, "failures.zone.power.loss.per.year.d", "no zone 'd'"),
     ({"broker.crash.per.yaer": 1}, "failures.broker.crash.per.yaer", "broker.crash.per.year"),
     ({"zone.outage.hours": 0}, "failures.zone.outage.hours", "must be a duration > 0"),
+    ({"broker.pause.per.year": -2}, "failures.broker.pause.per.year", "must be a rate >= 0"),
+    ({"broker.pause.ms": 0}, "failures.broker.pause.ms", "must be a duration > 0"),
+    ({"broker.pause.per.year": 1100, "broker.pause.ms": 30 * 86400000},
+     "failures.broker.pause.per.year", "a broker would pause again before it resumes"),
 ])
 def test_bad_failures_are_one_line_naming_the_field(tmp_path, failures, field, rule):
     with pytest.raises(SpecError) as info:
@@ -253,14 +257,18 @@ CONTRACT = ("configuration", "loss_probability_per_partition_year", "loss_probab
             "loss_probability_per_partition_year_high", "acked_records_lost_per_year", "unavailable_minutes_per_year")
 
 
-def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path):
-    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, so no crash pattern
-    loses an acknowledged record (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0."""
-    rows = _run(tmp_path, {"rf3_min2": LOW}, {"broker.crash.per.year": 50, "broker.restart.ms": 600000})
+@pytest.mark.parametrize("rate, down", [("broker.crash.per.year", "broker.restart.ms"),
+                                        ("broker.pause.per.year", "broker.pause.ms")])
+def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path, rate, down):
+    """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, and so do
+    stop-the-world pauses (log and page cache kept), so no crash or pause pattern loses an acknowledged record
+    (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0. The pauses are 10 minutes
+    long, past the session timeout and replica.lag.time.max.ms: the paused broker is out of the ISR."""
+    rows = _run(tmp_path, {"rf3_min2": LOW}, {rate: 50, down: 600000})
     r = rows["rf3_min2"]
     assert r["loss_probability_per_partition_year"] == 0 and r["acked_records_lost_per_year"] == 0
     assert 0 < r["loss_probability_per_partition_year_high"] < 1
-    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law for crashes
+    # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law
     lam, rr = 50, 600000 / (365.25 * 24 * 3600 * 1000)
     exact = markov.unavailable_minutes_per_year(3, 2, lam, rr)
     assert r["unavailable_minutes_per_year"] == pytest.approx(exact, rel=0.25)
@@ -365,3 +373,116 @@ def test_quorum_with_fsync_under_crashes_and_power_loss_reports_zero_with_a_boun
     details = json.loads((tmp_path / "out" / "durability-details.json").read_text())
     classes = details["configurations"][0]["classes_records_lost"]
     assert any("power_loss x3" in c for c in classes) and any(c.endswith("crash x1") for c in classes)
+
+
+@pytest.mark.parametrize("version, min_isr", [("4.1", 1), ("2.8", 1), ("4.1", 2)])
+def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(version, min_isr):
+    """What ``kafka_rules_apply`` assumes of a pause, checked on the detailed model: the class "each replica paused
+    in turn, the leader last" (the one that leaves no replica in sync) loses no acknowledged record, on KRaft and
+    ZooKeeper, with min.insync.replicas 1 (where a paused leader that shrank its ISR to itself could acknowledge
+    alone) and 2. Each paused follower leaves the ISR (its session expires, or the leader's
+    replica.lag.time.max.ms) and the paused leader's log is kept."""
+    from kafkamodel.campaign.durability.estimate import gaps_ms, groups_of, schedule
+
+    scenario = _steady().with_overrides({"kafka.version": version, "broker.min.insync.replicas": min_isr,
+                                         "producers[0].rate.per.s": 500})
+    topic, partition, replicas = groups_of(scenario)[0].partitions[0]
+    pattern = ((W.PAUSE, (1,)), (W.PAUSE, (2,)), (W.PAUSE, (0,)))
+    faults, duration = schedule(pattern, (1, 2, 0), replicas, gaps_ms(scenario))
+    r = simulate(scenario.with_overrides({"faults": faults, "duration.ms": duration}))
+    ev = r.events
+    shrinks = ev[(ev.partition == partition) & (ev.kind == "isr_shrink")].detail.tolist()
+    for follower in replicas[1:]:  # each paused follower left the ISR
+        assert any(f"removed dead broker {follower};" in d or f"removed {follower}" in d for d in shrinks), shrinks
+    rows = r.partitions
+    assert int(rows[(rows.topic == topic) & (rows.partition == partition)].acked_records_lost.iloc[0]) == 0
+    assert r.summary["acked_records_lost"] == 0 and r.summary["records_acked"] > 0
+
+
+# ---- the detailed runs in a process pool -------------------------------------------------------------------------
+
+from kafkamodel.campaign.durability import run as run_module  # noqa: E402
+from kafkamodel.campaign.durability.estimate import DetailedRunError, estimate  # noqa: E402
+from kafkamodel.study.spec import stable_hash  # noqa: E402
+
+
+def _fake_measure(scenario, topic, partition, replicas, pattern, returns):
+    """Instead of the detailed model (module-level: the pool's processes import it): a number that depends on
+    everything the run is given."""
+    return int(stable_hash([scenario.to_dict(), topic, partition, list(replicas), pattern, list(returns)])[:6], 16) % 97
+
+
+def _failing_measure(scenario, topic, partition, replicas, pattern, returns):
+    if pattern[-1][0] == W.POWER_LOSS:
+        raise RuntimeError("the disk\nis on fire")
+    return 0
+
+
+EVERY_CLASS = {"one_zone": {**ONE_ZONE, "producers[0].acks": 1}, "three_zones": {**LOW, "producers[0].acks": 1}}
+
+
+def _files(folder):
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.json"))}  # not the kit's list of what it wrote
+
+
+def test_the_answers_do_not_depend_on_the_worker_count(tmp_path):
+    """acks=1 sends every critical class to the detailed model; one process or three, the estimates, the classes
+    and the kept runs are the same (answers are gathered in the jobs' order, not as they finish)."""
+    spec = load_durability(_spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0,
+                                            "broker.crash.per.year": 5, "broker.pause.per.year": 3},
+                                 configurations=EVERY_CLASS, windows=60))
+    one = estimate(spec, progress=False, measure=_fake_measure, cache=tmp_path / "one", workers=1)
+    three = estimate(spec, progress=False, measure=_fake_measure, cache=tmp_path / "three", workers=3)
+    assert len(_files(tmp_path / "one")) >= 4  # enough runs for the pool to finish them out of order
+    assert any("pause" in c for e in one for c in e.classes)
+    assert [(e.row(), e.classes, e.cluster) for e in one] == [(e.row(), e.classes, e.cluster) for e in three]
+    assert _files(tmp_path / "one") == _files(tmp_path / "three")
+
+
+def test_the_verb_gives_the_same_file_with_one_or_two_workers(tmp_path):
+    """The real detailed model, a tiny spec: `--workers 1` and `--workers 2` write the same durability.json and
+    the same measured classes."""
+    spec = _spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0, "broker.crash.per.year": 2},
+                 configurations={"one_zone": EVERY_CLASS["one_zone"]}, windows=2, seed=7)  # 3 classes: 6 runs
+    out = {}
+    for workers in (1, 2):
+        folder = tmp_path / f"out{workers}"
+        assert main(["durability", str(spec), "--out", str(folder), "--workers", str(workers)]) == 0
+        details = json.loads((folder / "durability-details.json").read_text())
+        assert details["workers"] == workers
+        out[workers] = ((folder / "durability.json").read_text(), details["configurations"], _files(folder / "runs"))
+    classes = out[1][1][0]["classes_records_lost"]
+    assert len(classes) >= 2 and classes["RF 3: power_loss x3"] > 0  # power loss in one zone loses, acks=1
+    assert out[1] == out[2]
+
+
+def test_a_failed_detailed_run_is_one_line_and_the_finished_ones_are_kept(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_module, "estimate", __import__("functools").partial(estimate, measure=_failing_measure))
+    spec = _spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0, "broker.crash.per.year": 5},
+                 configurations={"one_zone": EVERY_CLASS["one_zone"]}, windows=30)
+    out = tmp_path / "out"
+    assert main(["durability", str(spec), "--out", str(out), "--workers", "2"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "%" not in line]  # not the progress bar
+    assert len([line for line in err if line.startswith("error:")]) == 1 and err[-1].startswith("error:"), err
+    err = err[-1]
+    jobs = sorted(_classes(spec))
+    failing = [steps for steps in jobs if steps[-1][0] == W.POWER_LOSS]
+    first = " then ".join(f"{kind} x{size}" for kind, size in failing[0])
+    assert (f"configuration 'one_zone', RF 3: {first} failed: RuntimeError: the disk is on fire "
+            f"({len(failing)} of {len(jobs)} detailed runs failed;") in err, err
+    assert not (out / "durability.json").exists()
+    kept = [json.loads(t) for t in _files(out / "runs").values()]  # every run that finished
+    assert len(kept) == len(jobs) - len(failing) > 0
+    assert all(k["acked_records_lost"] == 0 and k["pattern"][-1][0] != W.POWER_LOSS for k in kept)
+
+
+def _classes(spec):
+    """The classes the estimator sends to the detailed model, by a measure that only records them."""
+    seen = []
+
+    def record(scenario, topic, partition, replicas, pattern, returns):
+        seen.append(tuple((kind, len(hit)) for kind, hit in pattern))
+        return 0
+
+    estimate(load_durability(spec), progress=False, measure=record)
+    return seen

@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ...config.scenario import Scenario
 from ...folders import write_atomic
 from ...sim.controller.placement import assign
 from ...study.progress import progress_bar
@@ -97,7 +101,8 @@ class ConfigurationEstimate:
 
 def rates_of(f: Failures) -> W.Rates:
     return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
-                   dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years)
+                   dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years,
+                   pause=f.pause_per_year, pause_years=f.pause_years)
 
 
 def needed_in_sync(scenario) -> int:
@@ -125,12 +130,12 @@ def groups_of(scenario) -> list[Group]:
 def gaps_ms(scenario) -> dict:
     """How long after each kind of step (and after each return) the next comes, in the compressed run: past the
     failure detection (the broker's session; a returning broker also waits for its old session to expire) and,
-    for an isolation, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
+    for an isolation or a pause, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
     b = scenario["broker"]
     detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
     lag = max(detect, float(b["replica.lag.time.max.ms"]))
     return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
-            W.ISOLATE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
+            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
 
 
 def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict) -> tuple[list, float]:
@@ -167,9 +172,11 @@ def combine(parts: list[tuple[float, W.Estimate]]) -> W.Estimate:
 def kafka_rules_apply(scenario) -> bool:
     """Whether a critical event's loss follows from Kafka's rules alone: ISR replication, every producer acks=all,
     unclean.leader.election.enable false. Then an acknowledged record is on every ISR member (HW = min LEO of the
-    ISR), only an ISR member is elected (or an ELR member, which was one), and a crash or an isolation keeps the
-    log (the page cache outlives a process). So an event that leaves an in-sync replica up and intact loses
-    nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
+    ISR), only an ISR member is elected (or an ELR member, which was one), and a crash, an isolation or a pause
+    keeps the log (the page cache outlives a process; a paused process holds everything). A paused leader cannot
+    acknowledge behind the new leader's back: its ISR shrink is refused (stale leader epoch / zkVersion), so its
+    high watermark stays where the followers' fetches left it (tests/test_durability.py checks both). So an event
+    that leaves an in-sync replica up and intact loses nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
     them and are elected again."""
     return (scenario["replication"] == "isr" and not scenario["broker"]["unclean.leader.election.enable"]
             and all(str(p["acks"]) in ("all", "-1") for p in scenario["producers"]))
@@ -181,7 +188,7 @@ def reduced(c: W.Critical, n: int, by_rules: bool) -> tuple | None:
     replica 1 on), or None when Kafka's rules already say it loses nothing (``kafka_rules_apply``)."""
     down = sum(len(hit) for _, hit in c.pattern)
     final = c.pattern[-1][0]
-    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE)):
+    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE, W.PAUSE)):
         return None
     return tuple((kind, len(hit)) for kind, hit in c.pattern)
 
@@ -198,37 +205,120 @@ def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tup
         else:
             hit, pool = pool[:size], pool[size:]
         pattern.append((kind, tuple(hit)))
-    down = {W.CRASH: failures.restart_years, W.POWER_LOSS: failures.restart_years,
-            W.ISOLATE: failures.outage_years, W.DISK_LOSS: failures.replace_years}
+    down = W.down_years(rates_of(failures))
     order = sorted((down[kind], k, i) for k, (kind, hit) in enumerate(pattern) for i in hit)
     return tuple(pattern), tuple(i for _, _, i in order)
 
 
-def measured(cache: Path | None, measure, scenario, topic: str, partition: int, replicas: tuple, pattern: tuple,
-             returns: tuple) -> int:
-    """``measure``'s answer, kept in `cache` (one small JSON file per detailed run, named by what it ran): a
-    killed estimate resumes without running them again."""
-    if cache is None:
-        return measure(scenario, topic, partition, replicas, pattern, returns)
+def _cache_file(cache: Path, args: tuple) -> tuple[Path, dict]:
+    scenario, topic, partition, replicas, pattern, returns = args
     ran = {"scenario": scenario.to_dict(), "topic": topic, "partition": partition, "replicas": list(replicas),
            "pattern": pattern, "returns": list(returns)}
-    path = cache / f"{stable_hash(ran)}.json"
+    return cache / f"{stable_hash(ran)}.json", ran
+
+
+def cached(cache: Path | None, args: tuple) -> int | None:
+    """The answer kept in `cache` for the detailed run `args` (scenario, topic, partition, replicas, pattern,
+    returns), or None: not run yet (or a file we cannot read: it is run again)."""
+    if cache is None:
+        return None
+    path, _ = _cache_file(cache, args)
     if path.is_file():
         try:
             return int(json.loads(path.read_text())["acked_records_lost"])
         except (ValueError, KeyError, TypeError):
-            pass  # a file we cannot read is run again
-    lost = measure(scenario, topic, partition, replicas, pattern, returns)
+            pass
+    return None
+
+
+def keep(cache: Path | None, args: tuple, lost: int) -> None:
+    """One small JSON file per detailed run, named by what it ran, written whole as it finishes: a killed
+    estimate resumes without running it again."""
+    if cache is None:
+        return
+    path, ran = _cache_file(cache, args)
     write_atomic(path, json.dumps({"acked_records_lost": lost, "written_by": "kafkamodel durability", **ran},
                                   default=list) + "\n")
-    return lost
+
+
+class DetailedRunError(RuntimeError):
+    """A detailed run failed; the message is one line naming the configuration and the class."""
+
+
+def _failed(failures: dict, jobs: list) -> DetailedRunError:
+    """One line: the first failed run in the jobs' order (so the same whatever the worker count), and how many."""
+    key = next(k for k, _ in jobs if k in failures)
+    exc = failures[key]
+    name, n, steps = key
+    what = " then ".join(f"{kind} x{size}" for kind, size in steps)
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return DetailedRunError(f"durability: the detailed run of configuration {name!r}, RF {n}: {what} failed: "
+                            f"{type(exc).__name__}: {text} ({len(failures)} of {len(jobs)} detailed runs failed; "
+                            "the others are kept and a rerun retries only the failed)")
+
+
+def workers_or_cores(workers: int | None) -> int:
+    """Worker processes for the detailed runs: the given count (checked >= 1 by the command line), or the cores."""
+    return workers if workers is not None else (os.cpu_count() or 1)
+
+
+def _measure_given(measure, given: dict, *rest) -> int:
+    """In a pool's process: the scenario rebuilt from what its author wrote (a Scenario does not pickle)."""
+    return measure(Scenario(given), *rest)
+
+
+def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: bool) -> dict:
+    """Every job's (key, args) detailed run, answers kept in `cache` as they finish; {key: records lost} in the
+    jobs' order whatever order they finish in. `workers` > 1: a process pool (spawned, as the study's papermill
+    engine), `measure` must then be picklable (a module-level function)."""
+    got: dict = {}
+    bar = progress_bar(len(jobs), "durability", unit="simulation", disable=not progress)
+    try:
+        todo = []
+        for key, args in jobs:
+            lost = cached(cache, args)
+            if lost is None:
+                todo.append((key, args))
+            else:
+                got[key] = lost
+                bar.update(1)
+        failures: dict = {}
+
+        def done(key, args, run):
+            try:
+                got[key] = int(run())
+            except Exception as exc:  # the others go on: their answers are kept
+                failures[key] = exc
+            else:
+                keep(cache, args, got[key])
+            bar.update(1)
+
+        if workers <= 1 or len(todo) <= 1:
+            for key, args in todo:
+                done(key, args, lambda args=args: measure(*args))
+        else:
+            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                                       mp_context=multiprocessing.get_context("spawn"))
+            try:
+                futures = {pool.submit(_measure_given, measure, args[0].given, *args[1:]): (key, args)
+                           for key, args in todo}
+                for future in as_completed(futures):
+                    done(*futures[future], future.result)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if failures:
+            raise _failed(failures, jobs)
+    finally:
+        bar.close()
+    return {key: got[key] for key, _ in jobs}
 
 
 def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
-             cache: Path | None = None) -> list[ConfigurationEstimate]:
+             cache: Path | None = None, workers: int = 1) -> list[ConfigurationEstimate]:
     """Every configuration's estimate: failure process per replica layout, detailed model per class of critical
     events (``reduced``), Kafka's rules where they decide alone; `cache`: a folder keeping each detailed run's
-    answer (``measured``)."""
+    answer (``keep``); `workers`: processes running the detailed runs (``run_all``; the answers do not depend on
+    it)."""
     rates = rates_of(spec.failures)
     plans, todo = [], {}
     for config in spec.configurations:
@@ -256,17 +346,12 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
             classes(w.criticals, lambda c: len(cluster.layouts[c.layout]),
                     lambda c: sized[len(cluster.layouts[c.layout])])
         plans.append((config, groups, by_rules, cluster))
-    lost: dict = {}
-    bar = progress_bar(len(todo), "durability", unit="simulation", disable=not progress)
-    try:
-        for (name, n, steps), (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
-            topic, partition, replicas = g.partitions[0]
-            pattern, returns = representative(steps, len(g.zones), spec.failures)
-            lost[(name, n, steps)] = measured(cache, measure, config.scenario, topic, partition, replicas, pattern,
-                                              returns)
-            bar.update(1)
-    finally:
-        bar.close()
+    jobs = []
+    for key, (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
+        topic, partition, replicas = g.partitions[0]
+        pattern, returns = representative(key[2], len(g.zones), spec.failures)
+        jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns)))
+    lost = run_all(jobs, measure, cache, workers, progress)
     return [_combine(config, groups, spec, by_rules, lost, cluster) for config, groups, by_rules, cluster in plans]
 
 

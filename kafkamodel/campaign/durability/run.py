@@ -2,7 +2,8 @@
 
 1. The spec is loaded and checked whole (``spec``), and DIR checked writable, before anything runs.
 2. ``estimate``: the failure process per replica layout (failure biasing), the detailed model once per class of
-   critical events (a tqdm bar counts the simulations), Kafka's rules where they decide alone.
+   critical events (a tqdm bar counts the simulations; `workers` processes run them), Kafka's rules where they
+   decide alone.
 3. ``DIR/durability.json`` (the contract's rows, one per configuration) and ``DIR/durability-details.json``
    (intervals of every measure, each class's measured loss, the assumptions) are each written whole (a hidden
    file renamed over the old one, only over a file the kit wrote). Each detailed run's answer is kept in
@@ -19,20 +20,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...folders import check_file_replaceable, writable_folder, write_atomic
-from .estimate import WARMUP_MS, at_least_once, estimate, gaps_ms
+from .estimate import WARMUP_MS, at_least_once, estimate, gaps_ms, workers_or_cores
 from .spec import DurabilitySpec, load_durability
 
 FEW_WINDOWS = 100  # below it the intervals undercover (docs/durability.md: measured coverage)
 RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them
 
 ASSUMPTIONS = (
-    "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, "
+    "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, broker.pause.ms, "
     "machine.replace.hours, zone.outage.hours).",
     "machine.replace.hours is the whole rebuild: replacement and catch-up (the detailed model's catch-up of a "
     "compressed run is seconds; a real log's is not added).",
     "A broker that is down has no further failure until it is back; back, it is in sync again.",
     "A zone power loss takes every broker of the zone down for broker.restart.ms; a zone outage isolates them "
     "for zone.outage.hours (modelled as the isolate fault).",
+    "A broker pause (broker.pause.per.year, 0 unless the spec sets it) takes the broker out of the ISR for "
+    "broker.pause.ms with its log and page cache kept (the pause fault in the detailed model); a pause shorter "
+    "than the session timeout and replica.lag.time.max.ms changes nothing in Kafka, so this is conservative.",
     "A critical event (one hitting the leader, or leaving no replica in sync) is measured by the detailed model "
     "once per class (the kinds and sizes of the steps down), on the first partition with that many replicas, "
     "with the steps compressed in time (each 'gaps_ms' of its kind after the previous one).",
@@ -45,22 +49,27 @@ ASSUMPTIONS = (
 )
 
 
-def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | None = None) -> tuple[list[dict], Path]:
+def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | None = None,
+                   workers: int | None = None) -> tuple[list[dict], Path]:
     """Estimate every configuration of `spec` (a name, a path or a loaded DurabilitySpec) and write
-    DIR/durability.json; returns the rows and the file. `runs`: the detailed runs' folder (default DIR/runs)."""
+    DIR/durability.json; returns the rows and the file. `runs`: the detailed runs' folder (default DIR/runs);
+    `workers`: processes for the detailed runs (default: the cores; the answers do not depend on it)."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     loaded = spec if isinstance(spec, DurabilitySpec) else load_durability(spec)
     folder = writable_folder(out, "--out")
     for name in ("durability.json", "durability-details.json"):  # refused now, not after the simulations
         check_file_replaceable(folder / name, "--out")
+    workers = workers_or_cores(workers)
     say(f"durability: {len(loaded.configurations)} configurations x {loaded.windows} failure windows per replica "
-        "layout; the detailed model once per class of critical events")
+        f"layout; the detailed model once per class of critical events, {workers} worker process"
+        + ("es" if workers > 1 else ""))
     if loaded.windows < FEW_WINDOWS:
         say(f"durability: {loaded.windows} windows are few: measured on RF 3 against the Markov chain, 95% "
             "intervals from 5 / 30 / 100 windows hold the true value 60% / 76% / 89% of the time (1,000: 96%); "
             f"use windows >= {FEW_WINDOWS} for intervals to trust")
-    estimates = estimate(loaded, progress=progress, cache=Path(runs) if runs is not None else folder / RUNS)
+    estimates = estimate(loaded, progress=progress, cache=Path(runs) if runs is not None else folder / RUNS,
+                         workers=workers)
     rows = [e.row() for e in estimates]
     details = {
         "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
@@ -81,7 +90,7 @@ def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | N
             "classes_records_lost": e.classes}
             for e, c in zip(estimates, loaded.configurations)],
         "assumptions": list(ASSUMPTIONS),
-        "seconds": round(time.perf_counter() - t0, 1),
+        "seconds": round(time.perf_counter() - t0, 1), "workers": workers,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "written_by": "kafkamodel durability",
     }

@@ -14,6 +14,8 @@
       zone.power.loss.per.year: 0.2    #   every broker of the zone at once; unflushed data gone; back after broker.restart.ms
       zone.outage.per.year: {a: 0.5, b: 0.1}   # a number (each zone) or {zone: rate} (zones are the scenario's racks)
       zone.outage.hours: 6             #   every broker of the zone unreachable this long; nothing lost
+      broker.pause.per.year: 0         #   stop-the-world pauses (GC, noisy neighbour): log and page cache kept
+      broker.pause.ms: 30000           #   each this long (default rate 0: no sourced fleet rate, docs/durability.md)
     seed: 0                            # root of the failure process's draws (numpy SeedSequence)
     windows: 4000                      # failure windows drawn per configuration (more: narrower intervals)
 
@@ -52,7 +54,10 @@ FAILURES: dict[str, tuple[float, str, bool]] = {
     "zone.power.loss.per.year": (0.2, "per zone and year", True),
     "zone.outage.per.year": (0.5, "per zone and year", True),
     "zone.outage.hours": (6.0, "hours", False),
+    "broker.pause.per.year": (0.0, "per broker and year", False),
+    "broker.pause.ms": (30000.0, "ms", False),
 }
+PAUSE_KEYS = ("broker.pause.per.year", "broker.pause.ms")  # off by default: a study need not source them
 DEFAULT_WINDOWS = 4000
 
 
@@ -68,6 +73,8 @@ class Failures:
     outage_per_year: Mapping[str, float]  # zone -> rate
     outage_years: float
     given: Mapping[str, Any]  # as written (for the output's record)
+    pause_per_year: float = 0.0  # stop-the-world pauses per broker
+    pause_years: float = 30000.0 / MS_PER_YEAR
 
 
 
@@ -192,7 +199,9 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
     down = (("broker.crash.per.year", values["broker.crash.per.year"], restart_years, "broker.restart.ms",
              "a broker would crash again before it restarts"),
             ("machine.failure.per.year", values["machine.failure.per.year"], replace_years, "machine.replace.hours",
-             "a machine would fail again before it is replaced"))
+             "a machine would fail again before it is replaced"),
+            ("broker.pause.per.year", values["broker.pause.per.year"], values["broker.pause.ms"] / MS_PER_YEAR,
+             "broker.pause.ms", "a broker would pause again before it resumes"))
     for key, rate, years, duration_key, what in down:
         if rate * years >= 1:
             problems.append(f"failures.{key}: {rate:g} per year with {duration_key} {raw.get(duration_key, FAILURES[duration_key][0]):g}: "
@@ -207,4 +216,5 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
         return None
     return Failures(values["broker.crash.per.year"], restart_years, values["machine.failure.per.year"], replace_years,
                     values["zone.power.loss.per.year"], values["zone.outage.per.year"], outage_years,
-                    {k: raw.get(k, FAILURES[k][0]) for k in FAILURES})
+                    {k: raw.get(k, FAILURES[k][0]) for k in FAILURES}, values["broker.pause.per.year"],
+                    values["broker.pause.ms"] / MS_PER_YEAR)

@@ -3,7 +3,7 @@
 ::
 
     make durability                                   # data/durability/studies/durability.yaml
-    python -m kafkamodel.campaign.durability.study [SPEC] [--runs DIR] [--reports DIR] [--windows N]
+    python -m kafkamodel.campaign.durability.study [SPEC] [--runs DIR] [--reports DIR] [--windows N] [--workers N]
 
 A study spec is a durability spec (``spec``) without ``failures``, plus
 ``profiles`` (name -> ``about``, ``failures``, and ``sources``: for every
@@ -36,6 +36,7 @@ from ...paths import REPORTS, RUNS
 from ...study.spec import SpecError, named
 from ...study.specfile import load_spec_file
 from . import spec as S
+from .estimate import DetailedRunError
 from .run import ASSUMPTIONS, nines, run_durability
 
 STUDIES = S.DURABILITY / "studies"  # shipped durability studies
@@ -82,8 +83,11 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
         if not isinstance(sources, Mapping):
             problems.append(f"{where}.sources: must map every failure key to its source or 'assumption: ...'")
             sources = {}
+        failures = prof.get("failures")
+        pauses = isinstance(failures, Mapping) and failures.get("broker.pause.per.year", 0) != 0
         problems.extend(f"{where}.sources.{k}: missing (every rate is stated with its source or marked as an "
-                        "assumption)" for k in S.FAILURES if not str(sources.get(k) or "").strip())
+                        "assumption)" for k in S.FAILURES
+                        if (pauses or k not in S.PAUSE_KEYS) and not str(sources.get(k) or "").strip())
         problems.extend(S.unknown_key(k, S.FAILURES, f"{where}.sources.{k}") for k in sources if k not in S.FAILURES)
         inner: list[str] = []
         built = S._build({**common, "failures": prof.get("failures")}, path, inner)
@@ -144,7 +148,7 @@ def fsync_answer(rows: list[dict], pairs, profiles) -> str:
 
 
 def run_study(spec="durability", *, runs: Path | None = None, reports: Path | None = None,
-              windows: int | None = None, progress: bool = True, say=None) -> Path:
+              windows: int | None = None, progress: bool = True, say=None, workers: int | None = None) -> Path:
     """Every profile through the verb's estimator, then reports/durability.json and .html; returns the HTML."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -157,7 +161,8 @@ def run_study(spec="durability", *, runs: Path | None = None, reports: Path | No
     for i, prof in enumerate(study.profiles, 1):
         loaded = prof.spec if windows is None else replace(prof.spec, windows=windows)
         say(f"durability study: profile {i}/{len(study.profiles)} {prof.name} ({prof.about})")
-        got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs")
+        got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs",
+                                   workers=workers)
         rows.extend({"profile": prof.name, **r} for r in got)
         details[prof.name] = json.loads((path.parent / "durability-details.json").read_text())
     names = [p.name for p in study.profiles]
@@ -302,18 +307,23 @@ def main(argv: list[str] | None = None) -> int:
                                               "(default data/runs/durability; reused by a rerun)")
     ap.add_argument("--reports", type=Path, help="folder for durability.html and durability.json (default reports/)")
     ap.add_argument("--windows", type=int, help="failure windows per replica layout (default: the spec's)")
+    ap.add_argument("--workers", type=int, help="processes running the detailed runs (default: cores)")
     args = ap.parse_args(argv)
-    if args.windows is not None and args.windows < 1:
-        print("--windows: must be an integer >= 1", file=sys.stderr)
-        return 2
+    for flag, value in (("--windows", args.windows), ("--workers", args.workers)):
+        if value is not None and value < 1:
+            print(f"{flag}: must be an integer >= 1", file=sys.stderr)
+            return 2
     try:
-        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows)
+        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers)
     except SpecError as exc:
         print(exc.problems[0], file=sys.stderr)
         return 2
     except FolderError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except DetailedRunError as exc:  # one line; the detailed runs that finished are kept
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,7 +10,10 @@ A partition's ``n`` replicas sit on ``n`` brokers, replica ``i`` in zone
 * ``power_loss`` of a zone: every up broker in it at once (unflushed data gone;
   back after ``broker.restart.ms``);
 * ``isolate``: a zone outage, every up broker in it unreachable for
-  ``zone.outage.hours`` (nothing lost).
+  ``zone.outage.hours`` (nothing lost);
+* ``pause`` of a broker that is up: a stop-the-world pause (GC, a noisy
+  neighbour) of ``broker.pause.ms``; its log and page cache are kept, it is
+  out of the ISR for the pause (as a crash, without the restart).
 
 Correlation is explicit: a zone's event hits every replica in that zone at the
 same instant. A broker that is down (or rebuilding) is out of the ISR and has
@@ -58,7 +61,7 @@ from typing import Sequence
 import numpy as np
 
 UP = 0
-CRASH, DISK_LOSS, POWER_LOSS, ISOLATE = "crash", "disk_loss", "power_loss", "isolate"
+CRASH, DISK_LOSS, POWER_LOSS, ISOLATE, PAUSE = "crash", "disk_loss", "power_loss", "isolate", "pause"
 BIAS = 1.0  # c: expected further failures before the next return, under the biased measure
 
 
@@ -74,6 +77,8 @@ class Rates:
     outage: dict  # zone -> per year
     outage_years: float
     exponential: bool = False  # down times exponential with these means (the Markov chain's law) instead of fixed
+    pause: float = 0.0  # stop-the-world pauses per broker
+    pause_years: float = 0.0  # each this long
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ def _processes(zones: Sequence[str], rates: Rates, down: list) -> list[tuple[flo
             out.append((rates.crash, CRASH, (i,)))
         if rates.machine > 0:
             out.append((rates.machine, DISK_LOSS, (i,)))
+        if rates.pause > 0:  # after the others: with no pauses the draws are those of the process without them
+            out.append((rates.pause, PAUSE, (i,)))
     for zone in sorted(set(zones)):
         hit = tuple(i for i in up if zones[i] == zone)
         if not hit:
@@ -118,8 +125,14 @@ def healthy_rate(zones: Sequence[str], rates: Rates) -> float:
     return sum(r for r, _, _ in _processes(zones, rates, [None] * len(zones)))
 
 
+def down_years(rates: Rates) -> dict:
+    """Each kind's (mean) down time in years."""
+    return {CRASH: rates.restart, POWER_LOSS: rates.restart, DISK_LOSS: rates.replace, ISOLATE: rates.outage_years,
+            PAUSE: rates.pause_years}
+
+
 def _duration(kind: str, rates: Rates, rng: np.random.Generator) -> float:
-    mean = {CRASH: rates.restart, POWER_LOSS: rates.restart, DISK_LOSS: rates.replace, ISOLATE: rates.outage_years}[kind]
+    mean = down_years(rates)[kind]
     return float(rng.exponential(mean)) if rates.exponential else mean
 
 
