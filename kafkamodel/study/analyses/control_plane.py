@@ -32,7 +32,8 @@ PARTS = {
 }
 TITLES = {"broker_failure": "a broker dies", "controlled_shutdown": "controlled shutdown",
           "controller_failover": "the controller's broker dies"}
-EXTRA = {"controlled_shutdown": ["operation_ms"]}  # the shutdown's own duration (request -> its answer)
+EXTRA = {"controlled_shutdown": ["operation_ms"]}
+STYLES = [("o", "-"), ("s", "-"), ("^", "--"), ("v", ":"), ("D", "-")]  # per version: marker, line  # the shutdown's own duration (request -> its answer)
 
 
 def led(partitions: int, brokers: int, rf: int, broker: int) -> int:
@@ -79,8 +80,11 @@ def figure(agg: Aggregates):
     for ax, part in zip(axes, PARTS):
         df = table(agg, part)
         measure, label = PARTS[part][1], PARTS[part][2]
-        order = [v for v in VERSIONS if v in set(df["version"])]
-        plots.lines_with_ci(ax, df, "led", measure, "version", order=order)
+        for i, v in enumerate(VERSIONS):  # 1.1, 2.8 and 3.9 coincide: each its own marker and dash, to show it
+            if v in set(df["version"]):
+                marker, dash = STYLES[i % len(STYLES)]
+                plots.lines_with_ci(ax, df, "led", measure, "version", order=[v], marker=marker, linestyle=dash,
+                                    fixed_color=plots.color(v, i))
         plots.finish(ax, TITLES[part], "partitions the broker led", label, logx=True, logy=True)
     return fig
 
