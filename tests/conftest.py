@@ -48,6 +48,11 @@ TINY = {
     },
     "recovery_protocols": {},
     "operations": {},  # already small: 12 configurations of 20-40 s
+    "control_plane": {  # 0.10, 1.1 and 4.1 at 100 and 1,000 partitions led (0.10's controlled shutdown at 100 only)
+        "broker_failure": {"points": [0, 1, 4, 5, 6, 9]},
+        "controlled_shutdown": {"points": [0, 1, 4, 6, 9]},
+        "controller_failover": {"points": [0, 1, 4, 5, 6, 9]},
+    },
     "versions": {  # the release before and after each fix, short runs where the schedule allows
         "follower_restart": {"grid": {"version": ["0.10", "4.1"]}},
         "double_power_loss": {"grid": {"version": ["0.10", "0.11"]}},
@@ -135,7 +140,7 @@ def aggregated(spark, tmp_path_factory):
 
 
 STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics",
-               "recovery_protocols", "versions", "operations")
+               "recovery_protocols", "versions", "operations", "control_plane")
 
 
 @pytest.fixture(scope="session")

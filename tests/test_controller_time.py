@@ -207,3 +207,49 @@ def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every
     assert all(part.leader != 1 and 1 not in part.isr for part in sim.partitions)
     sim.kernel.run(done)
     assert len(sent) == batches_for(led(90, 1), held)
+
+
+# ---- the controller itself fails: ZooKeeper's controller broker vs KRaft's quorum --------------------------------
+
+def test_kraft_quorum_failover_leaves_every_partition_available_whatever_their_number():
+    """The active quorum controller dies: a standby already holds the metadata log, so no partition waits for a
+    reload; nothing needs the controller meanwhile, so nothing is unavailable, with 60 partitions or 600. On
+    ZooKeeper the same fault crashes the controller's broker, and the next controller reads every partition first."""
+    for n in (60, 600):
+        r = simulate(scenario("4.1", n, target="controller"))
+        assert r.summary["partition_unavailable_ms_max"] is None and r.summary["unavailable_ms"] == 0
+        e = r.events
+        assert e[e.kind == "controller_failover"].time_ms.tolist() == [2000.0]
+        assert not (e.kind == "broker_failure_detected").any()
+    for n in (60, 600):
+        sc = scenario("2.8", n, target="controller")
+        c = Settings.of(load_scenario(sc)).controller
+        s = simulate(sc).summary  # broker 0 holds the role at the start
+        assert s["partition_unavailable_ms_max"] == pytest.approx(
+            6000 + n * c.zookeeper_read_ms + led(n, 0) * c.zookeeper_write_ms + LATENCY, abs=1e-6)
+
+
+def test_a_broker_silent_during_the_quorum_election_gets_a_whole_session_from_the_new_controller():
+    """The quorum elects for controller.quorum.fetch.timeout.ms (2,000 ms by default) and commits the new leader's
+    epoch (kraft.commit.ms); the new active controller's heartbeat manager times every registered broker from its
+    own start (ClusterControlManager.activate), so broker 1, silent from 2.5 s, is fenced a whole session after the
+    election, not after its last heartbeat to the old controller."""
+    sc = scenario("4.1", 60, target="controller")
+    sc["faults"].append({"at.ms": 2500, "kind": "crash", "broker": 1})
+    c = Settings.of(load_scenario(sc)).controller
+    r = simulate(sc)
+    active = 2000 + 2000 + c.kraft_commit_ms
+    e = r.events
+    assert e[e.kind == "broker_failure_detected"].time_ms.tolist() == [pytest.approx(active + 9000)]
+    assert kraft_expiry(1, 1, 2500) < active + 9000  # without the failover it would have been fenced sooner
+    assert r.summary["leader_election_time_ms_max"] == pytest.approx(
+        active + 9000 - 2500 + led(60, 1) * c.kraft_record_ms + c.kraft_commit_ms + LATENCY, abs=1e-6)
+
+
+def test_the_controller_target_only_crashes():
+    from kafkamodel.config.scenario import ScenarioError
+
+    sc = scenario("4.1", 6, target="controller")
+    sc["faults"][0]["kind"] = "pause"
+    with pytest.raises(ScenarioError, match=r"faults\[0\]\.broker: controller can only crash, not pause"):
+        load_scenario(sc)

@@ -150,7 +150,7 @@ CASES = [
     pytest.param(broken((F0 + ("broker",), "leader:orders-3")),
                  "faults[0].broker", "topic 'orders' has partitions 0..2, not 3", id="leader-target-partition-out-of-range"),
     pytest.param(broken((F0 + ("broker",), "orders-0")),
-                 "faults[0].broker", "must be a broker id, leader:TOPIC-P, rack:NAME or *, got 'orders-0'", id="leader-target-malformed"),
+                 "faults[0].broker", "must be a broker id, leader:TOPIC-P, rack:NAME, * or controller, got 'orders-0'", id="leader-target-malformed"),
     pytest.param(broken((F0 + ("kind",), "restart"), (F0 + ("broker",), "leader:orders-0")),
                  "faults[0].broker", "restart needs a broker id", id="restart-leader-target"),
     pytest.param(broken((F0 + ("kind",), "isolate")),

@@ -288,6 +288,33 @@ def test_operations_notebook(study_reports):
     assert numbers["preferred_lag_20_p99_ms"] > numbers["preferred_lag_1_p99_ms"]
 
 
+def test_control_plane_notebook(study_reports):
+    """Against the settings each version runs with (docs/controller.md): a dead broker's partitions are elected one
+    ZooKeeper write (or KRaft record) each, so the time to the last new leader grows by that much per partition it
+    led; a new ZooKeeper controller first reads every partition of the cluster (3 per partition the dead broker
+    led: 3 brokers each lead a third) and then writes the elections; from 1.1 a controlled shutdown moves the
+    leaderships in one batch, before 1.1 one at a time."""
+    from kafkamodel.config.settings import Settings
+
+    numbers = numbers_of(study_reports, "control_plane")
+    spec = yaml.safe_load((STUDIES / "control_plane.yaml").read_text())
+    text = json.dumps(spec)
+    assert "\"controller." not in text and "\"controller\":" not in text  # every version's default controller costs
+    c = {v: Settings.of(load_scenario({"name": "c", "kafka.version": v})).controller for v in ("0.10", "1.1", "4.1")}
+    assert numbers["broker_failure_0_10_ms_per_partition"] == pytest.approx(c["0.10"].zookeeper_write_ms, rel=1e-3)
+    assert numbers["broker_failure_1_1_ms_per_partition"] == pytest.approx(c["1.1"].zookeeper_write_ms, rel=1e-3)
+    assert numbers["broker_failure_4_1_ms_per_partition"] == pytest.approx(c["4.1"].kraft_record_ms, rel=1e-2)
+    for v, key in (("0.10", "0_10"), ("1.1", "1_1")):
+        expected = 3 * c[v].zookeeper_read_ms + c[v].zookeeper_write_ms
+        assert numbers[f"controller_failover_{key}_ms_per_partition"] == pytest.approx(expected, rel=1e-3)
+    assert numbers["controller_failover_4_1_ms_per_partition"] < 0.01  # the quorum keeps the role: no reload
+    # one batch of 1,000 leaderships from 1.1 (the longest wait: the batch, then the LeaderAndIsr's 1 ms trip)
+    assert numbers["controlled_shutdown_1_1_1000_s"] == pytest.approx(1000 * c["1.1"].zookeeper_write_ms / 1000 + 0.001,
+                                                                     abs=1e-3)
+    # before 1.1 one partition at a time: the last of 100 waits for 100 writes
+    assert numbers["controlled_shutdown_0_10_100_s"] >= 100 * c["0.10"].zookeeper_write_ms / 1000
+
+
 def test_versions_notebook(study_reports):
     numbers = numbers_of(study_reports, "versions")
     # KIP-101's first scenario as told loses committed records on 0.10, none on 4.1; the analysis puts the

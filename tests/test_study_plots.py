@@ -11,6 +11,7 @@ from kafkamodel.paths import SCENARIOS
 from kafkamodel.study import plots
 from kafkamodel.study.analyses import (
     acks_durability,
+    control_plane,
     delivery_semantics,
     lag_policies,
     operations,
@@ -33,6 +34,7 @@ FIGURES = {
     "recovery_protocols": (recovery_protocols, ["pairs"]),
     "operations": (operations, ["rolling_figure", "reassign_figure"]),
     "versions": (versions, ["losses", "costs"]),
+    "control_plane": (control_plane, ["figure"]),
 }
 
 

@@ -351,10 +351,13 @@ def _check_consumer_fault(f: dict, where: str, groups: dict) -> list[str]:
 
 
 def _check_target(t: Any, where: str, kind: str, brokers: int, topics: dict, racks: list) -> list[str]:
-    """Problems with one fault target: a broker id, leader:TOPIC-P, rack:NAME (its brokers) or * (every broker)."""
-    kinds = "a broker id, leader:TOPIC-P, rack:NAME or *"
+    """Problems with one fault target: a broker id, leader:TOPIC-P, rack:NAME (its brokers), * (every broker) or
+    controller (whoever holds the controller role)."""
+    kinds = "a broker id, leader:TOPIC-P, rack:NAME, * or controller"
     if isinstance(t, bool) or t is None:
         return [f"{where}: must be {kinds}, got {t!r}"]
+    if t == "controller":
+        return [] if kind == "crash" else [f"{where}: controller can only crash, not {kind}"]
     if isinstance(t, int):
         return [] if 0 <= t < brokers else [f"{where}: no broker {t}; ids are 0..{brokers - 1}"]
     if not isinstance(t, str):

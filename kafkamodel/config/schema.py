@@ -379,7 +379,7 @@ FAULT_KINDS = BROKER_FAULTS + CONSUMER_FAULTS
 FAULT: dict[str, Key] = {
     "at.ms": Key(REQUIRED, number(lo=0), "when the fault starts"),
     "kind": Key(REQUIRED, choice(*FAULT_KINDS), "what happens"),
-    "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, rack:NAME (its brokers), * (every broker), or a list of them (all at once)"),
+    "broker": Key(None, lambda v, p: [], "a broker id, leader:TOPIC-P, rack:NAME (its brokers), * (every broker), controller (crash only: ZooKeeper's controller broker, or KRaft's active quorum controller), or a list of them (all at once)"),
     "group": Key(None, optional(text), "consumer faults: the group.id"),
     "member": Key(None, optional(integer(0)), "consumer_crash / consumer_leave: the member index"),
     "duration.ms": Key(None, optional(number(positive=True)), "how long (isolate, pause, slow; a crash, power loss or disk loss then restarts)"),

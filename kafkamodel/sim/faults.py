@@ -60,6 +60,8 @@ class FaultInjector:
     def _resolve(self, target) -> int:
         if isinstance(target, int):
             return target
+        if target == "controller":  # ZooKeeper: the broker holding the role; KRaft: the quorum's leader (-1 here)
+            return self.controller.controller_crashed()
         return self.partitions[self.topic_first[target.topic] + target.partition].leader  # a LeaderTarget
 
     def fire(self, i: int) -> None:
@@ -72,7 +74,9 @@ class FaultInjector:
         hit = set()
         for target, b in zip(f.targets, resolved):
             if b < 0:
-                self.event(FAULT_SKIPPED, -1, -1, f"{kind} {target}: no leader to target")
+                if target != "controller" or not self.controller.kraft:  # KRaft's quorum controller is no broker
+                    self.event(FAULT_SKIPPED, -1, -1, f"{kind} {target}: no {target} to target"
+                               if target == "controller" else f"{kind} {target}: no leader to target")
                 continue
             if b in hit:  # leader:T-P resolved to a broker the list already names
                 continue

@@ -34,13 +34,14 @@ class ClusterView:
         self.broker_epoch = [0] * len(brokers)  # broker -> the incarnation it last registered (KIP-380's epoch)
         self.controller_broker = CONTROLLER if kraft else 0  # who holds the role: a broker (-1: none can), the quorum
         self.epoch = 0  # the controller epoch: bumps on every failover (a batch of an old controller is dropped)
-        self.loading = False  # ZooKeeper: a new controller still reads every partition's state
+        self.loading = False  # ZooKeeper: a new controller still reads every partition's state; KRaft: the quorum
+        # elects a new active controller
 
     def active(self) -> bool:
-        """Does a controller hold the role now and act (KRaft: always; ZooKeeper: a running broker that has read
-        the cluster's state)?"""
+        """Does a controller hold the role now and act (KRaft: unless the quorum is electing; ZooKeeper: a running
+        broker that has read the cluster's state)?"""
         c = self.controller_broker
-        return c == CONTROLLER or (c >= 0 and self.brokers[c].healthy and not self.loading)
+        return not self.loading and (c == CONTROLLER or (c >= 0 and self.brokers[c].healthy))
 
 
 class ControllerChannel:

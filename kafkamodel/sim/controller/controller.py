@@ -16,8 +16,14 @@ Two metadata modes, as ``kafka.version`` (and ``kafka.metadata``) choose
   Taking over, it first reads every partition's state
   (``controller.zookeeper.read.ms`` each): until then it does nothing.
 * **KRaft** (3.3+, the only mode from 4.0). The controller quorum (node
-  ``CONTROLLER``) holds the role and never fails (a standby controller
-  already holds the state: its failover is a quorum election, no reload). A
+  ``CONTROLLER``) holds the role. When its active controller dies (a fault
+  ``crash`` on ``controller``), a standby, which already holds the state
+  (it replays the metadata log), notices after
+  ``controller.quorum.fetch.timeout.ms`` without an answer to its fetches,
+  wins the election and commits its leadership: no reload, so the pause does
+  not grow with the partitions. Meanwhile nothing is decided; the new active
+  controller then times every broker's session from its own start
+  (BrokerHeartbeatManager is new) and takes the registrations retried to it. A
   broker heartbeats every ``broker.heartbeat.interval.ms``, on its own phase
   (drawn from the seed), so sessions expire in the order the brokers went
   silent; ``broker.session.timeout.ms`` after its last heartbeat it is
@@ -47,13 +53,15 @@ from ..results.measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, BROK
 
 
 STARTING_HEARTBEAT_MS = 10.0  # BrokerLifecycleManager: a STARTING broker's heartbeats, until it has caught up
+QUORUM_FETCH_TIMEOUT_MS = 2000.0  # controller.quorum.fetch.timeout.ms's default (QuorumConfig): a voter that has not
+# fetched from the leader for this long becomes a candidate
 
 
 class Controller:
     """Broker liveness (sessions, heartbeats, registrations) and, with ZooKeeper, who holds the controller role."""
 
     MESSAGES = ("handle_registration", "handle_controlled_shutdown")
-    TIMERS = ("session_expired", "loaded", "unfence")
+    TIMERS = ("session_expired", "loaded", "unfence", "quorum_elected")
 
     def __init__(self, sim, view, replication, channel):
         self.kernel = sim.kernel
@@ -152,6 +160,34 @@ class Controller:
         self.event(CONTROLLER_FAILOVER, -1, healthy[0], f"was {old}")
         view.loading = True  # it reads the registrations, then every partition's state, from ZooKeeper first
         self.kernel.schedule(self.channel.load(), self.loaded, view.epoch, self.registrations())
+
+    def controller_crashed(self) -> int:
+        """A fault crashes whoever holds the controller role: ZooKeeper's controller broker (returned: the fault
+        crashes it), or KRaft's active controller, whose standby takes over once the quorum has elected it (-1)."""
+        if not self.kraft:
+            return self.view.controller_broker
+        view = self.view
+        view.loading = True
+        view.epoch += 1  # what the dead controller had not sent is lost with it
+        self.event(CONTROLLER_FAILOVER, -1, -1, "active quorum controller died; the quorum elects a standby")
+        elected = self.kernel.now + QUORUM_FETCH_TIMEOUT_MS + self.catch_up_ms  # the timeout, then its commit
+        self.kernel.schedule(elected, self.quorum_elected, view.epoch)
+        return -1
+
+    def quorum_elected(self, epoch: int) -> None:
+        """KRaft: the new active controller holds the metadata log already; a broker still silent now gets a whole
+        session from this instant (its heartbeat manager is new), and what waited for a controller happens."""
+        view = self.view
+        if view.epoch != epoch:
+            return
+        view.loading = False
+        now = self.kernel.now
+        for broker in self.brokers:  # ClusterControlManager.activate: every registration touched now
+            if broker.unhealthy_since is not None and broker.id in self.live_brokers:
+                broker.episode += 1  # the old leader's expiry is void
+                broker.session_expires = now + self.session_timeout_ms
+                self.kernel.schedule(broker.session_expires, self.session_expired, broker.id, broker.episode)
+        self.resync()
 
     def loaded(self, epoch: int, registrations: dict) -> None:
         """The new controller has read the cluster's state: it acts on it, with the registrations it read first

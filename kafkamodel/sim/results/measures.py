@@ -66,7 +66,7 @@ PARTITION_OFFLINE = _kind("partition_offline", "no replica could be elected: the
 BROKER_FAILURE_DETECTED = _kind("broker_failure_detected", "the controller declared a broker dead")
 BROKER_REGISTERED = _kind("broker_registered", "a broker registered (again) with the controller")
 BROKER_UNFENCED = _kind("broker_unfenced", "KRaft: a registered broker caught up with the metadata log and was unfenced")
-CONTROLLER_FAILOVER = _kind("controller_failover", "another broker took the controller role")
+CONTROLLER_FAILOVER = _kind("controller_failover", "another broker took the controller role (KRaft: the active controller died; the quorum elects another)")
 CONTROLLER_LOST = _kind("controller_lost", "no healthy broker could take the controller role")
 # consumer groups (clients/: consumer, fetcher; broker/group_coordinator)
 REBALANCE_START = _kind("rebalance_start", "a consumer group began a rebalance")
