@@ -188,3 +188,53 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     for point in spec.points():
         execute_point(point, tmp_path / "local" / point.run_id)
         assert (folders[point.run_id] / "summary.json").read_bytes() == (tmp_path / "local" / point.run_id / "summary.json").read_bytes()
+
+
+# --- the runs dataset at a URI (kafkamodel.study.dataset) ------------------------------------------------
+
+def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads_it(spark, tmp_path):
+    spec = _spec(tmp_path)
+    uri = (tmp_path / "dataset").as_uri()  # file:///...: given as a URI, written through Spark
+    (by_uri,) = run_sweeps([spec], timeout=300, runs=uri, progress=False, engine="spark", spark=spark)
+    assert by_uri.ok and len(by_uri.ran) == by_uri.total == 4
+    study = tmp_path / "dataset" / "engines"
+    run_ids = sorted(p.run_id for p in spec.points())
+    for table in ("summary", "files", "events", "timeline", "partitions"):  # one partition per run
+        assert sorted(d.name for d in (study / table).iterdir() if d.name.startswith("run_id=")) == \
+            [f"run_id={r}" for r in run_ids], table
+    assert not (tmp_path / "runs").exists()  # nothing went to a run folder
+
+    # the same points run in this process into run folders: the same summary.json bytes, the same table rows
+    files = spark.read.parquet(f"{uri}/engines/files").toPandas().set_index("run_id")
+    for point in spec.points():
+        folder = tmp_path / "local" / "engines" / point.run_id
+        execute_point(point, folder)
+        assert files.loc[point.run_id, "summary_json"] == (folder / "summary.json").read_text()
+        assert files.loc[point.run_id, "scenario_yaml"] == (folder / "scenario.yaml").read_text()
+        assert json.loads(files.loc[point.run_id, "point_json"]) == json.loads((folder / "point.json").read_text())
+        for table in ("events", "timeline", "records"):
+            local = pd.read_parquet(folder / f"{table}.parquet")  # categories (Arrow dictionaries) as their values
+            local = local.astype({c: object for c in local.columns if isinstance(local[c].dtype, pd.CategoricalDtype)})
+            remote = (spark.read.parquet(f"{uri}/engines/{table}").where(f"run_id = '{point.run_id}'").toPandas()
+                      .sort_values(list(local.columns[:2])).reset_index(drop=True))
+            local = local.sort_values(list(local.columns[:2])).reset_index(drop=True)
+            assert len(local) > 0
+            pd.testing.assert_frame_equal(remote[list(local.columns)], local, check_dtype=False)
+
+    # aggregation reads the dataset to the statistics it computes from run folders
+    stats = {}
+    for name, runs in (("folders", tmp_path / "local"), ("dataset", uri)):
+        out = aggregate(spec, spark=spark, runs=runs, processed=tmp_path / f"processed-{name}").out
+        stats[name] = pd.read_parquet(out / "stats").sort_values(["measure", "config_id"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(stats["folders"], stats["dataset"])
+
+    # resumable: a second sweep finds every run done; a lost summary partition is run again, and only it
+    (again,) = run_sweeps([spec], runs=uri, progress=False, engine="spark", spark=spark)
+    assert again.skipped == 4 and not again.ran
+    import shutil
+
+    shutil.rmtree(study / "summary" / f"run_id={run_ids[0]}")
+    (again,) = run_sweeps([spec], runs=uri, progress=False, engine="spark", spark=spark)
+    assert again.ran == [run_ids[0]] and again.skipped == 3
+    assert spark.read.parquet(f"{uri}/engines/events").where(f"run_id = '{run_ids[0]}'").count() == \
+        len(pd.read_parquet(tmp_path / "local" / "engines" / run_ids[0] / "events.parquet"))  # replaced, not doubled
