@@ -117,7 +117,9 @@ overrides: {{duration.ms: 2000}}
 grid:
   producers[*].acks: [0, 1, all]
 """
-SWEEP_ENGINES = (("papermill", None), ("spark", "local[1]"), ("spark", "local[2]"))
+# engine, Spark master, runs as a dataset at a file:// URI (kafkamodel.study.dataset) rather than run folders
+SWEEP_ENGINES = (("papermill", None, False), ("spark", "local[1]", False), ("spark", "local[2]", False),
+                 ("spark", "local[2]", True))
 
 
 def run_sweep_bench(points: int = 24) -> int:
@@ -146,9 +148,11 @@ def run_sweep_bench(points: int = 24) -> int:
         n = len(spec.points())
         print(f"sweep: {n} points of steady-state (RF=3, 20k records/s, 2 s: 40k records each) per engine")
         rows = []
-        for engine, master in SWEEP_ENGINES:
-            runs = tmp / f"runs-{engine}-{master or 'workers'}"
+        for engine, master, dataset in SWEEP_ENGINES:
+            runs = tmp / f"runs-{engine}-{master or 'workers'}{'-dataset' if dataset else ''}"
             label = f"{engine} {master}" if master else f"papermill, {os.cpu_count() or 1} workers"
+            if dataset:
+                runs, label = runs.as_uri(), f"{label} -> file:// dataset"
             if engine == "papermill":
                 (outcome,) = run_sweeps([spec], runs=runs, progress=False)
                 fixed = None
@@ -158,6 +162,9 @@ def run_sweep_bench(points: int = 24) -> int:
                     run_sweeps([warm], runs=tmp / "warm-runs" / master, progress=False, engine="spark", spark=spark)
                     fixed = time.perf_counter() - t0
                     (outcome,) = run_sweeps([spec], runs=runs, progress=False, engine="spark", spark=spark)
+                    if dataset:  # summary.json's text as the dataset holds it
+                        texts = dict(spark.read.parquet(f"{runs}/{spec.study}/files")
+                                     .select("run_id", "summary_json").collect())
             if not outcome.ok:
                 print(f"{label}: {len(outcome.failed)} points failed: {outcome.failed[0][1]}")
                 return 1
@@ -168,7 +175,10 @@ def run_sweep_bench(points: int = 24) -> int:
                   f"{statistics.mean(o.model_s):>16.3f} s {'' if fixed is None else f'{fixed:.1f} s':>8}")
         first = rows[0][1] / spec.study
         same = all(filecmp.cmp(first / p.run_id / "summary.json", r / spec.study / p.run_id / "summary.json",
-                               shallow=False) for _, r, _, _ in rows[1:] for p in spec.points())
+                               shallow=False) for _, r, _, _ in rows[1:] if not isinstance(r, str)
+                   for p in spec.points())
+        same = same and all(texts[p.run_id] == (first / p.run_id / "summary.json").read_text()
+                            for p in spec.points())
         print("fixed: Spark session start + first job (JVM and Python worker warm-up), once per sweep")
         print(f"summaries identical across engines: {'yes' if same else 'NO'}")
         return 0 if same else 1

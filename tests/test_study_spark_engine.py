@@ -175,6 +175,23 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
             cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
+
+        # the runs dataset at a file:// URI given as a URI, and aggregation on the cluster reading it back
+        uri = (tmp_path / "dataset").as_uri()
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkamodel", "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark",
+             "--master", f"spark://127.0.0.1:{port}", "--runs", uri, "--timeout", "120"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
+        aggregated = subprocess.run(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
+             "aggregate; print(aggregate(sys.argv[1], master=sys.argv[2], runs=sys.argv[3], "
+             "processed=Path(sys.argv[4])).line())", str(tmp_path / "spec" / "engines.yaml"),
+             f"spark://127.0.0.1:{port}", uri, str(tmp_path / "processed")],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert aggregated.returncode == 0, aggregated.stderr[-3000:]
+        assert "engines: 4 runs -> 2 configurations" in aggregated.stdout
     finally:
         for proc in reversed(procs):
             _stop(proc)
@@ -185,9 +202,15 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     # and gave the runs a local execute_point gives: the same summary, byte for byte
     folders = _run_folders(runs / "engines")
     assert sorted(folders) == sorted(p.run_id for p in spec.points())
+    texts = dict(pd.read_parquet(tmp_path / "dataset" / "engines" / "files")[["run_id", "summary_json"]]
+                 .astype(str).itertuples(index=False))
     for point in spec.points():
         execute_point(point, tmp_path / "local" / point.run_id)
         assert (folders[point.run_id] / "summary.json").read_bytes() == (tmp_path / "local" / point.run_id / "summary.json").read_bytes()
+        assert texts[point.run_id] == (tmp_path / "local" / point.run_id / "summary.json").read_text()
+    # the aggregates the cluster computed from the dataset: every configuration, both seeds
+    stats = pd.read_parquet(tmp_path / "processed" / "engines" / "stats")
+    assert stats["n"].min() == 2 and set(stats["config_id"]) == {p.config_id for p in spec.points()}
 
 
 # --- the runs dataset at a URI (kafkamodel.study.dataset) ------------------------------------------------
@@ -238,3 +261,20 @@ def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads
     assert again.ran == [run_ids[0]] and again.skipped == 3
     assert spark.read.parquet(f"{uri}/engines/events").where(f"run_id = '{run_ids[0]}'").count() == \
         len(pd.read_parquet(tmp_path / "local" / "engines" / run_ids[0] / "events.parquet"))  # replaced, not doubled
+
+
+def test_a_runs_uri_spark_cannot_write_is_one_line_and_nothing_is_written(spark, tmp_path):
+    from kafkamodel.study.spec import StudyError
+
+    spec = _spec(tmp_path / "spec")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(StudyError, match=r"^--runs: Spark cannot write to 'nosuchfs://bucket/runs': .*No FileSystem for scheme .nosuchfs."):
+        run_sweeps([spec], runs="nosuchfs://bucket/runs", progress=False, engine="spark", spark=spark)
+    (tmp_path / "a-file").write_text("not a folder\n")
+    with pytest.raises(StudyError, match=r"^--runs: Spark cannot write to 'file://.*/a-file/runs/engines'"):
+        run_sweeps([spec], runs=(tmp_path / "a-file" / "runs").as_uri(), progress=False, engine="spark", spark=spark)
+    with pytest.raises(StudyError, match=r"^--runs: a file URI names an absolute path"):
+        run_sweeps([spec], runs="file://runs", progress=False, engine="spark", spark=spark)
+    with pytest.raises(StudyError, match=r"^--runs: a URI .* use --engine spark"):
+        run_sweeps([spec], runs=(tmp_path / "runs").as_uri(), progress=False)
+    assert sorted(tmp_path.rglob("*")) == sorted(before + [tmp_path / "a-file"])  # nothing half-written
