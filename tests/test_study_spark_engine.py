@@ -210,7 +210,8 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
         assert texts[point.run_id] == (tmp_path / "local" / point.run_id / "summary.json").read_text()
     # the aggregates the cluster computed from the dataset: every configuration, both seeds
     stats = pd.read_parquet(tmp_path / "processed" / "engines" / "stats")
-    assert stats["n"].min() == 2 and set(stats["config_id"]) == {p.config_id for p in spec.points()}
+    acked = stats[stats["measure"] == "records_acked"]
+    assert sorted(acked["config_id"]) == sorted({p.config_id for p in spec.points()}) and set(acked["n"]) == {2}
 
 
 # --- the runs dataset at a URI (kafkamodel.study.dataset) ------------------------------------------------
@@ -244,12 +245,28 @@ def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads
             assert len(local) > 0
             pd.testing.assert_frame_equal(remote[list(local.columns)], local, check_dtype=False)
 
+    # the papermill engine writes the same layout into a file: URI: the same partitions, summary.json texts and
+    # summary rows
+    pm_uri = (tmp_path / "pm-dataset").as_uri()
+    (by_papermill,) = run_sweeps([spec], workers=2, timeout=300, runs=pm_uri, progress=False)
+    assert by_papermill.ok and len(by_papermill.ran) == 4
+    for table in ("summary", "files", "events", "timeline", "partitions", "records"):
+        assert sorted(d.name for d in (tmp_path / "pm-dataset" / "engines" / table).iterdir()
+                      if not d.name.startswith((".", "_"))) == \
+            sorted(d.name for d in (study / table).iterdir() if not d.name.startswith((".", "_"))), table
+    pm_files = spark.read.parquet(f"{pm_uri}/engines/files").toPandas().set_index("run_id")
+    assert (pm_files.loc[files.index, "summary_json"] == files["summary_json"]).all()
+    summaries = [spark.read.parquet(f"{u}/engines/summary").toPandas().sort_values("run_id").reset_index(drop=True)
+                 for u in (uri, pm_uri)]
+    pd.testing.assert_frame_equal(summaries[0], summaries[1])
+
     # aggregation reads the dataset to the statistics it computes from run folders
     stats = {}
-    for name, runs in (("folders", tmp_path / "local"), ("dataset", uri)):
+    for name, runs in (("folders", tmp_path / "local"), ("dataset", uri), ("papermill-dataset", pm_uri)):
         out = aggregate(spec, spark=spark, runs=runs, processed=tmp_path / f"processed-{name}").out
         stats[name] = pd.read_parquet(out / "stats").sort_values(["measure", "config_id"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(stats["folders"], stats["dataset"])
+    pd.testing.assert_frame_equal(stats["folders"], stats["papermill-dataset"])
 
     # resumable: a second sweep finds every run done; a lost summary partition is run again, and only it
     (again,) = run_sweeps([spec], runs=uri, progress=False, engine="spark", spark=spark)

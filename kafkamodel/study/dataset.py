@@ -59,6 +59,45 @@ def table_uri(root: str, study: str, table: str) -> str:
     return f"{root}/{study}/{table}"
 
 
+def local_path(uri: str):
+    """The folder a ``file:`` URI names (the papermill engine writes the same dataset there itself)."""
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    return Path(unquote(urlparse(uri).path))
+
+
+def partition(study_dir, table: str, run_id: str):
+    return study_dir / table / f"{PARTITION}={run_id}"
+
+
+def is_finished_local(study_dir, run_id: str) -> bool:
+    return partition(study_dir, "summary", run_id).is_dir()
+
+
+def write_local(study_dir, run_id: str, tables: dict) -> None:
+    """One point's tables (``point.point_tables``) into the dataset in the local folder `study_dir`, as Spark
+    writes it: per table a partition folder ``run_id=<run_id>`` (its Parquet file without the run_id column,
+    Spark's types), each published with one rename, the summary last."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..folders import hidden_sibling, swap_in
+
+    for name in TABLES:
+        if name not in tables:
+            continue
+        table = tables[name]
+        schema = pa.schema([pa.field(f.name, spark_type(f.type)) for f in table.schema if f.name != PARTITION])
+        final = partition(study_dir, name, run_id)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = hidden_sibling(final, "tmp")
+        tmp.mkdir()
+        pq.write_table(pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema),
+                       tmp / "part-00000.parquet", compression="zstd")
+        swap_in(tmp, final, replace=True)
+
+
 class Storage:
     """The few file operations the driver does at a runs URI, through Hadoop's FileSystem (the filesystems Spark
     writes to: file, hdfs, s3a, ...)."""

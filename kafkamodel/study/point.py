@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..config.scenario import Scenario, load_scenario
+from .dataset import is_uri, local_path, write_local
 from .runs import TIMING, amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 from .spec import Point, StudyError
 
@@ -177,6 +178,9 @@ def publish_point(point: dict, study_dir: "str | Path", *, replace: bool = False
     """Run one point into a staging folder beside its run folder and publish it with one rename, or record its
     failure (an error, or past `timeout` seconds) under ``_failed/``; the outcome row. What every engine's
     worker does per point; `timing`: the engine's fields for timing.json."""
+    if is_uri(str(study_dir)):
+        return _publish_local_dataset(point, local_path(str(study_dir)), timeout=timeout, base_text=base_text,
+                                      **timing)
     study_dir = Path(study_dir)
     staging = staging_dir(study_dir, point["run_id"])
     t0 = time.perf_counter()
@@ -192,6 +196,24 @@ def publish_point(point: dict, study_dir: "str | Path", *, replace: bool = False
         return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish_local_dataset(point: dict, study_dir: Path, *, timeout: float | None, base_text: str | None,
+                           **timing) -> dict:
+    """publish_point into the runs dataset in a local folder (a ``file:`` URI given as ``--runs``)."""
+    t0 = time.perf_counter()
+    try:
+        with deadline(timeout):
+            result = run_point(point, base_text)
+            t1 = time.perf_counter()
+            write_local(study_dir, point["run_id"], point_tables(result, point))
+        t2 = time.perf_counter()
+        clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "error": None, "model_s": t1 - t0, "write_s": t2 - t1,
+                "total_s": t2 - t0, "overhead_s": 0.0, **timing}
+    except Exception as exc:  # recorded, and the other points go on
+        record_failure(study_dir, point, error_line(exc), None)
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
 
 
 def execute_batch(points: list, study_dir: "str | Path", *, replace: bool = False, timeout: float | None = None,

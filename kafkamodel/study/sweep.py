@@ -23,10 +23,10 @@ from pathlib import Path
 
 from ..folders import FolderError, writable_folder
 from ..paths import RUNS
-from .dataset import is_uri, check_uri
+from .dataset import check_uri, is_finished_local, is_uri, local_path
 from .engines import ENGINES
 from .runs import FAILED, clean_staging, is_finished, study_lock
-from .spec import Spec, StudyError, check_scale
+from .spec import DEFAULT_POINT_NOTEBOOK, Spec, StudyError, check_scale
 from .specfile import notebook_path
 
 
@@ -94,10 +94,13 @@ def check_runs(runs, engine: str = "papermill") -> "Path | str":
     the Spark engine a URI Spark writes to (``file:///...``, ``hdfs://...``, ``s3a://...``: the runs dataset,
     ``kafkamodel.study.dataset``; whether Spark can write there is checked once its session is up)."""
     if is_uri(runs):
+        runs = check_uri(runs)
         if engine != "spark":
-            raise StudyError([f"--runs: a URI ({runs!r}) holds the runs dataset the Spark engine writes; "
-                              "use --engine spark, or a folder path"])
-        return check_uri(runs)
+            if not runs.lower().startswith("file://"):
+                raise StudyError([f"--runs: the papermill engine writes the runs dataset to a file:/// URI (this "
+                                  f"machine's disk), got {runs!r}; use --engine spark for other filesystems"])
+            check_folder(local_path(runs), "--runs")
+        return runs
     if runs is not None and "://" in str(runs):
         raise StudyError([f"--runs: must be a folder path or a URI like file:///data/runs, got {str(runs)!r}"])
     return check_folder(RUNS if runs is None else runs, "--runs")
@@ -160,23 +163,30 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
         if not isinstance(runs, str):
             check_folder(runs / spec.study, "--runs")  # a file where the study's folder goes
         plans.append((spec, spec.points(scale), nb))
-    if isinstance(runs, str):
+    if isinstance(runs, str) and engine == "spark":
         return _dataset_sweeps(plans, runs, spark=spark, master=master, timeout=timeout, resume=resume,
                                progress=progress, keep=keep)
+    dataset = isinstance(runs, str)  # papermill into the runs dataset at a file: URI: the layout Spark writes
+    if dataset:
+        own = [spec.study for spec, _, nb in plans if Path(nb).name != DEFAULT_POINT_NOTEBOOK]
+        if own:
+            raise StudyError([f"--runs: {own[0]} names its own point_notebook, whose runs are run folders; "
+                              "give a folder path"])
     outcomes: dict[str, SweepOutcome] = {}
     with ExitStack() as stack:
         jobs = []
         for spec, points, nb in plans:
-            study_dir = runs / spec.study
+            study_dir = (local_path(runs) if dataset else runs) / spec.study
             stack.enter_context(study_lock(study_dir))
             clean_staging(study_dir)
             outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_dir, engine=engine)
+            finished = is_finished_local if dataset else is_finished
             for p in points:
-                if resume and is_finished(study_dir, p.run_id):
+                if resume and finished(study_dir, p.run_id):
                     outcome.skipped += 1
                 else:
                     jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"},
-                                 str(study_dir), str(nb)))
+                                 f"{runs}/{spec.study}" if dataset else str(study_dir), str(nb)))
         if jobs:
             _run(jobs, outcomes, engine=engine, spark=spark, master=master, workers=min(workers, len(jobs)),
                  timeout=timeout, replace=not resume, progress=progress)

@@ -10,9 +10,12 @@ same ``<runs>/<study>/<run_id>/`` folders, Parquet tables and summary as
 papermill's, without the executed notebook. So ``aggregate`` and ``report``
 read them unchanged, and the same point gives the same bytes either way.
 
-The runs folder must be a path the driver and every executor see at the
-same place: the local disk for ``local[N]`` masters, a shared filesystem
-(NFS, a mounted bucket) on a cluster. The package travels as ``--py-files``
+Run folders need a path the driver and every executor see at the same
+place: the local disk for ``local[N]`` masters, a shared filesystem (NFS, a
+mounted bucket) on a cluster. With a URI as ``--runs`` (``run_dataset``) no
+executor writes a file: tasks return their points' tables as Arrow rows and
+Spark writes them as the runs dataset (``kafkamodel.study.dataset``) to any
+filesystem it writes to (``file://``, ``hdfs://``, ``s3a://``). The package travels as ``--py-files``
 (``kafkamodel.study.ship``); the base scenario travels in the DataFrame, so
 executors need neither the repository nor its data.
 
@@ -72,23 +75,30 @@ def slots(sc) -> int | None:
     return None
 
 
-def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: bool, on_result) -> None:
-    """Run `jobs` ((study, point dict, study_dir, _)) as Spark tasks; `on_result(study, row)` per point."""
+def _point_rows(sc, jobs: list) -> tuple[list, object]:
+    """The package shipped to the executors, and the points as rows (run id, point JSON, its base scenario's
+    YAML, where it goes) with their schema: executors need neither the repository nor its data."""
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from ..progress import progress_bar
     from ..ship import ship
 
-    sc = spark.sparkContext
     ship(sc)
     bases: dict[str, str] = {}
-    rows, study_of = [], {}
-    for study, point, study_dir, _ in jobs:
+    rows = []
+    for _, point, study_dir, _ in jobs:
         if point["base_path"] not in bases:
             bases[point["base_path"]] = Path(point["base_path"]).read_text(encoding="utf-8")
         rows.append((point["run_id"], json.dumps(point, default=str), bases[point["base_path"]], study_dir))
-        study_of[point["run_id"]] = study
-    schema = StructType([StructField(n, StringType(), False) for n in ("run_id", "point", "base", "study_dir")])
+    return rows, StructType([StructField(n, StringType(), False) for n in ("run_id", "point", "base", "study_dir")])
+
+
+def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: bool, on_result) -> None:
+    """Run `jobs` ((study, point dict, study_dir, _)) as Spark tasks; `on_result(study, row)` per point."""
+    from ..progress import progress_bar
+
+    sc = spark.sparkContext
+    rows, schema = _point_rows(sc, jobs)
+    study_of = {point["run_id"]: study for study, point, _, _ in jobs}
     points = spark.createDataFrame(sc.parallelize(rows, min(len(rows), MAX_TASKS)), schema)
     out_schema = ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
     results = points.mapInArrow(_task(timeout, replace), out_schema)
@@ -197,22 +207,13 @@ def run_dataset(spark, jobs: list, storage, *, timeout: float, progress: bool, o
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
-    from pyspark.sql.types import StringType, StructField, StructType
 
     from ..dataset import ENVELOPE, PARTITION, STATUS, TABLES, decoder, unified
     from ..progress import progress_bar
-    from ..ship import ship
 
     sc = spark.sparkContext
-    ship(sc)
-    bases: dict[str, str] = {}
-    rows, where = [], {}
-    for study, point, study_uri, _ in jobs:
-        if point["base_path"] not in bases:
-            bases[point["base_path"]] = Path(point["base_path"]).read_text(encoding="utf-8")
-        rows.append((point["run_id"], json.dumps(point, default=str), bases[point["base_path"]], study_uri))
-        where[study] = study_uri
-    schema = StructType([StructField(n, StringType(), False) for n in ("run_id", "point", "base", "study_dir")])
+    rows, schema = _point_rows(sc, jobs)
+    where = {study: study_uri for study, _, study_uri, _ in jobs}
     envelope = ", ".join(f"`{name}` {kind}" for name, kind in ENVELOPE)
     writers = max(1, sc.defaultParallelism)
     bar = progress_bar(len(rows), "sweep (spark)", disable=not progress)
