@@ -125,6 +125,8 @@ SWEEP_ENGINES = (("papermill", None, False), ("spark", "local[1]", False), ("spa
 def run_sweep_bench(points: int = 24) -> int:
     """Points per second and per-point overhead of each sweep engine, on the same points.
 
+    The last row runs Spark ``local[2]`` into the runs dataset at a
+    ``file://`` URI (``kafkamodel.study.dataset``) instead of run folders.
     Overhead per point = (wall x parallel slots - time in the model and
     writing) / points: the slot-seconds each point costs beyond its own work.
     A Spark session's start and its first job (JVM and Python worker warm-up)
