@@ -161,7 +161,9 @@ def run_sweep_bench(points: int = 24) -> int:
             else:
                 t0 = time.perf_counter()
                 with spark_session(master, app_name="kafkamodel bench") as spark:
-                    run_sweeps([warm], runs=tmp / "warm-runs" / master, progress=False, engine="spark", spark=spark)
+                    warm_runs = tmp / "warm-runs" / f"{master}{'-dataset' if dataset else ''}"  # each row warms up
+                    run_sweeps([warm], runs=warm_runs.as_uri() if dataset else warm_runs, progress=False,
+                               engine="spark", spark=spark)
                     fixed = time.perf_counter() - t0
                     (outcome,) = run_sweeps([spec], runs=runs, progress=False, engine="spark", spark=spark)
                     if dataset:  # summary.json's text as the dataset holds it
@@ -171,9 +173,9 @@ def run_sweep_bench(points: int = 24) -> int:
                 print(f"{label}: {len(outcome.failed)} points failed: {outcome.failed[0][1]}")
                 return 1
             rows.append((label, runs, outcome, fixed))
-        print(f"{'engine':<24} {'points/s':>9} {'overhead/point':>15} {'model+write/point':>18} {'fixed':>8}")
+        print(f"{'engine':<36} {'points/s':>9} {'overhead/point':>15} {'model+write/point':>18} {'fixed':>8}")
         for label, _, o, fixed in rows:
-            print(f"{label:<24} {len(o.ran) / o.wall_s:>9.2f} {o.overhead_per_point():>13.3f} s "
+            print(f"{label:<36} {len(o.ran) / o.wall_s:>9.2f} {o.overhead_per_point():>13.3f} s "
                   f"{statistics.mean(o.model_s):>16.3f} s {'' if fixed is None else f'{fixed:.1f} s':>8}")
         first = rows[0][1] / spec.study
         same = all(filecmp.cmp(first / p.run_id / "summary.json", r / spec.study / p.run_id / "summary.json",
