@@ -454,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
     study.add_argument("studies", nargs="*", metavar="STUDY", help="only these shipped studies (default: all)")
     sweep_options(study)
-    study.add_argument("--runs", help="where run folders go (default: data/runs)")
+    study.add_argument("--runs", help="where run folders go (default: data/runs), or with --engine spark a URI "
+                                      "Spark writes the runs to as Parquet datasets (file:///..., hdfs://..., s3a://...)")
     keep_option(study)
     study.set_defaults(func=_cmd_study)
 
