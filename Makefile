@@ -69,7 +69,8 @@ snapshot: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m kafkamodel bench
 
-## bench-sweep: points per second and per-point overhead of papermill and Spark local[1], local[2]
+## bench-sweep: points per second and per-point overhead of papermill and Spark local[1], local[2] (run folders)
+## and local[2] into a runs dataset at a file:// URI
 bench-sweep: $(STAMP)
 	$(PY) -m kafkamodel bench --sweep
 

@@ -139,12 +139,16 @@ overrides: {{duration.ms: 2000}}
 grid:
   producers[*].acks: [0, 1, all]
 """
-SWEEP_ENGINES = (("papermill", None), ("spark", "local[1]"), ("spark", "local[2]"))
+# engine, Spark master, runs as a dataset at a file:// URI (kafkamodel.study.dataset) rather than run folders
+SWEEP_ENGINES = (("papermill", None, False), ("spark", "local[1]", False), ("spark", "local[2]", False),
+                 ("spark", "local[2]", True))
 
 
 def run_sweep_bench(points: int = 24) -> int:
     """Points per second and per-point overhead of each sweep engine, on the same points.
 
+    The last row runs Spark ``local[2]`` into the runs dataset at a
+    ``file://`` URI (``kafkamodel.study.dataset``) instead of run folders.
     Overhead per point = (wall x parallel slots - time in the model and
     writing) / points: the slot-seconds each point costs beyond its own work.
     A Spark session's start and its first job (JVM and Python worker warm-up)
@@ -168,29 +172,39 @@ def run_sweep_bench(points: int = 24) -> int:
         n = len(spec.points())
         print(f"sweep: {n} points of steady-state (RF=3, 20k records/s, 2 s: 40k records each) per engine")
         rows = []
-        for engine, master in SWEEP_ENGINES:
-            runs = tmp / f"runs-{engine}-{master or 'workers'}"
+        for engine, master, dataset in SWEEP_ENGINES:
+            runs = tmp / f"runs-{engine}-{master or 'workers'}{'-dataset' if dataset else ''}"
             label = f"{engine} {master}" if master else f"papermill, {os.cpu_count() or 1} workers"
+            if dataset:
+                runs, label = runs.as_uri(), f"{label} -> file:// dataset"
             if engine == "papermill":
                 (outcome,) = run_sweeps([spec], runs=runs, progress=False)
                 fixed = None
             else:
                 t0 = time.perf_counter()
                 with spark_session(master, app_name="kafkamodel bench") as spark:
-                    run_sweeps([warm], runs=tmp / "warm-runs" / master, progress=False, engine="spark", spark=spark)
+                    warm_runs = tmp / "warm-runs" / f"{master}{'-dataset' if dataset else ''}"  # each row warms up
+                    run_sweeps([warm], runs=warm_runs.as_uri() if dataset else warm_runs, progress=False,
+                               engine="spark", spark=spark)
                     fixed = time.perf_counter() - t0
                     (outcome,) = run_sweeps([spec], runs=runs, progress=False, engine="spark", spark=spark)
+                    if dataset:  # summary.json's text as the dataset holds it
+                        texts = dict(spark.read.parquet(f"{runs}/{spec.study}/files")
+                                     .select("run_id", "summary_json").collect())
             if not outcome.ok:
                 print(f"{label}: {len(outcome.failed)} points failed: {outcome.failed[0][1]}")
                 return 1
             rows.append((label, runs, outcome, fixed))
-        print(f"{'engine':<24} {'points/s':>9} {'overhead/point':>15} {'model+write/point':>18} {'fixed':>8}")
+        print(f"{'engine':<36} {'points/s':>9} {'overhead/point':>15} {'model+write/point':>18} {'fixed':>8}")
         for label, _, o, fixed in rows:
-            print(f"{label:<24} {len(o.ran) / o.wall_s:>9.2f} {o.overhead_per_point():>13.3f} s "
+            print(f"{label:<36} {len(o.ran) / o.wall_s:>9.2f} {o.overhead_per_point():>13.3f} s "
                   f"{statistics.mean(o.model_s):>16.3f} s {'' if fixed is None else f'{fixed:.1f} s':>8}")
         first = rows[0][1] / spec.study
         same = all(filecmp.cmp(first / p.run_id / "summary.json", r / spec.study / p.run_id / "summary.json",
-                               shallow=False) for _, r, _, _ in rows[1:] for p in spec.points())
+                               shallow=False) for _, r, _, _ in rows[1:] if not isinstance(r, str)
+                   for p in spec.points())
+        same = same and all(texts[p.run_id] == (first / p.run_id / "summary.json").read_text()
+                            for p in spec.points())
         print("fixed: Spark session start + first job (JVM and Python worker warm-up), once per sweep")
         print(f"summaries identical across engines: {'yes' if same else 'NO'}")
         return 0 if same else 1

@@ -460,15 +460,17 @@ def build_parser() -> argparse.ArgumentParser:
     study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
     study.add_argument("studies", nargs="*", metavar="STUDY", help="only these shipped studies (default: all)")
     sweep_options(study)
-    study.add_argument("--runs", help="where run folders go (default: data/runs)")
+    study.add_argument("--runs", help="where run folders go (default: data/runs), or with --engine spark a URI "
+                                      "Spark writes the runs to as Parquet datasets (file:///..., hdfs://..., s3a://...)")
     keep_option(study)
     study.set_defaults(func=_cmd_study)
 
     sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
     sweep.add_argument("spec", help="a study name (data/studies/NAME.yaml) or a sweep spec file")
     sweep_options(sweep)
-    sweep.add_argument("--runs", help="where run folders go (default: data/runs); with a cluster, a path every "
-                                      "executor sees (shared filesystem)")
+    sweep.add_argument("--runs", help="where run folders go (default: data/runs); with --engine spark, or a URI "
+                                      "Spark writes to (file:///..., hdfs://..., s3a://...): the runs as Parquet "
+                                      "datasets there")
     sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
     keep_option(sweep)
     sweep.set_defaults(func=_cmd_sweep)
@@ -480,7 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
     campaign.add_argument("--schedules", type=_positive_int("--schedules"),
                           help="schedules per setting (default: the spec's `schedules`)")
     campaign.add_argument("--runs", help="where run folders go (default: data/runs; they go in campaigns/NAME/); "
-                                         "with a cluster, a path every executor sees")
+                                         "with --engine spark, or a URI Spark writes to (file:///..., hdfs://..., "
+                                         "s3a://...)")
     campaign.add_argument("--no-resume", action="store_true", help="run every schedule again, replacing finished runs")
     campaign.add_argument("--no-report", action="store_true", help="skip the HTML report")
     campaign.set_defaults(func=_cmd_campaign)
@@ -496,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
     agg.add_argument("study", help="a study name or spec file")
     agg.add_argument("--master", help="Spark master URL (default: local[*])")
-    agg.add_argument("--runs", help="where the run folders are (default: data/runs)")
+    agg.add_argument("--runs", help="where the run folders are (default: data/runs), or the URI a Spark sweep "
+                                    "wrote the runs to")
     agg.set_defaults(func=_cmd_aggregate)
 
     rep = verbs.add_parser("report", help="execute the study's notebook on its aggregates -> reports/STUDY.html")

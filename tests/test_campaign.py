@@ -198,6 +198,20 @@ def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
     assert again.runs.equals(out.runs)
 
 
+def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path):
+    root, spec, out = tiny
+    uri = (tmp_path / "runs").as_uri()  # the runs dataset at a file: URI: no run folders
+    on_spark = run_campaign(spec, engine="spark", spark=spark, runs=uri, processed=tmp_path / "processed",
+                            report=False, progress=False, say=lambda line: None)
+    assert len(on_spark.sweep.ran) == 6 and not on_spark.sweep.failed
+    study = tmp_path / "runs" / "campaigns" / "tiny"
+    assert sorted(d.name for d in study.iterdir() if not d.name.startswith((".", "_"))) == \
+        ["events", "files", "partitions", "summary", "timeline"]
+    assert on_spark.runs.equals(out.runs)  # the same verdicts, read from the dataset
+    assert [(s.setting, s.faults, s.amount) for s, _ in on_spark.examples] == \
+        [(s.setting, s.faults, s.amount) for s, _ in out.examples]
+
+
 def test_the_campaign_report_opens_with_its_finding_and_reads_well(tiny):
     root, _, out = tiny
     html = out.report.read_text()

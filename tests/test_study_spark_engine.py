@@ -175,6 +175,23 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
             cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
+
+        # the runs dataset at a file:// URI given as a URI, and aggregation on the cluster reading it back
+        uri = (tmp_path / "dataset").as_uri()
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkamodel", "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark",
+             "--master", f"spark://127.0.0.1:{port}", "--runs", uri, "--timeout", "120"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
+        aggregated = subprocess.run(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
+             "aggregate; print(aggregate(sys.argv[1], master=sys.argv[2], runs=sys.argv[3], "
+             "processed=Path(sys.argv[4])).line())", str(tmp_path / "spec" / "engines.yaml"),
+             f"spark://127.0.0.1:{port}", uri, str(tmp_path / "processed")],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert aggregated.returncode == 0, aggregated.stderr[-3000:]
+        assert "engines: 4 runs -> 2 configurations" in aggregated.stdout
     finally:
         for proc in reversed(procs):
             _stop(proc)
@@ -185,6 +202,96 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     # and gave the runs a local execute_point gives: the same summary, byte for byte
     folders = _run_folders(runs / "engines")
     assert sorted(folders) == sorted(p.run_id for p in spec.points())
+    texts = dict(pd.read_parquet(tmp_path / "dataset" / "engines" / "files")[["run_id", "summary_json"]]
+                 .astype(str).itertuples(index=False))
     for point in spec.points():
         execute_point(point, tmp_path / "local" / point.run_id)
         assert (folders[point.run_id] / "summary.json").read_bytes() == (tmp_path / "local" / point.run_id / "summary.json").read_bytes()
+        assert texts[point.run_id] == (tmp_path / "local" / point.run_id / "summary.json").read_text()
+    # the aggregates the cluster computed from the dataset: every configuration, both seeds
+    stats = pd.read_parquet(tmp_path / "processed" / "engines" / "stats")
+    acked = stats[stats["measure"] == "records_acked"]
+    assert sorted(acked["config_id"]) == sorted({p.config_id for p in spec.points()}) and set(acked["n"]) == {2}
+
+
+# --- the runs dataset at a URI (kafkamodel.study.dataset) ------------------------------------------------
+
+def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads_it(spark, tmp_path):
+    spec = _spec(tmp_path)
+    uri = (tmp_path / "dataset").as_uri()  # file:///...: given as a URI, written through Spark
+    (by_uri,) = run_sweeps([spec], timeout=300, runs=uri, progress=False, engine="spark", spark=spark)
+    assert by_uri.ok and len(by_uri.ran) == by_uri.total == 4
+    study = tmp_path / "dataset" / "engines"
+    run_ids = sorted(p.run_id for p in spec.points())
+    for table in ("summary", "files", "events", "timeline", "partitions"):  # one partition per run
+        assert sorted(d.name for d in (study / table).iterdir() if d.name.startswith("run_id=")) == \
+            [f"run_id={r}" for r in run_ids], table
+    assert not (tmp_path / "runs").exists()  # nothing went to a run folder
+
+    # the same points run in this process into run folders: the same summary.json bytes, the same table rows
+    files = spark.read.parquet(f"{uri}/engines/files").toPandas().set_index("run_id")
+    for point in spec.points():
+        folder = tmp_path / "local" / "engines" / point.run_id
+        execute_point(point, folder)
+        assert files.loc[point.run_id, "summary_json"] == (folder / "summary.json").read_text()
+        assert files.loc[point.run_id, "scenario_yaml"] == (folder / "scenario.yaml").read_text()
+        assert json.loads(files.loc[point.run_id, "point_json"]) == json.loads((folder / "point.json").read_text())
+        for table in ("events", "timeline", "records"):
+            local = pd.read_parquet(folder / f"{table}.parquet")  # categories (Arrow dictionaries) as their values
+            local = local.astype({c: object for c in local.columns if isinstance(local[c].dtype, pd.CategoricalDtype)})
+            remote = (spark.read.parquet(f"{uri}/engines/{table}").where(f"run_id = '{point.run_id}'").toPandas()
+                      .sort_values(list(local.columns[:2])).reset_index(drop=True))
+            local = local.sort_values(list(local.columns[:2])).reset_index(drop=True)
+            assert len(local) > 0
+            pd.testing.assert_frame_equal(remote[list(local.columns)], local, check_dtype=False)
+
+    # the papermill engine writes the same layout into a file: URI: the same partitions, summary.json texts and
+    # summary rows
+    pm_uri = (tmp_path / "pm-dataset").as_uri()
+    (by_papermill,) = run_sweeps([spec], workers=2, timeout=300, runs=pm_uri, progress=False)
+    assert by_papermill.ok and len(by_papermill.ran) == 4
+    for table in ("summary", "files", "events", "timeline", "partitions", "records"):
+        assert sorted(d.name for d in (tmp_path / "pm-dataset" / "engines" / table).iterdir()
+                      if not d.name.startswith((".", "_"))) == \
+            sorted(d.name for d in (study / table).iterdir() if not d.name.startswith((".", "_"))), table
+    pm_files = spark.read.parquet(f"{pm_uri}/engines/files").toPandas().set_index("run_id")
+    assert (pm_files.loc[files.index, "summary_json"] == files["summary_json"]).all()
+    summaries = [spark.read.parquet(f"{u}/engines/summary").toPandas().sort_values("run_id").reset_index(drop=True)
+                 for u in (uri, pm_uri)]
+    pd.testing.assert_frame_equal(summaries[0], summaries[1])
+
+    # aggregation reads the dataset to the statistics it computes from run folders
+    stats = {}
+    for name, runs in (("folders", tmp_path / "local"), ("dataset", uri), ("papermill-dataset", pm_uri)):
+        out = aggregate(spec, spark=spark, runs=runs, processed=tmp_path / f"processed-{name}").out
+        stats[name] = pd.read_parquet(out / "stats").sort_values(["measure", "config_id"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(stats["folders"], stats["dataset"])
+    pd.testing.assert_frame_equal(stats["folders"], stats["papermill-dataset"])
+
+    # resumable: a second sweep finds every run done; a lost summary partition is run again, and only it
+    (again,) = run_sweeps([spec], runs=uri, progress=False, engine="spark", spark=spark)
+    assert again.skipped == 4 and not again.ran
+    import shutil
+
+    shutil.rmtree(study / "summary" / f"run_id={run_ids[0]}")
+    (again,) = run_sweeps([spec], runs=uri, progress=False, engine="spark", spark=spark)
+    assert again.ran == [run_ids[0]] and again.skipped == 3
+    assert spark.read.parquet(f"{uri}/engines/events").where(f"run_id = '{run_ids[0]}'").count() == \
+        len(pd.read_parquet(tmp_path / "local" / "engines" / run_ids[0] / "events.parquet"))  # replaced, not doubled
+
+
+def test_a_runs_uri_spark_cannot_write_is_one_line_and_nothing_is_written(spark, tmp_path):
+    from kafkamodel.study.spec import StudyError
+
+    spec = _spec(tmp_path / "spec")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(StudyError, match=r"^--runs: Spark cannot write to 'nosuchfs://bucket/runs': .*No FileSystem for scheme .nosuchfs."):
+        run_sweeps([spec], runs="nosuchfs://bucket/runs", progress=False, engine="spark", spark=spark)
+    (tmp_path / "a-file").write_text("not a folder\n")
+    with pytest.raises(StudyError, match=r"^--runs: Spark cannot write to 'file://.*/a-file/runs/engines'"):
+        run_sweeps([spec], runs=(tmp_path / "a-file" / "runs").as_uri(), progress=False, engine="spark", spark=spark)
+    with pytest.raises(StudyError, match=r"^--runs: a file URI names an absolute path"):
+        run_sweeps([spec], runs="file://runs", progress=False, engine="spark", spark=spark)
+    with pytest.raises(StudyError, match=r"^--runs: a URI .* use --engine spark"):
+        run_sweeps([spec], runs=(tmp_path / "runs").as_uri(), progress=False)
+    assert sorted(tmp_path.rglob("*")) == sorted(before + [tmp_path / "a-file"])  # nothing half-written

@@ -17,8 +17,11 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,7 +108,8 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
     check_engine(engine)
     check_workers(workers)
     check_timeout(timeout)
-    root = check_runs(runs) / "campaigns"  # every folder it writes, checked before any run
+    runs = check_runs(runs, engine)  # every folder it writes, checked before any run
+    root = f"{runs}/campaigns" if isinstance(runs, str) else runs / "campaigns"  # a URI: the runs dataset
     processed = check_folder(processed or PROCESSED, "aggregates folder")
     try:  # the campaign's results folder: one the kit may not replace is refused now, not after the sweep
         check_replaceable(processed / "campaigns" / campaign.name, "aggregates folder", RESULT_NAMES)
@@ -118,11 +122,17 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
     points = sweep.points()
     say(f"campaign {campaign.name}: {sweep.schedules} schedules x {len(campaign.settings)} settings = "
         f"{len(points)} runs on {engine}")
-    (outcome,) = run_sweeps([sweep], workers=workers, timeout=timeout, resume=resume, runs=root, progress=progress,
-                            engine=engine, master=master, spark=spark)
-    judged = verdicts.collect(points, root / campaign.name)
+    with ExitStack() as stack:
+        if isinstance(root, str) and spark is None:  # the dataset is read back after the sweep: one session for both
+            from ..study.spark import spark_session
+
+            spark = stack.enter_context(spark_session(master, app_name=f"kafkamodel campaign {campaign.name}"))
+        (outcome,) = run_sweeps([sweep], workers=workers, timeout=timeout, resume=resume, runs=root,
+                                progress=progress, engine=engine, master=master, spark=spark)
+        judged = verdicts.collect(points, f"{root}/{campaign.name}" if isinstance(root, str) else root / campaign.name,
+                                  spark)
     result = CampaignOutcome(campaign, outcome, judged, verdicts.tally(judged, campaign.settings))
-    result.examples = _shrink_all(campaign, judged, progress, folder)
+    result.examples = _shrink_all(campaign, judged, progress, folder, check_workers(workers))
     result.processed = _publish(result, processed / "campaigns" / campaign.name)
     if report:
         from .report import report as write_report
@@ -148,7 +158,9 @@ def targets(campaign: Campaign, runs: pd.DataFrame) -> list[tuple]:
     return out
 
 
-def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: Path) -> list:
+def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: Path, workers: int = 1) -> list:
+    """Shrink every target (``targets``), in `workers` processes when there are several targets (each shrink is
+    a chain of simulations, one after another, the targets independent: the same counterexamples either way)."""
     todo = targets(campaign, runs)
     if not todo:
         return []
@@ -156,6 +168,16 @@ def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: 
     bar = progress_bar(len(todo) * budget, "shrink", unit="simulation", disable=not progress)
     done = []
     try:
+        if min(workers, len(todo)) > 1:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = [pool.submit(_shrink_one, campaign, setting.name, index, prop, budget)
+                           for setting, index, prop in todo]
+                for future in futures:  # in the targets' order
+                    shrunk = future.result()
+                    bar.update(budget)
+                    done.append((shrunk, counterexample.write(campaign, shrunk, folder)))
+            return done
         for setting, index, prop in todo:
             shrunk = shrink(campaign, setting, index, prop, budget, bar)
             bar.update(budget - shrunk.simulations)  # what this one did not need
@@ -163,6 +185,11 @@ def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: 
     finally:
         bar.close()
     return done
+
+
+def _shrink_one(campaign: Campaign, setting: str, index: int, prop: str, budget: int):
+    """Worker: one target's shrink."""
+    return shrink(campaign, campaign.setting(setting), index, prop, budget)
 
 
 def _publish(result: CampaignOutcome, final: Path) -> Path:

@@ -21,19 +21,27 @@ MEASURES = ("records_acked", "acked_records_lost", "committed_records_lost", "re
 COUNTS = [m for m in MEASURES if m != "unavailable_wall_ms"]  # integers in the summary (stored as float64)
 
 
-def collect(points: list, study_dir: Path) -> pd.DataFrame:
+def collect(points: list, study_dir: "Path | str", spark=None) -> pd.DataFrame:
     """One row per finished run of `points`: setting, promise, schedule, seed, the fault schedule's shape, the
-    measures, and ``<property>`` = how much of it the run broke (0: held)."""
+    measures, and ``<property>`` = how much of it the run broke (0: held). `study_dir`: the campaign's run
+    folders, or (a URI) its runs dataset, read with `spark` (``kafkamodel.study.dataset``)."""
     import pyarrow.dataset as ds
 
     plan = pd.DataFrame([{"run_id": p.run_id, "setting": p.part, "promise": p.columns["promise"],
                           "schedule": p.columns["schedule"], "seed": p.seed, "faults": len(p.overrides["faults"]),
                           "power_lost_brokers": _power_lost(p.overrides["faults"])} for p in points])
-    files = [study_dir / r / SUMMARY_TABLE for r in plan["run_id"]]
-    files = [str(f) for f in files if f.is_file()]
-    if not files:
+    if isinstance(study_dir, str):
+        from ..study.dataset import Storage
+
+        uri = f"{study_dir}/summary"
+        table = (spark.read.parquet(uri).select("run_id", *MEASURES).toPandas()
+                 if Storage(spark, study_dir).exists(uri) else None)
+    else:
+        files = [study_dir / r / SUMMARY_TABLE for r in plan["run_id"]]
+        files = [str(f) for f in files if f.is_file()]
+        table = ds.dataset(files, format="parquet").to_table(columns=["run_id", *MEASURES]).to_pandas() if files else None
+    if table is None:
         return _judged(plan.iloc[0:0].assign(**{m: pd.Series(dtype="int64") for m in MEASURES}))
-    table = ds.dataset(files, format="parquet").to_table(columns=["run_id", *MEASURES]).to_pandas()
     runs = plan.merge(table, on="run_id", how="inner")
     runs[COUNTS] = runs[COUNTS].fillna(0).astype("int64")
     return _judged(runs)

@@ -34,6 +34,7 @@ from pathlib import Path
 from ..folders import FolderError, check_replaceable, staged
 from ..paths import PROCESSED, RUNS
 from ..sim.results.measures import FAULT_STARTS
+from .dataset import check_uri, is_uri
 from .point import SUMMARY_TABLE
 from .spec import Spec, StudyError
 from .specfile import load_spec
@@ -69,9 +70,10 @@ def finished_runs(study_dir: Path) -> list[Path]:
                   if d.is_dir() and not d.name.startswith((".", "_")) and (d / "summary.json").is_file())
 
 
-def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, runs: Path | None = None,
+def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, runs: "Path | str | None" = None,
               processed: Path | None = None) -> AggregateOutcome:
-    """Aggregate a study's runs with Spark (a session given, or a local one started and stopped here)."""
+    """Aggregate a study's runs with Spark (a session given, or a local one started and stopped here); `runs`: the
+    folder of run folders, or the URI of a runs dataset (``kafkamodel.study.dataset``)."""
     spec = study if isinstance(study, Spec) else load_spec(study)
     if spark is None:
         from .spark import check_master
@@ -79,10 +81,13 @@ def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, run
         check_master(master)  # a bad flag is reported before anything else
     if spec.is_pending:
         raise StudyError([f"{spec.study}: pending ({spec.pending}); it has no runs to aggregate"])
-    study_dir = Path(runs or RUNS) / spec.study
-    dirs = finished_runs(study_dir)
-    if not dirs:
-        raise StudyError([f"{spec.study}: no finished runs in {study_dir}; run `python -m kafkamodel sweep {spec.study}` first"])
+    if is_uri(runs):
+        source = RunsDataset(f"{check_uri(runs)}/{spec.study}")
+    else:
+        source = RunFolders(Path(runs or RUNS) / spec.study)
+        if not source.dirs:
+            raise StudyError([f"{spec.study}: no finished runs in {source.where}; "
+                              f"run `python -m kafkamodel sweep {spec.study}` first"])
     out = Path(processed or PROCESSED) / spec.study
     try:  # a folder the kit may not replace is refused now, before any Spark work
         check_replaceable(out, "aggregates folder", AGGREGATE_NAMES)
@@ -92,8 +97,57 @@ def aggregate(study: "str | Spec", *, spark=None, master: str | None = None, run
         from .spark import spark_session
 
         with spark_session(master, app_name=f"kafkamodel aggregate {spec.study}") as session:
-            return _aggregate(session, spec, dirs, out, master)
-    return _aggregate(spark, spec, dirs, out, master)
+            return _aggregate(session, spec, source, out, master)
+    return _aggregate(spark, spec, source, out, master)
+
+
+class RunFolders:
+    """A study's finished run folders (``data/runs/<study>/<run_id>/``) as Spark reads them."""
+
+    def __init__(self, study_dir: Path):
+        self.where, self.dirs = study_dir, finished_runs(study_dir)
+
+    def summaries(self, spark):
+        return spark.read.option("mergeSchema", "true").parquet(*[str(d / SUMMARY_TABLE) for d in self.dirs])
+
+    def events(self, spark):
+        # a run without events wrote a table of untyped (null) columns: Spark reads every file through one file's
+        # schema, and that one must not be such a table (its time_ms cannot hold a time)
+        with_events = [d for d in self.dirs if _rows(d / "events.parquet")]
+        return spark.read.parquet(*[str(d / "events.parquet") for d in with_events]) if with_events else None
+
+    def records(self, spark, parts: list[str]):
+        pooling = tuple(f"{p}-" for p in parts)
+        with_records = [d for d in self.dirs if d.name.startswith(pooling) and (d / "records.parquet").is_file()]
+        return spark.read.parquet(*[str(d / "records.parquet") for d in with_records]) if with_records else None
+
+
+class RunsDataset:
+    """A study's runs in a runs dataset at a URI (``<runs>/<study>/<table>/run_id=.../``) as Spark reads them."""
+
+    def __init__(self, study_uri: str):
+        self.where = study_uri
+
+    def _table(self, spark, table: str):
+        from .dataset import Storage
+
+        uri = f"{self.where}/{table}"
+        if not Storage(spark, self.where).exists(uri):
+            return None
+        return spark.read.option("mergeSchema", "true").parquet(uri)
+
+    def summaries(self, spark):
+        frame = self._table(spark, "summary")
+        if frame is None:
+            raise StudyError([f"{self.where.rsplit('/', 1)[1]}: no finished runs in {self.where}; run `python -m "
+                              f"kafkamodel sweep {self.where.rsplit('/', 1)[1]} --engine spark --runs URI` first"])
+        return frame
+
+    def events(self, spark):
+        return self._table(spark, "events")
+
+    def records(self, spark, parts: list[str]):
+        return self._table(spark, "records") if parts else None
 
 
 def _rows(path: Path) -> int:
@@ -112,29 +166,28 @@ def _t95(df):
     return F.when(df < 1, F.lit(None)).when(df <= len(T95), table).otherwise(tail)
 
 
-def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | None) -> AggregateOutcome:
+def _aggregate(spark, spec: Spec, source, out: Path, master: str | None) -> AggregateOutcome:
     from pyspark.sql import functions as F
     from pyspark.sql.types import NumericType
 
     t0 = time.perf_counter()
     wanted = sorted({p.config_id for p in spec.configs()})
     mine = F.col("config_id").isin(wanted)
-    summaries = spark.read.option("mergeSchema", "true").parquet(*[str(d / SUMMARY_TABLE) for d in dirs])
+    summaries = source.summaries(spark)
     if "config_id" not in summaries.columns:
-        raise StudyError([f"{spec.study}: the runs in {dirs[0].parent} carry no config_id; were they written by a sweep?"])
+        raise StudyError([f"{spec.study}: the runs in {source.where} carry no config_id; were they written by a sweep?"])
     keys = ["part", "config_id"] + [c for c in spec.columns if c in summaries.columns]
+    total = summaries.count() if isinstance(source, RunsDataset) else len(source.dirs)
     summaries = summaries.where(mine).cache()
     kept = summaries.count()
     if not kept:
-        raise StudyError([f"{spec.study}: none of the {len(dirs)} runs in {dirs[0].parent} belongs to the current spec; "
+        raise StudyError([f"{spec.study}: none of the {total} runs in {source.where} belongs to the current spec; "
                           f"re-run `python -m kafkamodel sweep {spec.study}`"])
 
     # per-run measures from the events: first fault, and how long until the ISR shrank after it
-    # a run without events wrote a table of untyped (null) columns: Spark reads every file through one file's
-    # schema, and that one must not be such a table (its time_ms cannot hold a time)
-    with_events = [d for d in dirs if _rows(d / "events.parquet")]
-    events = (spark.read.parquet(*[str(d / "events.parquet") for d in with_events]) if with_events else
-              spark.createDataFrame([], "run_id string, config_id string, time_ms double, kind string"))
+    events = source.events(spark)
+    if events is None:
+        events = spark.createDataFrame([], "run_id string, config_id string, time_ms double, kind string")
     events = events.where(mine).select("run_id", "time_ms", "kind")
     first_fault = (events.where(F.col("kind").isin(sorted(FAULT_STARTS)))
                    .groupBy("run_id").agg(F.min("time_ms").alias("first_fault_ms")))
@@ -142,12 +195,11 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
                     .where(F.col("time_ms") >= F.col("first_fault_ms"))
                     .groupBy("run_id").agg(F.min("time_ms").alias("first_shrink_ms")))
     # produce latency of every acknowledged record (parts that pool it)
-    pooling = tuple(f"{p.name}-" for p in spec.parts if p.record_latency)
-    with_records = [d for d in dirs if d.name.startswith(pooling) and (d / "records.parquet").is_file()]
-    latency = (spark.read.parquet(*[str(d / "records.parquet") for d in with_records])
-               .where(mine & F.col("acked") & F.col("part").isin([p[:-1] for p in pooling]))
+    pooling = [p.name for p in spec.parts if p.record_latency]
+    records = source.records(spark, pooling)
+    latency = (records.where(mine & F.col("acked") & F.col("part").isin(pooling))
                .select("run_id", "config_id", "send_ms", (F.col("ack_ms") - F.col("send_ms")).alias("latency_ms"))
-               if with_records else
+               if records is not None else
                spark.createDataFrame([], "run_id string, config_id string, send_ms double, latency_ms double"))
     # one pass over the records for everything but the percentiles: per run and time bin
     bins = summaries.select("run_id", (F.col("duration_ms") / BINS).alias("bin_ms"))
@@ -204,14 +256,14 @@ def _aggregate(spark, spec: Spec, dirs: list[Path], out: Path, master: str | Non
             seconds = time.perf_counter() - t0
             (tmp / "spec.json").write_text(json.dumps(spec_summary(spec), indent=2, default=str) + "\n")
             meta = {"study": spec.study, "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "runs": kept, "stale_runs": len(dirs) - kept, "configs": n_configs,
+                    "runs": kept, "stale_runs": total - kept, "configs": n_configs,
                     "expected_configs": len(wanted), "measures": measures, "spark_master": spark.sparkContext.master,
                     "spark_version": spark.version, "seconds": round(seconds, 2)}
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     finally:
         for frame in (summaries, binned, runs):
             frame.unpersist()
-    return AggregateOutcome(spec.study, kept, len(dirs) - kept, n_configs, out, seconds)
+    return AggregateOutcome(spec.study, kept, total - kept, n_configs, out, seconds)
 
 
 def seed_stats(long, keys: list[str]):

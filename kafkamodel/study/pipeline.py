@@ -89,7 +89,7 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
     check_keep(keep)
     check_master(master)
     check_java()  # before hours of sweeping, not after
-    runs = check_runs(runs)  # and every folder it writes: before Spark starts
+    runs = check_runs(runs, engine)  # and every folder it writes: before Spark starts
     processed = check_folder(processed or PROCESSED, "aggregates folder")
     reports = check_folder(reports or REPORTS, "reports folder")
     every = all_specs()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..config.scenario import Scenario, load_scenario
+from .dataset import is_uri, local_path, write_local
 from .runs import TIMING, amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 from .spec import Point, StudyError
 
@@ -62,10 +63,9 @@ def row_columns(point: "Point | Mapping") -> dict:
             "seed": point.seed, **point.columns}
 
 
-def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
-    """Write the run folder for `result` at `out` (atomically), with the point beside it."""
-    point = as_point(point)
-    columns = row_columns(point)
+def _kept_tables(result, point: Point) -> tuple:
+    """The tables a point keeps (records only if it asks for them); a param that clashes with a table's column
+    or a summary key is refused."""
     for name, table in result.tables().items():
         clash = [c for c in point.columns if c in table.columns]
         if clash:
@@ -73,21 +73,58 @@ def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
     clash = [c for c in point.columns if c in result.summary and result.summary[c] != point.columns[c]]
     if clash:
         raise StudyError([f"params.{clash[0]}: the summary already has a key {clash[0]!r}; rename the param"])
-    tables = tuple(name for name in result.tables() if name != "records" or point.records)
-    out = result.write(out, columns=columns, tables=tables)
-    (out / "point.json").write_text(json.dumps(point.to_dict(), indent=2, default=str) + "\n")
+    return tuple(name for name in result.tables() if name != "records" or point.records)
+
+
+def point_json(point: Point) -> str:
+    return json.dumps(point.to_dict(), indent=2, default=str) + "\n"
+
+
+def write_point(result, point: "Point | Mapping", out: "str | Path") -> Path:
+    """Write the run folder for `result` at `out` (atomically), with the point beside it."""
+    point = as_point(point)
+    columns = row_columns(point)
+    out = result.write(out, columns=columns, tables=_kept_tables(result, point))
+    (out / "point.json").write_text(point_json(point))
     write_summary_table(result.summary, columns, out / SUMMARY_TABLE)
     return out
 
 
+def point_tables(result, point: "Point | Mapping") -> dict:
+    """The run as Arrow tables, the rows a runs dataset holds (``kafkamodel.study.dataset``): ``summary`` (what
+    summary.parquet holds), ``files`` (one row: summary.json's, scenario.yaml's and point.json's text) and each
+    kept table with rows (what its Parquet file in a run folder holds)."""
+    import pyarrow as pa
+
+    from ..sim.results.result import arrow_table
+
+    point = as_point(point)
+    kept = _kept_tables(result, point)
+    columns = row_columns(point)
+    extra = result.row_columns(columns)
+    out = {"summary": summary_arrow(result.summary, columns),
+           "files": pa.table({"run_id": [point.run_id], "summary_json": [result.summary_json(extra)],
+                              "scenario_yaml": [result.scenario_yaml()], "point_json": [point_json(point)]})}
+    for name, table in result.tables().items():
+        if name in kept and len(table):
+            out[name] = arrow_table(table, extra)
+    return out
+
+
 def write_summary_table(summary: Mapping, columns: Mapping, path: Path) -> None:
-    """The summary as a one-row Parquet table with fixed types, so Spark reads a study's runs without inferring.
+    """The summary as a one-row Parquet table with fixed types, so Spark reads a study's runs without inferring."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(summary_arrow(summary, columns), path)
+
+
+def summary_arrow(summary: Mapping, columns: Mapping):
+    """The summary as a one-row Arrow table with fixed types.
 
     Numbers are float64 (a count and a latency that may be null read alike
     across runs); run identity and swept columns keep their own types.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     arrays, names = [], []
     for key, value in {**summary, **columns}.items():
@@ -102,7 +139,7 @@ def write_summary_table(summary: Mapping, columns: Mapping, path: Path) -> None:
             kind, value = pa.string(), value if isinstance(value, str) else json.dumps(value, default=str)
         arrays.append(pa.array([value], type=kind))
         names.append(key)
-    pq.write_table(pa.Table.from_arrays(arrays, names=names), path)
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 def execute_point(point: "Point | Mapping", out: "str | Path", base_text: str | None = None):
@@ -141,6 +178,9 @@ def publish_point(point: dict, study_dir: "str | Path", *, replace: bool = False
     """Run one point into a staging folder beside its run folder and publish it with one rename, or record its
     failure (an error, or past `timeout` seconds) under ``_failed/``; the outcome row. What every engine's
     worker does per point; `timing`: the engine's fields for timing.json."""
+    if is_uri(str(study_dir)):
+        return _publish_local_dataset(point, local_path(str(study_dir)), timeout=timeout, base_text=base_text,
+                                      **timing)
     study_dir = Path(study_dir)
     staging = staging_dir(study_dir, point["run_id"])
     t0 = time.perf_counter()
@@ -156,6 +196,24 @@ def publish_point(point: dict, study_dir: "str | Path", *, replace: bool = False
         return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish_local_dataset(point: dict, study_dir: Path, *, timeout: float | None, base_text: str | None,
+                           **timing) -> dict:
+    """publish_point into the runs dataset in a local folder (a ``file:`` URI given as ``--runs``)."""
+    t0 = time.perf_counter()
+    try:
+        with deadline(timeout):
+            result = run_point(point, base_text)
+            t1 = time.perf_counter()
+            write_local(study_dir, point["run_id"], point_tables(result, point))
+        t2 = time.perf_counter()
+        clear_failure(study_dir, point["run_id"])
+        return {"run_id": point["run_id"], "ok": True, "error": None, "model_s": t1 - t0, "write_s": t2 - t1,
+                "total_s": t2 - t0, "overhead_s": 0.0, **timing}
+    except Exception as exc:  # recorded, and the other points go on
+        record_failure(study_dir, point, error_line(exc), None)
+        return {"run_id": point["run_id"], "ok": False, "error": error_line(exc), "model_s": None, "write_s": None}
 
 
 def execute_batch(points: list, study_dir: "str | Path", *, replace: bool = False, timeout: float | None = None,

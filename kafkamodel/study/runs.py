@@ -100,9 +100,13 @@ def study_lock(study_dir: Path):
 def clean_staging(study_dir: Path) -> None:
     """Leftovers of a killed sweep: hidden staging folders and notebooks, by the names the kit gives them (never
     the lock, nor any other file)."""
-    for entry in study_dir.iterdir():
-        if STAGING_NAME.match(entry.name):
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+    from .dataset import TABLES
+
+    # and in a runs dataset's table folders (papermill into a file: URI) the partitions being published
+    for folder in [study_dir, *(study_dir / t for t in TABLES if (study_dir / t).is_dir())]:
+        for entry in folder.iterdir():
+            if STAGING_NAME.match(entry.name):
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)

@@ -31,6 +31,7 @@ SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # run_id=... partitions: strings
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
     "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J}",
 }

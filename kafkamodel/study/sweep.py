@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,9 +23,10 @@ from pathlib import Path
 
 from ..folders import FolderError, writable_folder
 from ..paths import RUNS
+from .dataset import check_uri, is_finished_local, is_uri, local_path
 from .engines import ENGINES
 from .runs import FAILED, clean_staging, is_finished, study_lock
-from .spec import Spec, StudyError, check_scale
+from .spec import DEFAULT_POINT_NOTEBOOK, Spec, StudyError, check_scale
 from .specfile import notebook_path
 
 
@@ -38,7 +40,7 @@ class SweepOutcome:
     overhead_s: list = field(default_factory=list)  # per run: papermill time not spent in the model
     model_s: list = field(default_factory=list)  # per run: simulate + write (inside the notebook or task)
     wall_s: float = 0.0
-    folder: Path | None = None  # data/runs/<study>/
+    folder: Path | str | None = None  # data/runs/<study>/ (or <URI>/<study>: the runs dataset)
     engine: str = "papermill"
     slots: int | None = None  # parallel runs (workers, or a local Spark master's task slots; None: a cluster's)
     kernel_restarts: int = 0  # papermill: kernels that never started and were started again
@@ -69,7 +71,7 @@ class SweepOutcome:
         for run_id, error in self.failed:
             out.append(f"  FAILED {run_id}: {error}")
         if self.failed:
-            out.append(f"  errors and executed notebooks: {self.folder / FAILED if self.folder else FAILED}/")
+            out.append(f"  errors and executed notebooks: {f'{self.folder}/{FAILED}' if self.folder else FAILED}/")
         return out
 
     def overhead_per_point(self) -> float | None:
@@ -87,12 +89,20 @@ def check_engine(engine) -> str:
     return engine
 
 
-def check_runs(runs) -> Path:
-    """Where run folders go, absolute: a filesystem path (a task publishes its run with a rename) that is a folder
-    or can be made one, and is writable; checked before any engine starts."""
+def check_runs(runs, engine: str = "papermill") -> "Path | str":
+    """Where runs go: a folder path, absolute (run folders; a folder or one that can be made, writable), or for
+    the Spark engine a URI Spark writes to (``file:///...``, ``hdfs://...``, ``s3a://...``: the runs dataset,
+    ``kafkamodel.study.dataset``; whether Spark can write there is checked once its session is up)."""
+    if is_uri(runs):
+        runs = check_uri(runs)
+        if engine != "spark":
+            if not runs.lower().startswith("file://"):
+                raise StudyError([f"--runs: the papermill engine writes the runs dataset to a file:/// URI (this "
+                                  f"machine's disk), got {runs!r}; use --engine spark for other filesystems"])
+            check_folder(local_path(runs), "--runs")
+        return runs
     if runs is not None and "://" in str(runs):
-        raise StudyError([f"--runs: must be a filesystem path every executor sees (a shared mount), got {str(runs)!r}; "
-                          "object stores cannot hold run folders"])
+        raise StudyError([f"--runs: must be a folder path or a URI like file:///data/runs, got {str(runs)!r}"])
     return check_folder(RUNS if runs is None else runs, "--runs")
 
 
@@ -145,27 +155,38 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
 
         check_master(master)
         check_java()
-    runs = check_runs(runs)
+    runs = check_runs(runs, engine)
     active = [s for s in specs if not s.is_pending]
     plans = []
     for spec in active:  # expand (and so validate) everything before running anything
         nb = notebook_path(spec.point_notebook, Path(spec.source).parent)
-        check_folder(runs / spec.study, "--runs")  # a file where the study's folder goes
+        if not isinstance(runs, str):
+            check_folder(runs / spec.study, "--runs")  # a file where the study's folder goes
         plans.append((spec, spec.points(scale), nb))
+    if isinstance(runs, str) and engine == "spark":
+        return _dataset_sweeps(plans, runs, spark=spark, master=master, timeout=timeout, resume=resume,
+                               progress=progress, keep=keep)
+    dataset = isinstance(runs, str)  # papermill into the runs dataset at a file: URI: the layout Spark writes
+    if dataset:
+        own = [spec.study for spec, _, nb in plans if Path(nb).name != DEFAULT_POINT_NOTEBOOK]
+        if own:
+            raise StudyError([f"--runs: {own[0]} names its own point_notebook, whose runs are run folders; "
+                              "give a folder path"])
     outcomes: dict[str, SweepOutcome] = {}
     with ExitStack() as stack:
         jobs = []
         for spec, points, nb in plans:
-            study_dir = runs / spec.study
+            study_dir = (local_path(runs) if dataset else runs) / spec.study
             stack.enter_context(study_lock(study_dir))
             clean_staging(study_dir)
             outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_dir, engine=engine)
+            finished = is_finished_local if dataset else is_finished
             for p in points:
-                if resume and is_finished(study_dir, p.run_id):
+                if resume and finished(study_dir, p.run_id):
                     outcome.skipped += 1
                 else:
                     jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"},
-                                 str(study_dir), str(nb)))
+                                 f"{runs}/{spec.study}" if dataset else str(study_dir), str(nb)))
         if jobs:
             _run(jobs, outcomes, engine=engine, spark=spark, master=master, workers=min(workers, len(jobs)),
                  timeout=timeout, replace=not resume, progress=progress)
@@ -174,7 +195,37 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
     return [outcomes[s.study] for s in active]
 
 
-def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, progress) -> None:
+def _dataset_sweeps(plans, runs: str, *, spark, master, timeout, resume, progress, keep) -> list[SweepOutcome]:
+    """run_sweeps with the runs dataset at the URI `runs` (the Spark engine; ``kafkamodel.study.dataset``)."""
+    from .dataset import Storage
+    from .spark import spark_session
+
+    with ExitStack() as stack:
+        if spark is None:
+            if progress:
+                print(f"starting Spark ({master or 'local[*]'}) ...", file=sys.stderr, flush=True)
+            spark = stack.enter_context(spark_session(master, app_name="kafkamodel sweep"))
+        storage = Storage(spark, runs)
+        storage.check_writable([f"{runs}/{spec.study}" for spec, _, _ in plans])
+        outcomes: dict[str, SweepOutcome] = {}
+        jobs = []
+        for spec, points, nb in plans:
+            study_uri = f"{runs}/{spec.study}"
+            done = storage.finished(spec.study) if resume else set()
+            outcome = outcomes[spec.study] = SweepOutcome(spec.study, len(points), folder=study_uri, engine="spark")
+            for p in points:
+                if p.run_id in done:
+                    outcome.skipped += 1
+                else:
+                    jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"}, study_uri,
+                                 str(nb)))
+        if jobs:
+            _run(jobs, outcomes, engine="spark", spark=spark, master=master, workers=1, timeout=timeout,
+                 replace=not resume, progress=progress, storage=storage)
+    return [outcomes[spec.study] for spec, _, _ in plans]
+
+
+def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, progress, storage=None) -> None:
     """Hand the jobs to the engine; tally each point's result into its study's outcome."""
     remaining = {s: 0 for s in outcomes}
     for study, *_ in jobs:
@@ -204,7 +255,7 @@ def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, pr
         from .engines.spark import run_spark
 
         run_spark(jobs, on_result, spark=spark, master=master, timeout=timeout, replace=replace, progress=progress,
-                  on_start=on_start)
+                  on_start=on_start, storage=storage)
         points = sum(len(o.ran) for o in outcomes.values())
         work = sum(sum(o.model_s) for o in outcomes.values())
         for outcome in outcomes.values():  # one job: its wall time is every study's

@@ -19,6 +19,19 @@ from .measures import TABLES as COLUMNS
 TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups
 
 
+def arrow_table(table: pd.DataFrame, columns: dict | None = None):
+    """A table as an Arrow table, with `columns` (name -> one value) added to every row, typed as the Parquet
+    file ``write_parquet`` writes holds them (what the Spark engine returns as rows)."""
+    import pyarrow as pa
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    for key, value in (columns or {}).items():  # appended in Arrow: a pandas column insert per key costs more
+        column = pa.array([value] * arrow.num_rows, type=pa.array([value]).type)  # typed in an empty table too
+        at = arrow.schema.get_field_index(key)
+        arrow = arrow.set_column(at, key, column) if at >= 0 else arrow.append_column(key, column)
+    return arrow
+
+
 def write_parquet(table: pd.DataFrame, path: Path, columns: dict | None = None) -> None:
     """A table as compact, typed Parquet, with `columns` (name -> one value) added to every row: zstd; floats
     byte-stream-split and integers delta-coded (a log's offsets and times are long runs of close values),
@@ -26,11 +39,7 @@ def write_parquet(table: pd.DataFrame, path: Path, columns: dict | None = None) 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    for key, value in (columns or {}).items():  # appended in Arrow: a pandas column insert per key costs more
-        column = pa.array([value] * arrow.num_rows, type=pa.array([value]).type)  # typed in an empty table too
-        at = arrow.schema.get_field_index(key)
-        arrow = arrow.set_column(at, key, column) if at >= 0 else arrow.append_column(key, column)
+    arrow = arrow_table(table, columns)
     encoding = {}
     for f in arrow.schema:
         if pa.types.is_floating(f.type):
@@ -66,13 +75,25 @@ class Result:
         """
         out = Path(out)
         with staged(out) as tmp:
-            extra = dict(columns or {})
-            extra.setdefault("seed", self.summary["seed"])
+            extra = self.row_columns(columns)
             for name, table in self.tables().items():
                 if tables is not None and name not in tables:
                     continue
                 write_parquet(table, tmp / f"{name}.parquet", extra)
-            summary = {**self.summary, **extra}
-            (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-            (tmp / "scenario.yaml").write_text(yaml.dump(self.scenario, Dumper=YAML_DUMPER, sort_keys=False))
+            (tmp / "summary.json").write_text(self.summary_json(extra))
+            (tmp / "scenario.yaml").write_text(self.scenario_yaml())
         return out
+
+    def row_columns(self, columns: dict | None = None) -> dict:
+        """What every row of the run's tables carries: `columns`, and the seed."""
+        extra = dict(columns or {})
+        extra.setdefault("seed", self.summary["seed"])
+        return extra
+
+    def summary_json(self, columns: dict) -> str:
+        """summary.json's text: the summary with `columns` (``row_columns``)."""
+        return json.dumps({**self.summary, **columns}, indent=2, sort_keys=True) + "\n"
+
+    def scenario_yaml(self) -> str:
+        """scenario.yaml's text: the resolved scenario that ran."""
+        return yaml.dump(self.scenario, Dumper=YAML_DUMPER, sort_keys=False)

@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ...paths import NOTEBOOKS, ROOT
+from ..dataset import is_uri, local_path
 from ..runs import amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 from ..spec import DEFAULT_POINT_NOTEBOOK, StudyError
 
@@ -64,7 +65,8 @@ def papermill_batch(points: list, study_dir: str, timeout: float, replace: bool)
     its time) is recorded as failed with the batch's error, and the executed
     batch notebook goes to the first such point's failure record.
     """
-    study_dir = Path(study_dir)
+    target = study_dir  # a folder, or the file: URI of a runs dataset (the notebook publishes there)
+    study_dir = local_path(study_dir) if is_uri(study_dir) else Path(study_dir)
     tag = uuid.uuid4().hex[:8]
     executed, outcomes = study_dir / f".batch-{tag}.ipynb", study_dir / f".batch-{tag}.jsonl"
 
@@ -75,7 +77,7 @@ def papermill_batch(points: list, study_dir: str, timeout: float, replace: bool)
     error, restarts = None, 0
     t0 = time.perf_counter()
     try:
-        restarts = _execute(BATCH_NOTEBOOK, executed, {"points": points, "study_dir": str(study_dir), "replace": replace,
+        restarts = _execute(BATCH_NOTEBOOK, executed, {"points": points, "study_dir": str(target), "replace": replace,
                                                        "timeout": timeout, "outcomes": str(outcomes)},
                             timeout * len(points) + BATCH_GRACE_S, clean)
     except Exception as exc:  # the batch stopped: what it finished stands, the rest failed
