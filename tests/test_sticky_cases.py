@@ -12,10 +12,10 @@ import pytest
 
 from kafkamodel.sim.rules.sticky import DEFAULT_GENERATION, MemberData, java_hashmap_order, java_string_hash
 from kafkamodel.sim.rules.sticky import sticky_assignment
+from sticky_kafka import GENERATION, Assignor, fully_balanced
 
 TOPIC, TOPIC1, TOPIC2, TOPIC3 = "topic", "topic1", "topic2", "topic3"
 C1, C2, C3, C4 = "consumer1", "consumer2", "consumer3", "consumer4"
-GENERATION = 1  # AbstractStickyAssignorTest.generationId
 
 ASSIGNORS = ["sticky", "cooperative-sticky"]
 
@@ -27,45 +27,6 @@ def tp(topic, p):
 def sub(topics, owned=(), generation=DEFAULT_GENERATION):
     """subscription(topics, i) without owned partitions, or buildSubscriptionV2Above(topics, owned, generation, i)."""
     return MemberData(tuple(topics), tuple(owned), generation)
-
-
-class Assignor:
-    """One assignor instance, remembering its last partitionsTransferringOwnership as Kafka's field does."""
-
-    def __init__(self, name):
-        self.cooperative = name == "cooperative-sticky"
-        self.transferring = None
-
-    def assign(self, partitions_per_topic, subscriptions):
-        out, self.transferring = sticky_assignment(partitions_per_topic, subscriptions, self.cooperative)
-        return out
-
-    def verify(self, subscriptions, assignment, partitions_per_topic):
-        """verifyValidityAndBalance (the cooperative override first); returns the final assignment."""
-        rebalances = 0
-        while self.cooperative:
-            added, revoked = set(), set()
-            for member, parts in assignment.items():
-                owned = set(subscriptions[member].owned)
-                added |= set(parts) - owned
-                revoked |= owned - set(parts)
-            assert not added & revoked, f"assigned while being revoked: {added & revoked}"
-            if not revoked:
-                break
-            for member, parts in assignment.items():
-                subscriptions[member] = sub(subscriptions[member].topics, parts, GENERATION)
-            assignment = self.assign(partitions_per_topic, subscriptions)
-            rebalances += 1
-            assert rebalances <= 4
-        every = [p for parts in assignment.values() for p in parts]
-        assert len(every) == len(set(every))
-        assert set(every) == {(t, p) for t, n in partitions_per_topic.items() for p in range(n)}
-        return assignment
-
-
-def fully_balanced(assignment):
-    sizes = [len(v) for v in assignment.values()]
-    return max(sizes) - min(sizes) <= 1
 
 
 @pytest.fixture(params=ASSIGNORS)
