@@ -61,6 +61,13 @@ class Assignor:
         return self.impl.partitions_transferring_ownership
 
     def assign(self, ppt, subs):
+        """assignPartitions; topics given by count only get their replicas now (partitionInfos), and members
+        subscribed without a rack get the rack of their place in ``subs`` (subscription(topics, i))."""
+        for topic, n in ppt.items():
+            if (topic, 0) not in self.replica_racks:
+                self.partitions(topic, n)
+        if self.has_consumer_rack:
+            subs.update({m: d._replace(rack=self.rack(i)) for i, (m, d) in enumerate(subs.items()) if d.rack is None})
         return self.impl.assign(ppt, subs, self.replica_racks)
 
     def is_sticky(self):

@@ -1,9 +1,11 @@
 """Kafka's own sticky-assignor test cases, by name, with Kafka's expected assignments (the equal-subscription
-cases without racks of AbstractStickyAssignorTest, StickyAssignorTest and CooperativeStickyAssignorTest, Kafka trunk
-1eb7644). Each abstract case runs for both assignors, as Kafka's subclasses do: the cooperative one checks its
-assignment as CooperativeStickyAssignorTest.verifyValidityAndBalance does (no partition revoked and assigned in one
-rebalance; while some are revoked, follow-up rebalances with the members owning what they were given, at most 4),
-and the assertions after that check the final assignment, as Kafka's do (its verify replaces the map's contents).
+cases of AbstractStickyAssignorTest, StickyAssignorTest and CooperativeStickyAssignorTest, Kafka trunk 1eb7644; the
+unequal ones and the rack-aware ones are in test_sticky_general.py). Each abstract case runs for both assignors, as
+Kafka's subclasses do, without racks and under each RackConfig (every partition on every member's rack, so the
+rack-aware passes must give the same answer): the cooperative one checks its assignment as
+CooperativeStickyAssignorTest.verifyValidityAndBalance does (no partition revoked and assigned in one rebalance;
+while some are revoked, follow-up rebalances with the members owning what they were given, at most 4), and the
+assertions after that check the final assignment, as Kafka's do (its verify replaces the map's contents).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import pytest
 
 from kafkamodel.sim.rules.sticky import DEFAULT_GENERATION, MemberData, java_hashmap_order, java_string_hash
 from kafkamodel.sim.rules.sticky import sticky_assignment
-from sticky_kafka import GENERATION, Assignor, fully_balanced
+from sticky_kafka import GENERATION, RACK_CONFIGS, Assignor, fully_balanced
 
 TOPIC, TOPIC1, TOPIC2, TOPIC3 = "topic", "topic1", "topic2", "topic3"
 C1, C2, C3, C4 = "consumer1", "consumer2", "consumer3", "consumer4"
@@ -29,9 +31,10 @@ def sub(topics, owned=(), generation=DEFAULT_GENERATION):
     return MemberData(tuple(topics), tuple(owned), generation)
 
 
-@pytest.fixture(params=ASSIGNORS)
+@pytest.fixture(params=[(a, r) for a in ASSIGNORS for r in (None, *RACK_CONFIGS)],
+                ids=lambda p: f"{p[0]}-{p[1] or 'no-racks'}")
 def assignor(request):
-    return Assignor(request.param)
+    return Assignor(*request.param)
 
 
 # ---- the leader's HashMap order decides who keeps maxQuota --------------------------------------------------

@@ -355,38 +355,41 @@ TOPICS_RACK = {"t1": 6, "t2": 7, "t3": 2}
 EVERY_RACK = ["t1", "t2", "t3"]
 
 
+def rack_blind_then_aligned(a: StickyAssignor, topics3, base):
+    """verifyUniformSubscription / verifyNonEqualSubscription (each without, then with, the expected assignment
+    owned) over the combinations where every member matches every partition's racks, or racks are not used: the
+    rack-blind assignment ``base``, with 0 misaligned where racks are used. Returns the checker."""
+    def check(rf, brokers, consumers, expected, mismatched):
+        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, None, expected, mismatched)
+        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, expected, expected, mismatched)
+
+    check(3, NULL3, racks(3), base, -1)
+    check(3, racks(3), NULL3, base, -1)
+    a.prefer_rack_aware = True
+    check(3, racks(3), racks(3), base, 0)
+    check(4, racks(4), racks(3), base, 0)
+    a.prefer_rack_aware = False
+    check(3, racks(3), racks(3), base, 0)
+    check(3, racks(3), ["d", "e", "f"], base, -1)
+    check(3, racks(3), [None, "e", "f"], base, -1)
+    return check
+
+
 @pytest.mark.parametrize("kind", ASSIGNORS)
 def test_rack_aware_assignment_with_uniform_subscription(kind):  # testRackAwareAssignmentWithUniformSubscription
     a = StickyAssignor(kind == "cooperative-sticky")
     topics3 = [EVERY_RACK] * 3
     base = ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"]
-
-    def uniform(rf, brokers, consumers, expected, mismatched):  # verifyUniformSubscription
-        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, None, expected, mismatched)
-        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, expected, expected, mismatched)
-
-    uniform(3, NULL3, racks(3), base, -1)
-    uniform(3, racks(3), NULL3, base, -1)
-    a.prefer_rack_aware = True
-    uniform(3, racks(3), racks(3), base, 0)
-    uniform(4, racks(4), racks(3), base, 0)
-    a.prefer_rack_aware = False
-    uniform(3, racks(3), racks(3), base, 0)
-    uniform(3, racks(3), ["d", "e", "f"], base, -1)
-    uniform(3, racks(3), [None, "e", "f"], base, -1)
+    uniform = rack_blind_then_aligned(a, topics3, base)
     uniform(1, racks(3), racks(3), base, 0)  # replicas on a subset of racks: still aligned
     uniform(2, racks(3), racks(3), base, 0)
     uniform(3, racks(2), racks(3), base, 5)  # consumer2's rack holds no replica: misaligned to keep balance
     owned = ["t1-0, t1-1, t1-2, t1-3, t1-4", "t1-5, t2-0, t2-1, t2-2, t2-3", "t2-4, t2-5, t2-6, t3-0, t3-1"]
-    if a.cooperative:  # misaligned owned partitions are revoked first
-        verify_rack_assignment(a, TOPICS_RACK, 1, racks(3), racks(3), topics3, owned,
-                               ["t1-0, t1-3", "t2-1", "t2-5, t3-1"], 0)
-        a.prefer_rack_aware = True
-        verify_rack_assignment(a, TOPICS_RACK, 3, racks(3), racks(3), topics3, base, base, 0)
-    else:
-        verify_rack_assignment(a, TOPICS_RACK, 1, racks(3), racks(3), topics3, owned, base, 0)
-        a.prefer_rack_aware = True
-        verify_rack_assignment(a, TOPICS_RACK, 3, racks(3), racks(3), topics3, base, base, 0)
+    # cooperative: the misaligned owned partitions are revoked first
+    first = ["t1-0, t1-3", "t2-1", "t2-5, t3-1"] if a.cooperative else base
+    verify_rack_assignment(a, TOPICS_RACK, 1, racks(3), racks(3), topics3, owned, first, 0)
+    a.prefer_rack_aware = True  # stickiness kept when racks match
+    verify_rack_assignment(a, TOPICS_RACK, 3, racks(3), racks(3), topics3, base, base, 0)
 
 
 @pytest.mark.parametrize("kind", ASSIGNORS)
@@ -394,20 +397,7 @@ def test_rack_aware_assignment_with_non_equal_subscription(kind):  # testRackAwa
     a = StickyAssignor(kind == "cooperative-sticky")
     topics3 = [EVERY_RACK, EVERY_RACK, ["t1", "t3"]]
     base = ["t1-5, t2-0, t2-2, t2-4, t2-6", "t1-3, t2-1, t2-3, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-4, t3-1"]
-
-    def non_equal(rf, brokers, consumers, expected, mismatched):  # verifyNonEqualSubscription
-        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, None, expected, mismatched)
-        verify_rack_assignment(a, TOPICS_RACK, rf, brokers, consumers, topics3, expected, expected, mismatched)
-
-    non_equal(3, NULL3, racks(3), base, -1)
-    non_equal(3, racks(3), NULL3, base, -1)
-    a.prefer_rack_aware = True
-    non_equal(3, racks(3), racks(3), base, 0)
-    non_equal(4, racks(4), racks(3), base, 0)
-    a.prefer_rack_aware = False
-    non_equal(3, racks(3), racks(3), base, 0)
-    non_equal(3, racks(3), ["d", "e", "f"], base, -1)
-    non_equal(3, racks(3), [None, "e", "f"], base, -1)
+    non_equal = rack_blind_then_aligned(a, topics3, base)
     rf1 = ["t1-3, t2-0, t2-2, t2-3, t2-6", "t1-4, t2-1, t2-4, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-5, t3-1"]
     non_equal(1, racks(3), racks(3), rf1, 4)  # best effort: 4 misaligned with one replica each
     non_equal(2, racks(3), racks(3),
