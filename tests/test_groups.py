@@ -79,6 +79,14 @@ def test_a_static_member_restarted_within_the_session_timeout_causes_no_rebalanc
     assert dynamic.rebalances == 1 + 2 * 3  # each restart: LeaveGroup, then JoinGroup
 
 
+def test_range_orders_static_members_by_group_instance_id():
+    # KIP-345's RangeAssignor: static members sort by group.instance.id, not member.id; the members consumer-g-0..2
+    # have instance ids c, b, a, so consumer-g-2 (a) takes the first range, P // C = 2 partitions each
+    r = simulate(scenario(**{"partition.assignment.strategy": "range", "group.instance.id": ["c", "b", "a"]}))
+    first = assignments(r)[min(assignments(r))]
+    assert first == {"consumer-g-2": [0, 1], "consumer-g-1": [2, 3], "consumer-g-0": [4, 5]}
+
+
 def test_a_static_member_back_after_its_session_expired_rebalances():
     late = [{"at.ms": 8000, "kind": "consumer_restart", "group": "g", "member": 0, "duration.ms": 12000}]
     r = simulate(scenario(late, **{"group.instance.id": ["a", "b", "c"]}))

@@ -132,7 +132,8 @@ class KafkaConsumer:
             generations = {m.id: m.generation for m in members}
         else:
             owned, generations = g.previous, None
-        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations)
+        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations,
+                      {m.id: m.instance_id for m in members})
         g.previous = plan
         return plan
 
