@@ -65,6 +65,38 @@ def test_a_list_with_an_eager_assignor_rebalances_eagerly():
                     ).groups.iloc[0].rebalances == 2
 
 
+ROLL_AUTO = [{"at.ms": 10000 + 5000 * i, "kind": "consumer_restart", "group": "g", "member": i, "duration.ms": 3000}
+             for i in range(3)]
+
+
+@pytest.mark.parametrize("consumer, twice", [
+    ({"partition.assignment.strategy": "cooperative-sticky"}, True),
+    ({"partition.assignment.strategy": "cooperative-sticky", "commit": "after_processing"}, False),
+    ({"partition.assignment.strategy": "range"}, False),
+    ({"group.protocol": "consumer"}, False)])
+def test_a_rolling_restart_processes_records_twice_only_under_cooperative_auto_commit(consumer, twice):
+    # ConsumerCoordinator: onJoinPrepare auto-commits, a cooperative member goes on consuming until the SyncGroup
+    # answer, and onJoinComplete revokes without committing; so the new owner repeats what the old one processed
+    # after its rejoin. Eager revokes right after the commit; KIP-848's member commits before revoking;
+    # after_processing commits every record; a restart's close() commits: none of those repeats anything.
+    sc = scenario(ROLL_AUTO, members=6, **{"commit": "auto", **consumer})
+    sc["topics"][0]["partitions"], sc["duration.ms"] = 12, 30000
+    r = simulate(sc)
+    g = r.groups.iloc[0]
+    if not twice:
+        assert g.consumed_duplicates == 0
+        return
+    # what is repeated of a revoked partition was produced (1000/s over 12 partitions) after the restarted member
+    # came back (its join starts the rebalance) less the fetch's long poll (fetch.max.wait.ms, 500 ms: what the
+    # owner had not yet fetched at its rejoin commit), up to the revocation
+    ev = r.events[r.events.kind == "consumer_revoke"]
+    backs = [f["at.ms"] + f["duration.ms"] for f in ROLL_AUTO]
+    bound = sum(d.count("t-") * 1000 / 12 * (t - max(b for b in backs if b <= t) + 500) / 1000
+                for t, d in zip(ev.time_ms, ev.detail))
+    assert len(ev) == 2 * len(ROLL_AUTO)  # each return takes one partition from each of two members
+    assert 0 < g.consumed_duplicates <= bound
+
+
 ROLL = [{"at.ms": 8000 + 4000 * i, "kind": "consumer_restart", "group": "g", "member": i, "duration.ms": 2000}
         for i in range(3)]
 
