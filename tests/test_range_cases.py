@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kafkamodel.sim.rules.range_assignor import RangeMember, member_order, range_assignment
+from kafkamodel.sim.rules.sticky_common import use_rack_aware_assignment
+
 from sticky_kafka import (ALL_RACKS, NO_BROKER_RACK, NO_CONSUMER_RACK, RACK_CONFIGS, check_rack_assignment, racks,
                           replica_racks_of)
 
@@ -53,12 +55,31 @@ def by_instance(subs, out):  # checkStaticAssignment
 
 
 def test_member_info_sorting():
-    # testMemberInfoSortingWithoutGroupInstanceId / WithAllGroupInstanceId / SomeGroupInstanceId
+    # testMemberInfoSortingWithoutGroupInstanceId / testMemberInfoSortingWithAllGroupInstanceId /
+    # testMemberInfoSortingSomeGroupInstanceId
     assert member_order({"a": RangeMember(()), "b": RangeMember(()), "c": RangeMember(())}) == ["a", "b", "c"]
     assert member_order({"a": RangeMember((), "y"), "b": RangeMember((), "z"), "c": RangeMember((), "x")}) == \
         ["c", "a", "b"]
     assert member_order({"a": RangeMember(()), "b": RangeMember((), "y"), "c": RangeMember((), "x")}) == \
         ["c", "b", "a"]
+
+
+def test_use_rack_aware_assignment():  # testUseRackAwareAssignment
+    every, two = {"a", "b", "c"}, {"a", "b"}
+    on_all = {("topic", i): frozenset(every) for i in range(10)}
+    on_one = {("topic", i): frozenset({"abc"[i % 3]}) for i in range(10)}
+    for prefer in (False, True):
+        assert not use_rack_aware_assignment(set(), set(), on_all, prefer)
+        assert not use_rack_aware_assignment(set(), every, on_all, prefer)
+        assert not use_rack_aware_assignment(every, set(), {}, prefer)
+        assert not use_rack_aware_assignment({"d"}, every, on_all, prefer)
+        assert use_rack_aware_assignment(every, every, on_one, prefer)
+        assert use_rack_aware_assignment(two, every, on_one, prefer)
+        # every partition on every rack: rack-aware only under Kafka's test-only preference
+        assert use_rack_aware_assignment(every, every, on_all, prefer) == prefer
+        assert use_rack_aware_assignment(two, every, on_all, prefer) == prefer
+    assert not use_rack_aware_assignment({"a", "d"}, every, on_all)
+    assert use_rack_aware_assignment({"a", "d"}, every, on_one)
 
 
 def test_merge_sort_many_member_info():  # testMergeSortManyMemberInfo (3-digit ids, about half static)

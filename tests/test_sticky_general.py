@@ -5,6 +5,12 @@ Kafka trunk 1eb7644). Each case runs for both assignors and, where Kafka's does,
 rack and rack-aware assignment must give what the rack-blind one gives). Kafka's randomized cases run here with
 fixed seeds and the verification Kafka's own tests compute (validity, balance, stickiness); its three "large"
 cases (up to a million partitions, a timeout their only assertion) run at a size a Python test can afford.
+
+Not reproduced, as the model has no Subscription wire format or assignor user data (they test its encoding):
+AbstractStickyAssignorTest.testMemberData; StickyAssignorTest.testSchemaBackwardCompatibility,
+testMemberDataWithInconsistentData, testMemberDataWillHonorUserData; CooperativeStickyAssignorTest
+.testEncodeAndDecodeGeneration, testDecodeGeneration, testMemberDataWithInconsistentData,
+testMemberDataWithEmptyPartitionsAndEqualGeneration, testMemberDataWithEmptyPartitionsAndHigherGeneration.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import random
 import pytest
 
 from kafkamodel.sim.rules.sticky import DEFAULT_GENERATION, MemberData, StickyAssignor
+
 from sticky_kafka import (BROKER_AND_CONSUMER_RACK, GENERATION, NO_CONSUMER_RACK, RACK_CONFIGS, Assignor,
                           check_rack_assignment, fully_balanced, parse, racks, verify_validity_and_balance)
 
@@ -268,7 +275,7 @@ def test_large_assignment_with_multiple_consumers_leaving_and_random_subscriptio
 
 @pytest.mark.parametrize("equal", [True, False])
 def test_large_assignment_and_group(consumer_rack_assignor, equal):
-    # testLargeAssignmentAndGroupWithUniformSubscription / ...WithNonEqualSubscription /
+    # testLargeAssignmentAndGroupWithUniformSubscription / testLargeAssignmentAndGroupWithNonEqualSubscription /
     # testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout, at 20 topics x 50 partitions and 100 members
     # (Kafka's: up to 500 x 2,000 and 2,000; a timeout is their only assertion): every member but the first
     # rejoins owning what it got; the last member subscribes to the first topic only when not equal
