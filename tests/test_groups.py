@@ -111,12 +111,18 @@ def test_a_static_member_restarted_within_the_session_timeout_causes_no_rebalanc
     assert dynamic.rebalances == 1 + 2 * 3  # each restart: LeaveGroup, then JoinGroup
 
 
-def test_range_orders_static_members_by_group_instance_id():
-    # KIP-345's RangeAssignor: static members sort by group.instance.id, not member.id; the members consumer-g-0..2
-    # have instance ids c, b, a, so consumer-g-2 (a) takes the first range, P // C = 2 partitions each
-    r = simulate(scenario(**{"partition.assignment.strategy": "range", "group.instance.id": ["c", "b", "a"]}))
-    first = assignments(r)[min(assignments(r))]
-    assert first == {"consumer-g-2": [0, 1], "consumer-g-1": [2, 3], "consumer-g-0": [4, 5]}
+@pytest.mark.parametrize("version, strategy, expected", [
+    ("4.1", "range", {"consumer-g-2": [0, 1], "consumer-g-1": [2, 3], "consumer-g-0": [4, 5]}),
+    ("4.1", "roundrobin", {"consumer-g-2": [0, 3], "consumer-g-1": [1, 4], "consumer-g-0": [2, 5]}),
+    ("2.3", "range", {"consumer-g-0": [0, 1], "consumer-g-1": [2, 3], "consumer-g-2": [4, 5]})])
+def test_range_and_roundrobin_order_static_members_by_group_instance_id(version, strategy, expected):
+    # KIP-345 in the assignors (2.4: KAFKA-8355 range, KAFKA-8356 roundrobin): static members sort by
+    # group.instance.id, not member.id; the members consumer-g-0..2 have instance ids c, b, a, so consumer-g-2 (a)
+    # comes first: P // C = 2 partitions each in ranges, or dealt in turn. Kafka 2.3 has group.instance.id but its
+    # assignors still sort by member id
+    r = simulate(scenario(version=version, **{"partition.assignment.strategy": strategy,
+                                              "group.instance.id": ["c", "b", "a"]}))
+    assert assignments(r)[min(assignments(r))] == expected
 
 
 def test_a_static_member_back_after_its_session_expired_rebalances():

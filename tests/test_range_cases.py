@@ -1,7 +1,8 @@
-"""Kafka's RangeAssignorTest cases, by name, with Kafka's expected assignments (Kafka trunk 1eb7644): static members
-sorted by group.instance.id (KIP-345) and the rack-aware path (KIP-881). Cases parametrized by RackConfig run with
-initializeRacks(rackConfig, maxConsumers): replication factor and broker racks = maxConsumers (3, or 5), so every
-partition has a replica on every consumer's rack and the rack-aware path must give the rack-blind ranges.
+"""Kafka's RangeAssignorTest and RoundRobinAssignorTest cases, by name, with Kafka's expected assignments (Kafka
+trunk 1eb7644): static members sorted by group.instance.id (KIP-345) and the range assignor's rack-aware path
+(KIP-881). Cases parametrized by RackConfig run with initializeRacks(rackConfig, maxConsumers): replication factor
+and broker racks = maxConsumers (3, or 5), so every partition has a replica on every consumer's rack and the
+rack-aware path must give the rack-blind ranges.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kafkamodel.sim.rules.range_assignor import RangeMember, member_order, range_assignment
+from kafkamodel.sim.rules.roundrobin_assignor import roundrobin_assignment
 from kafkamodel.sim.rules.sticky_common import use_rack_aware_assignment
 
 from sticky_kafka import (ALL_RACKS, NO_BROKER_RACK, NO_CONSUMER_RACK, RACK_CONFIGS, check_rack_assignment, racks,
@@ -300,3 +302,70 @@ def test_co_partitioned_assignment_with_same_subscription():  # testCoPartitione
     a.check(topics, 2, racks(3), racks(3), subs,
             ["t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
              "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3"], 0)
+
+
+# ---- RoundRobinAssignorTest --------------------------------------------------------------------------------------
+
+
+def rr(ppt, subs):
+    return roundrobin_assignment(ppt, {m: RangeMember(tuple(t), i) for m, (t, i) in subs.items()})
+
+
+def test_roundrobin_one_consumer_cases():
+    # testOneConsumerNoTopic / testOneConsumerNonexistentTopic / testOneConsumerOneTopic /
+    # testOnlyAssignsPartitionsFromSubscribedTopics / testOneConsumerMultipleTopics
+    assert rr({}, {C1: ([], None)}) == {C1: []}
+    assert rr({}, {C1: ([TOPIC1], None)}) == {C1: []}
+    assert rr({TOPIC1: 3}, {C1: ([TOPIC1], None)}) == {C1: [tp(TOPIC1, 0), tp(TOPIC1, 1), tp(TOPIC1, 2)]}
+    assert rr({TOPIC1: 3, "other": 3}, {C1: ([TOPIC1], None)}) == {C1: [tp(TOPIC1, 0), tp(TOPIC1, 1), tp(TOPIC1, 2)]}
+    assert rr({TOPIC1: 1, TOPIC2: 2}, {C1: ([TOPIC1, TOPIC2], None)}) == \
+        {C1: [tp(TOPIC1, 0), tp(TOPIC2, 0), tp(TOPIC2, 1)]}
+
+
+def test_roundrobin_two_consumers_one_topic():
+    # testTwoConsumersOneTopicOnePartition / testTwoConsumersOneTopicTwoPartitions
+    assert rr({TOPIC1: 1}, {C1: ([TOPIC1], None), C2: ([TOPIC1], None)}) == {C1: [tp(TOPIC1, 0)], C2: []}
+    assert rr({TOPIC1: 2}, {C1: ([TOPIC1], None), C2: ([TOPIC1], None)}) == {C1: [tp(TOPIC1, 0)], C2: [tp(TOPIC1, 1)]}
+
+
+def test_roundrobin_multiple_consumers_mixed_topics():  # testMultipleConsumersMixedTopics
+    out = rr({TOPIC1: 3, TOPIC2: 2}, {C1: ([TOPIC1], None), C2: ([TOPIC1, TOPIC2], None), C3: ([TOPIC1], None)})
+    assert out == {C1: [tp(TOPIC1, 0)], C2: [tp(TOPIC1, 1), tp(TOPIC2, 0), tp(TOPIC2, 1)], C3: [tp(TOPIC1, 2)]}
+
+
+@pytest.mark.parametrize("first, second", [
+    (("consumer1", None), ("consumer2", None)),  # testTwoDynamicConsumersTwoTopicsSixPartitions
+    (("consumer-b", "instance1"), ("consumer-a", "instance2")),  # testTwoStaticConsumersTwoTopicsSixPartitions
+    (("consumer-b", "instance1"), ("consumer-a", None))])  # testOneStaticConsumerAndOneDynamicConsumer...
+def test_roundrobin_two_consumers_two_topics_six_partitions(first, second):
+    both = [TOPIC1, TOPIC2]
+    out = rr({TOPIC1: 3, TOPIC2: 3}, {first[0]: (both, first[1]), second[0]: (both, second[1])})
+    assert out == {first[0]: [tp(TOPIC1, 0), tp(TOPIC1, 2), tp(TOPIC2, 1)],
+                   second[0]: [tp(TOPIC1, 1), tp(TOPIC2, 0), tp(TOPIC2, 2)]}
+
+
+def test_static_member_round_robin_assignment_persistent():  # testStaticMemberRoundRobinAssignmentPersistent
+    both = [TOPIC1, TOPIC2]
+    subs = {m: (both, instance) for m, instance in STATIC}
+    subs["consumer4"] = (both, None)
+    expected = {C1: [tp(TOPIC1, 0), tp(TOPIC2, 1)], C2: [tp(TOPIC1, 1), tp(TOPIC2, 2)], C3: [tp(TOPIC1, 2)],
+                "consumer4": [tp(TOPIC2, 0)]}
+    assert rr({TOPIC1: 3, TOPIC2: 3}, subs) == expected
+    del subs["consumer4"]
+    subs["consumer5"] = (both, None)
+    expected["consumer5"] = expected.pop("consumer4")
+    assert rr({TOPIC1: 3, TOPIC2: 3}, subs) == expected
+
+
+def test_static_member_round_robin_assignment_persistent_after_member_id_changes():
+    # testStaticMemberRoundRobinAssignmentPersistentAfterMemberIdChanges
+    both = [TOPIC1, TOPIC2]
+    subs = {m: (both, instance) for m, instance in STATIC}
+    expected = {"instance1": [tp(TOPIC1, 0), tp(TOPIC1, 3), tp(TOPIC2, 1), tp(TOPIC2, 4)],
+                "instance2": [tp(TOPIC1, 1), tp(TOPIC1, 4), tp(TOPIC2, 2)],
+                "instance3": [tp(TOPIC1, 2), tp(TOPIC2, 0), tp(TOPIC2, 3)]}
+    out = rr({TOPIC1: 5, TOPIC2: 5}, subs)
+    assert {subs[m][1]: v for m, v in out.items()} == expected
+    subs["consumer4"], subs["consumer5"] = subs.pop(C3), subs.pop(C2)
+    out = rr({TOPIC1: 5, TOPIC2: 5}, subs)
+    assert {subs[m][1]: v for m, v in out.items()} == expected

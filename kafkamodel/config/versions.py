@@ -288,6 +288,8 @@ class Mechanisms:
     magic: int  # the message format producers write: 0 (0.8), 1 (0.10, KIP-32: timestamps), 2 (0.11, KIP-98: RecordBatch)
     fetch_sessions: bool  # 1.1 (KIP-227): incremental fetch sessions; before, every fetch names every partition and
     # every answer carries every partition asked for
+    static_member_order: bool = True  # 2.4 (KAFKA-8355, KAFKA-8356): range and roundrobin order static members by
+    # group.instance.id (KIP-345's group.instance.id itself is 2.3: there they order every member by member id)
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -309,4 +311,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         broker_epochs=kraft or at_least(version, "2.2"),
         magic=2 if at_least(version, "0.11") else 1 if at_least(version, "0.10") else 0,
         fetch_sessions=at_least(version, "1.1"),
+        static_member_order=at_least(version, "2.4"),
     )

@@ -80,6 +80,7 @@ class KafkaConsumer:
         self.coordinator = coordinator
         self.groups: list[Group] = coordinator.groups
         self.fetcher = fetcher
+        self.static_member_order = sim.settings.kafka.static_member_order  # 2.4: assignors order by instance id
 
     def start(self) -> None:
         for g in self.groups:
@@ -121,8 +122,7 @@ class KafkaConsumer:
             m.token += 1
         self.coordinator.join_group(g, m.index)
 
-    @staticmethod
-    def perform_assignment(g: Group, members: list[Member]) -> dict:
+    def perform_assignment(self, g: Group, members: list[Member]) -> dict:
         """The group leader's assignor (ConsumerCoordinator.onLeaderElected): who gets which partitions. The sticky
         assignors read each member's MemberData: eager sticky its last assignment and generation (user data),
         cooperative what it still owns and its generation."""
@@ -132,8 +132,8 @@ class KafkaConsumer:
             generations = {m.id: m.generation for m in members}
         else:
             owned, generations = g.previous, None
-        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations,
-                      {m.id: m.instance_id for m in members})
+        instance_ids = {m.id: m.instance_id for m in members} if self.static_member_order else None
+        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations, instance_ids)
         g.previous = plan
         return plan
 
