@@ -476,3 +476,35 @@ def test_partition_movements_swap_a_reverse_move_and_stay_sticky():
     assert m.movements == {tp("t", 1 - first): ("A", "B")} and m.is_sticky()
     m.move_partition(tp("t", 3), "B", "A")  # a real reverse flow between the same two members breaks stickiness
     assert not m.is_sticky()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_rebalance_sequences_stay_valid_balanced_and_sticky(seed):
+    # beyond Kafka's randomized cases: 1-11 topics of 0-7 partitions, 1-24 members each subscribed to a random
+    # non-empty set, then three rebalances where about a fifth of the members leave, some change subscription and some
+    # of those gone come back (no generation, nothing owned),
+    # every member of a generation reporting that generation (as a group does); each assignment passes Kafka's
+    # verifyValidityAndBalance (the cooperative one's follow-up rebalances included) and isSticky. Each assignment
+    # sees only the subscribed topics that have partitions (AbstractPartitionAssignor.assign's partitionsPerTopic)
+    rng = random.Random(seed)
+    a = Assignor(rng.choice(ASSIGNORS), rng.choice([None, *RACK_CONFIGS]))
+    topics = [name("t", i, 10) for i in range(rng.randrange(1, 12))]
+    every = {t: a.partitions(t, rng.randrange(0, 8)) for t in topics}
+    members = [name("c", i, 10) for i in range(rng.randrange(1, 25))]
+
+    def some_topics():
+        return sorted(rng.sample(topics, rng.randrange(1, len(topics) + 1)))
+
+    def subscribed(subs):
+        return {t: n for t, n in every.items() if n and any(t in d.topics for d in subs.values())}
+
+    subs = {c: a.sub(some_topics(), i) for i, c in enumerate(members)}
+    out = a.verify(subs, a.assign(subscribed(subs), subs), subscribed(subs))
+    for generation in (GENERATION, GENERATION + 1, GENERATION + 2):
+        stay = [c for c in subs if rng.random() < 0.8] or list(subs)[:1]
+        join = [c for c in members if c not in subs and rng.random() < 0.3]
+        subs = {**{c: a.sub(some_topics() if rng.random() < 0.3 else subs[c].topics, members.index(c), out[c],
+                            generation) for c in stay},
+                **{c: a.sub(some_topics(), members.index(c)) for c in join}}
+        out = a.verify(subs, a.assign(subscribed(subs), subs), subscribed(subs))
+        assert a.is_sticky()
