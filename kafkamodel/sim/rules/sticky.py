@@ -77,9 +77,9 @@ def transferring_ownership(subscriptions: dict[str, MemberData], assignment: dic
     added: dict[tuple, str] = {}
     revoked: set[tuple] = set()
     for member, parts in assignment.items():
-        owned = subscriptions[member].owned
-        added.update((tp, member) for tp in parts if tp not in set(owned))
-        revoked.update(tp for tp in owned if tp not in set(parts))
+        owned, kept = set(subscriptions[member].owned), set(parts)
+        added.update((tp, member) for tp in parts if tp not in owned)
+        revoked.update(owned - kept)
     return {tp: member for tp, member in added.items() if tp in revoked}
 
 

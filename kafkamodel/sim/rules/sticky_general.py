@@ -94,7 +94,6 @@ class GeneralAssignmentBuilder:
         self.partition_consumer = {tp: m for m, parts in self.current.items() for tp in parts}
         topics = sorted(self.topic_consumers, key=lambda t: (len(self.topic_consumers[t]), t))
         self.sorted_partitions = [(t, p) for t in topics for p in range(partitions_per_topic[t])]
-        self.rank = {tp: i for i, tp in enumerate(self.sorted_partitions)}
         self.sorted_members: list[tuple] = []  # (partitions held, member id): Kafka's sortedCurrentSubscriptions
         self.revocation_required = False
         self.movements = PartitionMovements()
