@@ -39,6 +39,19 @@ def test_a_join_under_eager_pauses_every_partition():
     assert g.rebalances == 2 and g.partitions_paused == PARTITIONS
 
 
+def test_members_learn_of_a_rebalance_at_their_next_heartbeat():
+    # AbstractCoordinator: the coordinator answers a member's heartbeat with REBALANCE_IN_PROGRESS and only then does
+    # it rejoin. The members started at 0 and heartbeat every 3 s, so a join at 10 s is learnt of at their 12 s
+    # heartbeat, not at 10 s (the joiner rejoins at once); a member busy then rejoins at its next poll, after at
+    # most a fetch's long poll (fetch.max.wait.ms 500) or one poll's processing (500 records x 0.2 ms), and the
+    # JoinGroup and SyncGroup round trips follow
+    r = simulate(scenario(JOIN, **{"partition.assignment.strategy": "range"}))
+    ev = r.events
+    start = ev[(ev.kind == "rebalance_start") & ev.detail.str.contains("joined")].time_ms.iloc[0]
+    assigned = ev[(ev.kind == "consumer_assign") & ev.detail.str.contains("generation 2:")].time_ms.min()
+    assert start == 10000 and 12000 < assigned < 12000 + max(500, 500 * 0.2) + 100
+
+
 def test_a_join_under_cooperative_sticky_pauses_only_the_partition_that_moves():
     r = simulate(scenario(JOIN, **{"partition.assignment.strategy": "cooperative-sticky"}))
     g = r.groups.iloc[0]
@@ -86,14 +99,15 @@ def test_a_rolling_restart_processes_records_twice_only_under_cooperative_auto_c
     if not twice:
         assert g.consumed_duplicates == 0
         return
-    # what is repeated of a revoked partition was produced (1000/s over 12 partitions) after the restarted member
-    # came back (its join starts the rebalance) less the fetch's long poll (fetch.max.wait.ms, 500 ms: what the
-    # owner had not yet fetched at its rejoin commit), up to the revocation
-    ev = r.events[r.events.kind == "consumer_revoke"]
-    backs = [f["at.ms"] + f["duration.ms"] for f in ROLL_AUTO]
-    bound = sum(d.count("t-") * 1000 / 12 * (t - max(b for b in backs if b <= t) + 500) / 1000
-                for t, d in zip(ev.time_ms, ev.detail))
-    assert len(ev) == 2 * len(ROLL_AUTO)  # each return takes one partition from each of two members
+    # what is repeated of a revoked partition was produced (1000/s over 12 partitions) after the rebalance that
+    # revoked it started (the revoking member rejoined, and committed, no earlier) less the fetch's long poll
+    # (fetch.max.wait.ms, 500 ms: what the owner had not yet fetched at that commit), up to the revocation
+    ev = r.events
+    starts = ev[ev.kind == "rebalance_start"].time_ms.tolist()
+    revokes = ev[ev.kind == "consumer_revoke"]
+    assert len(revokes) > 0
+    bound = sum(d.count("t-") * 1000 / 12 * (t - max(s for s in starts if s <= t) + 500) / 1000
+                for t, d in zip(revokes.time_ms, revokes.detail))
     assert 0 < g.consumed_duplicates <= bound
 
 
@@ -108,7 +122,9 @@ def test_a_static_member_restarted_within_the_session_timeout_causes_no_rebalanc
     # its own partitions wait for it: 2 per member, each for the 2 s the process is down
     assert g.paused_partition_ms == pytest.approx(PARTITIONS * 2000)
     dynamic = simulate(scenario(ROLL)).groups.iloc[0]
-    assert dynamic.rebalances == 1 + 2 * 3  # each restart: LeaveGroup, then JoinGroup
+    # without group.instance.id each restart's LeaveGroup rebalances (its JoinGroup 2 s later may join that
+    # rebalance while the others have not yet heard of it at their 3 s heartbeats)
+    assert dynamic.rebalances > 1
 
 
 @pytest.mark.parametrize("version, strategy, expected", [
@@ -131,9 +147,14 @@ def test_a_static_member_back_after_its_session_expired_rebalances():
     ev = r.events
     starts = ev[ev.kind == "rebalance_start"]
     closed = ev[ev.kind == "consumer_leave"].time_ms.iloc[0]  # at its next poll after 8 s
-    # session.timeout.ms (10 s) after it closed, the coordinator removes it; its return 12 s after closing is a join
-    assert starts.time_ms.tolist()[1:] == pytest.approx([closed + 10000, closed + 12000])
-    assert r.groups.iloc[0].rebalances == 3
+    # session.timeout.ms (10 s) after it closed, the coordinator removes it and a rebalance starts; the others hear
+    # of it at their next heartbeat (every 3 s from 0), so if that comes after its return 12 s after closing, the
+    # returning member's JoinGroup joins that rebalance; else the return is a rebalance of its own
+    expired, back = closed + 10000, closed + 12000
+    heard = 3000 * (int(expired // 3000) + 1)
+    expected = [expired] if heard > back else [expired, back]
+    assert starts.time_ms.tolist()[1:] == pytest.approx(expected)
+    assert r.groups.iloc[0].rebalances == 1 + len(expected)
 
 
 @pytest.mark.parametrize("edit, field, rule", [
