@@ -39,6 +39,19 @@ def test_a_join_under_eager_pauses_every_partition():
     assert g.rebalances == 2 and g.partitions_paused == PARTITIONS
 
 
+def test_members_learn_of_a_rebalance_at_their_next_heartbeat():
+    # AbstractCoordinator: the coordinator answers a member's heartbeat with REBALANCE_IN_PROGRESS and only then does
+    # it rejoin. The members started at 0 and heartbeat every 3 s, so a join at 10 s is learnt of at their 12 s
+    # heartbeat, not at 10 s (the joiner rejoins at once); a member busy then rejoins at its next poll, after at
+    # most a fetch's long poll (fetch.max.wait.ms 500) or one poll's processing (500 records x 0.2 ms), and the
+    # JoinGroup and SyncGroup round trips follow
+    r = simulate(scenario(JOIN, **{"partition.assignment.strategy": "range"}))
+    ev = r.events
+    start = ev[(ev.kind == "rebalance_start") & ev.detail.str.contains("joined")].time_ms.iloc[0]
+    assigned = ev[(ev.kind == "consumer_assign") & ev.detail.str.contains("generation 2:")].time_ms.min()
+    assert start == 10000 and 12000 < assigned < 12000 + max(500, 500 * 0.2) + 100
+
+
 def test_a_join_under_cooperative_sticky_pauses_only_the_partition_that_moves():
     r = simulate(scenario(JOIN, **{"partition.assignment.strategy": "cooperative-sticky"}))
     g = r.groups.iloc[0]
@@ -65,6 +78,39 @@ def test_a_list_with_an_eager_assignor_rebalances_eagerly():
                     ).groups.iloc[0].rebalances == 2
 
 
+ROLL_AUTO = [{"at.ms": 10000 + 5000 * i, "kind": "consumer_restart", "group": "g", "member": i, "duration.ms": 3000}
+             for i in range(3)]
+
+
+@pytest.mark.parametrize("consumer, twice", [
+    ({"partition.assignment.strategy": "cooperative-sticky"}, True),
+    ({"partition.assignment.strategy": "cooperative-sticky", "commit": "after_processing"}, False),
+    ({"partition.assignment.strategy": "range"}, False),
+    ({"group.protocol": "consumer"}, False)])
+def test_a_rolling_restart_processes_records_twice_only_under_cooperative_auto_commit(consumer, twice):
+    # ConsumerCoordinator: onJoinPrepare auto-commits, a cooperative member goes on consuming until the SyncGroup
+    # answer, and onJoinComplete revokes without committing; so the new owner repeats what the old one processed
+    # after its rejoin. Eager revokes right after the commit; KIP-848's member commits before revoking;
+    # after_processing commits every record; a restart's close() commits: none of those repeats anything.
+    sc = scenario(ROLL_AUTO, members=6, **{"commit": "auto", **consumer})
+    sc["topics"][0]["partitions"], sc["duration.ms"] = 12, 30000
+    r = simulate(sc)
+    g = r.groups.iloc[0]
+    if not twice:
+        assert g.consumed_duplicates == 0
+        return
+    # what is repeated of a revoked partition was produced (1000/s over 12 partitions) after the rebalance that
+    # revoked it started (the revoking member rejoined, and committed, no earlier) less the fetch's long poll
+    # (fetch.max.wait.ms, 500 ms: what the owner had not yet fetched at that commit), up to the revocation
+    ev = r.events
+    starts = ev[ev.kind == "rebalance_start"].time_ms.tolist()
+    revokes = ev[ev.kind == "consumer_revoke"]
+    assert len(revokes) > 0
+    bound = sum(d.count("t-") * 1000 / 12 * (t - max(s for s in starts if s <= t) + 500) / 1000
+                for t, d in zip(revokes.time_ms, revokes.detail))
+    assert 0 < g.consumed_duplicates <= bound
+
+
 ROLL = [{"at.ms": 8000 + 4000 * i, "kind": "consumer_restart", "group": "g", "member": i, "duration.ms": 2000}
         for i in range(3)]
 
@@ -76,7 +122,23 @@ def test_a_static_member_restarted_within_the_session_timeout_causes_no_rebalanc
     # its own partitions wait for it: 2 per member, each for the 2 s the process is down
     assert g.paused_partition_ms == pytest.approx(PARTITIONS * 2000)
     dynamic = simulate(scenario(ROLL)).groups.iloc[0]
-    assert dynamic.rebalances == 1 + 2 * 3  # each restart: LeaveGroup, then JoinGroup
+    # without group.instance.id each restart's LeaveGroup rebalances (its JoinGroup 2 s later may join that
+    # rebalance while the others have not yet heard of it at their 3 s heartbeats)
+    assert dynamic.rebalances > 1
+
+
+@pytest.mark.parametrize("version, strategy, expected", [
+    ("4.1", "range", {"consumer-g-2": [0, 1], "consumer-g-1": [2, 3], "consumer-g-0": [4, 5]}),
+    ("4.1", "roundrobin", {"consumer-g-2": [0, 3], "consumer-g-1": [1, 4], "consumer-g-0": [2, 5]}),
+    ("2.3", "range", {"consumer-g-0": [0, 1], "consumer-g-1": [2, 3], "consumer-g-2": [4, 5]})])
+def test_range_and_roundrobin_order_static_members_by_group_instance_id(version, strategy, expected):
+    # KIP-345 in the assignors (2.4: KAFKA-8355 range, KAFKA-8356 roundrobin): static members sort by
+    # group.instance.id, not member.id; the members consumer-g-0..2 have instance ids c, b, a, so consumer-g-2 (a)
+    # comes first: P // C = 2 partitions each in ranges, or dealt in turn. Kafka 2.3 has group.instance.id but its
+    # assignors still sort by member id
+    r = simulate(scenario(version=version, **{"partition.assignment.strategy": strategy,
+                                              "group.instance.id": ["c", "b", "a"]}))
+    assert assignments(r)[min(assignments(r))] == expected
 
 
 def test_a_static_member_back_after_its_session_expired_rebalances():
@@ -85,9 +147,14 @@ def test_a_static_member_back_after_its_session_expired_rebalances():
     ev = r.events
     starts = ev[ev.kind == "rebalance_start"]
     closed = ev[ev.kind == "consumer_leave"].time_ms.iloc[0]  # at its next poll after 8 s
-    # session.timeout.ms (10 s) after it closed, the coordinator removes it; its return 12 s after closing is a join
-    assert starts.time_ms.tolist()[1:] == pytest.approx([closed + 10000, closed + 12000])
-    assert r.groups.iloc[0].rebalances == 3
+    # session.timeout.ms (10 s) after it closed, the coordinator removes it and a rebalance starts; the others hear
+    # of it at their next heartbeat (every 3 s from 0), so if that comes after its return 12 s after closing, the
+    # returning member's JoinGroup joins that rebalance; else the return is a rebalance of its own
+    expired, back = closed + 10000, closed + 12000
+    heard = 3000 * (int(expired // 3000) + 1)
+    expected = [expired] if heard > back else [expired, back]
+    assert starts.time_ms.tolist()[1:] == pytest.approx(expected)
+    assert r.groups.iloc[0].rebalances == 1 + len(expected)
 
 
 @pytest.mark.parametrize("edit, field, rule", [

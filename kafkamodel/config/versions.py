@@ -311,6 +311,8 @@ class Mechanisms:
     hw_completes_delayed_fetch: bool = True  # 0.8.2 (KAFKA-1430, purgatory redesign): a consumer's parked fetch is
     # answered when the HW moves; before (0.8.1), only when a produce (or an acks=-1 request's acknowledgement) to its
     # partitions brings fetch.min.bytes, answered with what is below the HW then, or when fetch.wait.max.ms passes
+    static_member_order: bool = True  # 2.4 (KAFKA-8355, KAFKA-8356): range and roundrobin order static members by
+    # group.instance.id (KIP-345's group.instance.id itself is 2.3: there they order every member by member id)
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -333,4 +335,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         magic=2 if at_least(version, "0.11") else 1 if at_least(version, "0.10") else 0,
         fetch_sessions=at_least(version, "1.1"),
         hw_completes_delayed_fetch=version != "0.8.1",
+        static_member_order=at_least(version, "2.4"),
     )

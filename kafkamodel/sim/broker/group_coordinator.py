@@ -3,8 +3,9 @@ generations and committed offsets of every consumer group.
 
 It runs on the broker side, on a reliable node (``COORDINATOR``). It starts a
 rebalance on a join, a leave, and a member silent for ``session.timeout.ms``;
-each member rejoins (``KafkaConsumer.rejoin``: eager, it revokes everything
-first), and once every member in the group has, JoinGroup and SyncGroup take
+the members that did not start it learn of it from their next heartbeat's
+answer (REBALANCE_IN_PROGRESS) and rejoin (``KafkaConsumer.rejoin``: eager, it
+revokes everything first), and once every member in the group has, JoinGroup and SyncGroup take
 two round trips before the new generation's assignment (computed by the
 group leader's assignor, as in Kafka's classic protocol) reaches the members.
 OffsetCommit is refused from a member of an older generation. The members'
@@ -49,7 +50,9 @@ class GroupCoordinator:
 
     # ---- rebalances ---------------------------------------------------------------
 
-    def start_rebalance(self, g: Group, why: str) -> None:
+    def start_rebalance(self, g: Group, why: str, prompt: tuple = ()) -> None:
+        """JoinGroup from a new member, LeaveGroup, an expired session, or members that revoked partitions
+        (``prompt``: they rejoin at once): the group prepares a rebalance; the others learn at their heartbeat."""
         if g.protocol == "consumer":  # KIP-848: no rebalance, a new target assignment
             self.new_target(g, why)
             return
@@ -58,7 +61,7 @@ class GroupCoordinator:
             g.joined = set()
             g.rebalances += 1
             self.event(REBALANCE_START, -1, -1, f"group {g.name}: {why}")
-        self.members.rejoin_all(g)
+        self.members.rejoin_all(g, prompt)
         self.maybe_complete(g)
 
     def join_group(self, g: Group, member: int) -> None:
@@ -83,9 +86,9 @@ class GroupCoordinator:
         plan = self.members.perform_assignment(g, members)
         g.generation += 1
         g.rebalancing = False
-        revoked = [self.members.on_assignment(g, m, plan.get(m.id, [])) for m in members]
-        if any(revoked):  # cooperative: those members rejoin at once, and a second rebalance hands the partitions out
-            self.start_rebalance(g, "members revoked partitions and re-join")
+        revoked = tuple(m.index for m in members if self.members.on_assignment(g, m, plan.get(m.id, [])))
+        if revoked:  # cooperative: those members rejoin at once, and a second rebalance hands the partitions out
+            self.start_rebalance(g, "members revoked partitions and re-join", revoked)
 
     # ---- membership -------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from .fetcher import RESET
 class Member:
     __slots__ = ("index", "id", "alive", "assignment", "positions", "fetched", "buffer", "pending", "waiting", "token",
                  "fetch_id", "started_ms", "last_commit_ms", "processing", "busy", "leaving", "generation",
-                 "incarnation", "expired", "instance_id", "restart_after")
+                 "incarnation", "expired", "instance_id", "restart_after", "told", "hearing")
 
     def __init__(self, index: int, group: str, now: float, incarnation: int = 0):
         self.index = index  # place in the group's member list
@@ -57,6 +57,8 @@ class Member:
         self.expired = False  # the coordinator removed it (left, or silent for session.timeout.ms)
         self.instance_id: str | None = None  # group.instance.id: a static member (KIP-345)
         self.restart_after: float | None = None  # consumer_restart: it starts again this long after it closes
+        self.told = -1  # the group's rebalance it knows of (it started it, or a heartbeat answer said so)
+        self.hearing = -1  # the rebalance its next heartbeat answer will tell it of
 
     @property
     def in_group(self) -> bool:
@@ -69,7 +71,7 @@ class KafkaConsumer:
     """Every consumer group's members (clients never fail; their processes may crash, leave and join)."""
 
     MESSAGES = ("commit_answer", "reconcile")
-    TIMERS = ("poll", "done_processing", "restart")
+    TIMERS = ("poll", "done_processing", "restart", "learn_rebalance")
 
     def __init__(self, sim, coordinator, fetcher):
         self.kernel = sim.kernel
@@ -80,6 +82,7 @@ class KafkaConsumer:
         self.coordinator = coordinator
         self.groups: list[Group] = coordinator.groups
         self.fetcher = fetcher
+        self.static_member_order = sim.settings.kafka.static_member_order  # 2.4: assignors order by instance id
 
     def start(self) -> None:
         for g in self.groups:
@@ -99,11 +102,30 @@ class KafkaConsumer:
 
     # ---- rebalances (the coordinator's calls) -------------------------------------------------------------
 
-    def rejoin_all(self, g: Group) -> None:
-        """A rebalance started: every member not busy rejoins now, the others at their next poll."""
+    def rejoin_all(self, g: Group, prompt: tuple = ()) -> None:
+        """A rebalance started. The members that start it (a new member, those that revoked partitions: ``prompt``)
+        rejoin now, or at their next poll if busy; the others learn of it from their next heartbeat's answer
+        (REBALANCE_IN_PROGRESS), heartbeats running every heartbeat.interval.ms from the member's start."""
         for m in g.members:
-            if m.alive and not m.busy:
-                self.rejoin(g, m)
+            if not m.alive or m.index in g.joined:
+                continue
+            if m.index in prompt or m.generation < 0:
+                self.learn_rebalance(g, m, g.rebalances)
+            elif m.told != g.rebalances and m.hearing != g.rebalances:
+                m.hearing = g.rebalances
+                hb = g.config.heartbeat_interval_ms
+                beat = m.started_ms + hb * (int((self.kernel.now - m.started_ms) // hb) + 1)
+                answer = beat + self.coordinator.draw() + self.coordinator.draw()
+                self.kernel.schedule(answer, self.learn_rebalance, g, m, g.rebalances)
+
+    def learn_rebalance(self, g: Group, m: Member, rebalance: int) -> None:
+        """The member knows the group rebalances (AbstractCoordinator.requestRejoin): it rejoins now, or at its
+        next poll if busy with one."""
+        if not m.alive or m.expired or not g.rebalancing or rebalance != g.rebalances:
+            return
+        m.told = rebalance
+        if not m.busy:
+            self.rejoin(g, m)
 
     def rejoin(self, g: Group, m: Member) -> None:
         """onJoinPrepare: the member commits first if it auto-commits and rejoins; eager, it revokes everything
@@ -121,8 +143,7 @@ class KafkaConsumer:
             m.token += 1
         self.coordinator.join_group(g, m.index)
 
-    @staticmethod
-    def perform_assignment(g: Group, members: list[Member]) -> dict:
+    def perform_assignment(self, g: Group, members: list[Member]) -> dict:
         """The group leader's assignor (ConsumerCoordinator.onLeaderElected): who gets which partitions. The sticky
         assignors read each member's MemberData: eager sticky its last assignment and generation (user data),
         cooperative what it still owns and its generation."""
@@ -132,7 +153,8 @@ class KafkaConsumer:
             generations = {m.id: m.generation for m in members}
         else:
             owned, generations = g.previous, None
-        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations)
+        instance_ids = {m.id: m.instance_id for m in members} if self.static_member_order else None
+        plan = assign(g.config.assignment_strategy, ids, g.partitions, owned, generations, instance_ids)
         g.previous = plan
         return plan
 
@@ -200,7 +222,7 @@ class KafkaConsumer:
         if m.leaving:
             self._member_leave(g, m)
             return
-        if g.rebalancing:
+        if g.rebalancing and m.told == g.rebalances:
             self.rejoin(g, m)
             if g.protocol == "eager":
                 return

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 from math import ceil
 
+from .range_assignor import RangeMember, range_assignment
+from .roundrobin_assignor import roundrobin_assignment
 from .sticky import DEFAULT_GENERATION, MemberData, sticky_assignment
 
 
-def range_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
-    """RangeAssignor, per topic: P // C each, and the first P % C members one more."""
-    members = sorted(members)
+def range_assign(members: list[str], partitions: list[int],
+                 instance_ids: dict[str, str | None] | None = None) -> dict[str, list[int]]:
+    """RangeAssignor on one topic (``range_assignor.range_assignment``): P // C each, and the first P % C members one
+    more, static members first in group.instance.id order (KIP-345), then the others by member id."""
     parts = sorted(partitions)
-    per, extra = divmod(len(parts), len(members))
-    out, start = {}, 0
-    for i, m in enumerate(members):
-        n = per + (1 if i < extra else 0)
-        out[m] = parts[start:start + n]
-        start += n
-    return out
+    instance_ids = instance_ids or {}
+    plan = range_assignment({"": len(parts)}, {m: RangeMember(("",), instance_ids.get(m)) for m in members})
+    return {m: [parts[i] for _, i in plan[m]] for m in sorted(members)}
 
 
 def range_ceil_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
@@ -33,13 +32,14 @@ def range_ceil_assign(members: list[str], partitions: list[int]) -> dict[str, li
     return {m: parts[i * per:(i + 1) * per] for i, m in enumerate(members)}
 
 
-def roundrobin_assign(members: list[str], partitions: list[int]) -> dict[str, list[int]]:
-    """RoundRobinAssignor: partitions dealt one by one to the members in order."""
-    members = sorted(members)
-    out = {m: [] for m in members}
-    for i, p in enumerate(sorted(partitions)):
-        out[members[i % len(members)]].append(p)
-    return out
+def roundrobin_assign(members: list[str], partitions: list[int],
+                      instance_ids: dict[str, str | None] | None = None) -> dict[str, list[int]]:
+    """RoundRobinAssignor on one topic (``roundrobin_assignor.roundrobin_assignment``): partitions dealt one by one
+    to the members, static members first in group.instance.id order (KIP-345), then the others by member id."""
+    parts = sorted(partitions)
+    instance_ids = instance_ids or {}
+    plan = roundrobin_assignment({"": len(parts)}, {m: RangeMember(("",), instance_ids.get(m)) for m in members})
+    return {m: [parts[i] for _, i in plan[m]] for m in sorted(members)}
 
 
 def sticky_assign(members: list[str], partitions: list[int], owned: dict[str, list[int]],
@@ -57,15 +57,17 @@ def sticky_assign(members: list[str], partitions: list[int], owned: dict[str, li
 
 
 def assign(strategy: str, members: list[str], partitions: list[int], previous: dict[str, list[int]],
-           generations: dict[str, int] | None = None) -> dict[str, list[int]]:
+           generations: dict[str, int] | None = None,
+           instance_ids: dict[str, str | None] | None = None) -> dict[str, list[int]]:
     """The named assignor's plan; ``previous``/``generations``: what each member owned and since which generation
-    (the sticky assignors' MemberData)."""
+    (the sticky assignors' MemberData); ``instance_ids``: each member's group.instance.id (the order of the range
+    and roundrobin assignors)."""
     if not members:
         return {}
     if strategy == "range":
-        return range_assign(members, partitions)
+        return range_assign(members, partitions, instance_ids)
     if strategy == "range_ceil":
         return range_ceil_assign(members, partitions)
     if strategy == "roundrobin":
-        return roundrobin_assign(members, partitions)
+        return roundrobin_assign(members, partitions, instance_ids)
     return sticky_assign(members, partitions, previous, generations, cooperative=strategy == "cooperative-sticky")
