@@ -47,7 +47,7 @@ TINY = {
         "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
     },
     "recovery_protocols": {},
-    "operations": {},  # already small: 12 configurations of 20-40 s
+    "operations": {},  # already small: 14 configurations of 20-50 s
     "versions": {  # the release before and after each fix, short runs where the schedule allows
         "follower_restart": {"grid": {"version": ["0.10", "4.1"]}},
         "double_power_loss": {"grid": {"version": ["0.10", "0.11"]}},
