@@ -413,3 +413,23 @@ def test_throttled_bytes_are_the_bytes_a_throttle_bound_move_fetched():
     assert s["throttled_bytes"] == pytest.approx(throttle * s["operation_ms"] / 1000, rel=0.10)
     free = simulate(moving([move])).summary  # no --throttle: the same bytes move, none of them throttled
     assert free["throttled_bytes"] == 0 and low <= free["reassignment_bytes"] <= high
+
+
+def test_time_under_min_isr_per_partition():
+    # the rushed roll, its timeline sampled every millisecond: each partition's under_min_isr_ms is its samples with
+    # a leader and an ISR below min.insync.replicas, to within a sample at each end of each stretch
+    step = 1.0
+    r = simulate(scenario([{"at.ms": 1000, "kind": "rolling_restart", "gate": {"wait.ms": 0}, "downtime.ms": 1500}],
+                          duration=8000, **{"timeline.interval.ms": step}))
+    tl = r.timeline
+    under = tl[(tl["leader"] >= 0) & (tl["isr_size"] < MIN_ISR)]
+    sampled = under.groupby("partition").size() * step
+    stretches = under.groupby("partition")["time_ms"].apply(lambda t: int((t.diff() > step).sum()) + 1)
+    per = r.partitions.set_index("partition")["under_min_isr_ms"]
+    assert (per > 0).all()
+    for p, ms in per.items():
+        assert abs(ms - sampled[p]) <= 2 * step * stretches[p], (p, ms, sampled[p])
+    assert per.sum() == pytest.approx(r.summary["under_min_isr_partition_ms"])
+    gated = simulate(scenario([{"at.ms": 1000, "kind": "rolling_restart", "gate": "no_under_replicated",
+                                "downtime.ms": 1500}], duration=12000))
+    assert (gated.partitions["under_min_isr_ms"] == 0).all()

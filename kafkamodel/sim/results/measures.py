@@ -243,7 +243,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "partitions": ("topic", "partition", "leader", "last_leader", "leader_epoch", "replicas", "isr", "log_end_offset",
                    "high_watermark", "unavailable_ms", "replica_divergence", "replica_uncommitted_divergence",
                    "acked_records_lost",
-                   "committed_records_lost", "records_duplicated", "records", "backlog"),
+                   "committed_records_lost", "records_duplicated", "records", "backlog", "under_min_isr_ms"),
     "groups": ("group", "topic", "members", "commit", "records_processed", "consumed_lost", "consumed_duplicates",
                "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances",
                "paused_partition_ms", "paused_partition_ms_max", "partitions_paused", "lag_records_max",

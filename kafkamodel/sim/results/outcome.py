@@ -256,6 +256,8 @@ def build_result(end: RunEnd) -> Result:
     backlog = np.bincount(w.partition[waiting], minlength=P) if w.records else np.zeros(P, int)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
+    for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
+        row["under_min_isr_ms"] = float(end.operations["under_min_isr_ms"][part.index])
     group_rows = [group_row(end, g, offset, rec_presence, rec_visible) for g in end.groups]
 
     s, c = end.settings, end.counters
