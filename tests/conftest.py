@@ -47,7 +47,7 @@ TINY = {
         "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
     },
     "recovery_protocols": {},
-    "operations": {},  # already small: 12 configurations of 20-40 s
+    "operations": {},  # already small: 14 configurations of 20-50 s
     "control_plane": {  # 0.10, 1.1 and 4.1 at 100 and 1,000 partitions led (0.10's controlled shutdown at 100 only)
         "broker_failure": {"points": [0, 1, 4, 5, 6, 9]},
         "controlled_shutdown": {"points": [0, 1, 4, 6, 9]},

@@ -185,6 +185,21 @@ def _wait_status(page, predicate, what: str) -> dict:
     raise AssertionError(f"panel never showed {what}; last: {_panel_state(page)}")
 
 
+def _settled_image(page, seconds: float = 1.5) -> str:
+    """The figure's image once it stopped changing for `seconds` (the status line is set before the figure is
+    redrawn)."""
+    deadline = time.monotonic() + RUN_S
+    last, since = _panel_state(page)["img"], time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = _panel_state(page)["img"]
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now and time.monotonic() - since >= seconds:
+            return now
+    raise AssertionError("the figure never settled")
+
+
 def _control(page, label: str):
     return page.locator(".widget-inline-hbox", has=page.locator("label.widget-label", has_text=label)).first
 
@@ -244,6 +259,23 @@ def test_explorer_runs_interactively_in_jupyterlab(browser, lab, tmp_path):
     _control(page, "replication").locator("select").select_option("isr")
     _control(page, "acks").locator("select").select_option("all")
     _wait_status(page, lambda s: s["status"].startswith("run 5:"), "the isr, acks=all run")
+    fifth = _settled_image(page)
+
+    # an operation (a rolling restart with no wait): the status gives its numbers, the figure changes (the middle
+    # panel shows Kafka's gauges, the operations' window shaded) and still fits the screen
+    _control(page, "operation").locator("select").select_option("rolling restart (no wait)")
+    rolled = _wait_status(page, lambda s: s["status"].startswith("run 6:"), "the rolling restart run")
+    assert "operations " in rolled["status"] and "p99 " in rolled["status"] and "under min ISR" in rolled["status"]
+    page.wait_for_function("src => document.querySelector('.widget-output img').src !== src", arg=fifth)
+    _settled_image(page)
+    selector.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    figure = page.locator(".widget-output img").first.bounding_box()
+    assert figure and figure["y"] + figure["height"] <= VIEWPORT["height"], figure
+    page.screenshot(path=str(tmp_path / "explorer-5-rolling-restart.png"))
+    _control(page, "operation").locator("select").select_option("as in the scenario")
+    _wait_status(page, lambda s: s["status"].startswith("run 7:") and "operations" not in s["status"],
+                 "the run without the operation")
 
     def type_min_isr(value: str) -> None:
         readout = _control(page, "min.insync.replicas").locator(".widget-readout")
@@ -253,10 +285,10 @@ def test_explorer_runs_interactively_in_jupyterlab(browser, lab, tmp_path):
         page.keyboard.press("Enter")
 
     type_min_isr("4")
-    capped = _wait_status(page, lambda s: s["status"].startswith("run 6:"), "the capped run on 4.1")
+    capped = _wait_status(page, lambda s: s["status"].startswith("run 8:"), "the capped run on 4.1")
     assert "min.insync.replicas 4" in capped["status"] and "NOT_ENOUGH_REPLICAS 0" in capped["status"]
     _control(page, "kafka.version").locator("select").select_option("2.8")
-    _wait_status(page, lambda s: s["status"].startswith("run 7:"), "the run on 2.8")
+    _wait_status(page, lambda s: s["status"].startswith("run 9:"), "the run on 2.8")
     type_min_isr("4")
     refused = _wait_status(page, lambda s: s["status"].startswith("not run:"), "the refusal on 2.8")
     assert refused["status"] == ("not run: min.insync.replicas: 4 exceeds the replication factor (3); Kafka 2.8 "

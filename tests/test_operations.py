@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import yaml
 
@@ -331,3 +332,104 @@ def test_add_broker_leaves_enough_brokers_for_each_topic(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: topics[0].replication.factor: 3 exceeds the brokers running")
+
+
+# ---- produce latency, errors and throttled bytes during the operations ---------------------------------------------
+
+def window_latency(r) -> np.ndarray:
+    """Send -> ack of the acknowledged records sent from the first operation's start to the last one's end (read
+    from the events and records tables)."""
+    start = events(r, "operation_start")["time_ms"].min()
+    end = events(r, "operation_end")["time_ms"].max()
+    rec = r.records
+    sent = rec[rec["acked"] & (rec["send_ms"] >= start) & (rec["send_ms"] <= end)]
+    return (sent["ack_ms"] - sent["send_ms"]).to_numpy()
+
+
+def latency_between(r, lo: float, hi: float) -> np.ndarray:
+    rec = r.records
+    sent = rec[rec["acked"] & (rec["send_ms"] >= lo) & (rec["send_ms"] < hi)]
+    return (sent["ack_ms"] - sent["send_ms"]).to_numpy()
+
+
+def test_without_operations_the_operation_keys_are_null():
+    s = simulate(scenario(duration=2000)).summary
+    assert s["operation_ms"] is None and s["operation_produce_p99_ms"] is None
+    assert s["operation_produce_errors"] is None and s["throttled_bytes"] == 0
+
+
+def test_produce_latency_and_errors_during_a_rolling_restart_by_gate():
+    roll = {"at.ms": 1000, "kind": "rolling_restart", "downtime.ms": 1500}
+    gated = simulate(scenario([{**roll, "gate": "no_under_replicated"}], duration=12000))
+    rushed = simulate(scenario([{**roll, "gate": {"wait.ms": 0}}], duration=8000))
+    for r in (gated, rushed):
+        s, lat = r.summary, window_latency(r)
+        assert s["operation_produce_p50_ms"] == pytest.approx(np.percentile(lat, 50))
+        assert s["operation_produce_p99_ms"] == pytest.approx(np.percentile(lat, 99))
+        assert s["operation_produce_max_ms"] == pytest.approx(lat.max())
+        assert s["operation_produce_max_ms"] >= s["operation_produce_p99_ms"] >= s["operation_produce_p50_ms"]
+    # gated: never two replicas down at once, so never NOT_ENOUGH_REPLICAS (its errors are the in-flight requests
+    # of the connections each shutdown closes); with no wait, two brokers are out of the ISRs at once and every
+    # acks=all batch to those partitions is refused until broker 0 is back: each refusal is an error
+    assert gated.summary["not_enough_replicas_errors"] == 0
+    s = rushed.summary
+    assert s["operation_produce_errors"] >= s["not_enough_replicas_errors"] > 0
+    assert s["operation_produce_errors"] > gated.summary["operation_produce_errors"]
+    assert s["acked_records_lost"] == 0 and s["records_failed"] == 0  # refused batches are retried, not lost
+
+
+def test_produce_p99_during_a_preferred_election_onto_a_slow_replica():
+    # broker 0 bounces (its leaderships move away), then its fetches turn 20x slower at `slow`; the election at
+    # `elect` hands it back its preferred partitions
+    slow, elect, backoff = 3000.0, 5000.0, 100.0  # retry.backoff.ms (Kafka's default)
+
+    def run(election: bool):
+        given = bounced([{"at.ms": elect, "kind": "preferred_leader_election", "topic": "t"}] if election else [],
+                        broker={"auto.leader.rebalance.enable": False}, duration=9000)
+        given["faults"] = [{"at.ms": slow, "kind": "slow", "broker": 0, "factor": 20, "duration.ms": 6000}]
+        return simulate(given)
+
+    r, calm = run(True), run(False)
+    s = r.summary
+    assert sorted(preferred_elections(r)["partition"]) == sorted(led_by(r, 0))
+    assert s["operation_produce_p99_ms"] == pytest.approx(np.percentile(window_latency(r), 99))
+    steady = np.percentile(latency_between(r, 0, 1000), 99)
+    assert s["operation_produce_p99_ms"] > 10 * steady
+    # the second after the election, against the same second without it (broker 0 as slow, but a follower): the
+    # batches in flight to the old leaders are refused (NOT_LEADER_OR_FOLLOWER) and resent after a metadata refresh
+    # (retry.backoff.ms) to a leader both of whose followers fetch across the slow broker
+    after = np.percentile(latency_between(r, elect, elect + 1000), 99)
+    assert after > np.percentile(latency_between(calm, elect, elect + 1000), 99) + backoff
+
+
+def test_throttled_bytes_are_the_bytes_a_throttle_bound_move_fetched():
+    at, throttle = 6000.0, 200_000.0
+    move = {"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[3, 1, 2]]}
+    r = simulate(moving([{**move, "throttle": throttle}]))
+    s = r.summary
+    low, high = record_bytes(int((r.records["partition"] == 0).sum()))
+    assert low <= s["throttled_bytes"] <= high  # the whole log of partition 0, under the throttle
+    assert s["throttled_bytes"] == s["reassignment_bytes"]
+    assert s["throttled_bytes"] == pytest.approx(throttle * s["operation_ms"] / 1000, rel=0.10)
+    free = simulate(moving([move])).summary  # no --throttle: the same bytes move, none of them throttled
+    assert free["throttled_bytes"] == 0 and low <= free["reassignment_bytes"] <= high
+
+
+def test_time_under_min_isr_per_partition():
+    # the rushed roll, its timeline sampled every millisecond: each partition's under_min_isr_ms is its samples with
+    # a leader and an ISR below min.insync.replicas, to within a sample at each end of each stretch
+    step = 1.0
+    r = simulate(scenario([{"at.ms": 1000, "kind": "rolling_restart", "gate": {"wait.ms": 0}, "downtime.ms": 1500}],
+                          duration=8000, **{"timeline.interval.ms": step}))
+    tl = r.timeline
+    under = tl[(tl["leader"] >= 0) & (tl["isr_size"] < MIN_ISR)]
+    sampled = under.groupby("partition").size() * step
+    stretches = under.groupby("partition")["time_ms"].apply(lambda t: int((t.diff() > step).sum()) + 1)
+    per = r.partitions.set_index("partition")["under_min_isr_ms"]
+    assert (per > 0).all()
+    for p, ms in per.items():
+        assert abs(ms - sampled[p]) <= 2 * step * stretches[p], (p, ms, sampled[p])
+    assert per.sum() == pytest.approx(r.summary["under_min_isr_partition_ms"])
+    gated = simulate(scenario([{"at.ms": 1000, "kind": "rolling_restart", "gate": "no_under_replicated",
+                                "downtime.ms": 1500}], duration=12000))
+    assert (gated.partitions["under_min_isr_ms"] == 0).all()

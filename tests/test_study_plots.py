@@ -132,3 +132,40 @@ def _corner(fig, ax) -> str:
     vertical = "lower" if box.y0 - frame.y0 < frame.y1 - box.y1 else "upper"
     horizontal = "left" if box.x0 - frame.x0 < frame.x1 - box.x1 else "right"
     return f"{vertical} {horizontal}"
+
+
+def test_a_run_with_operations_shows_kafkas_gauges_and_the_operations_window():
+    # a rolling restart with no wait on RF 3 / min.insync.replicas 2: two brokers out at once, so partitions go under
+    # min ISR for a while
+    result = simulate(load_scenario(SCENARIOS / "steady-state.yaml").with_overrides({
+        "duration.ms": 8000, "broker.min.insync.replicas": 2, "timeline.interval.ms": 20,
+        "operations": [{"at.ms": 1000, "kind": "rolling_restart", "gate": {"wait.ms": 0}, "downtime.ms": 1500}]}))
+    s = result.summary
+    fig = run_figure(result)
+    lat, gauges, events = fig.axes[:3]
+    # the gauges, counted here from the timeline as Kafka defines them
+    tl = result.timeline
+    led = tl["leader"] >= 0
+    expected = {"under-replicated": (led & (tl["isr_size"] < 3)), "under min ISR": (led & (tl["isr_size"] < 2)),
+                "offline": ~led}
+    lines = {line.get_label().split(" (")[0]: line for line in gauges.get_lines()}
+    assert set(lines) == set(expected)
+    for name, mask in expected.items():
+        counted = mask.groupby(tl["time_ms"]).sum()
+        assert list(lines[name].get_xdata()) == list(counted.index / 1000.0)
+        assert list(lines[name].get_ydata()) == counted.tolist(), name
+    assert max(lines["under min ISR"].get_ydata()) == 6 and s["under_min_isr_partition_ms"] > 0
+    legend = [t.get_text() for t in gauges.get_legend().get_texts()]
+    assert legend[1] == f"under min ISR ({s['under_min_isr_partition_ms'] / 1000.0:.3g} partition-s)"
+    # the operations' window, shaded on every panel: the first start to the last end, as the events have them
+    ev = result.events
+    start = ev[ev["kind"] == "operation_start"]["time_ms"].min() / 1000.0
+    end = ev[ev["kind"] == "operation_end"]["time_ms"].max() / 1000.0
+    assert end - start == pytest.approx(s["operation_ms"] / 1000.0)
+    for ax in (lat, gauges, events):
+        (span,) = [p for p in ax.patches if p.get_alpha() == 0.08]
+        assert span.get_x() == pytest.approx(start) and span.get_x() + span.get_width() == pytest.approx(end)
+    (during,) = lat.collections[-1:]  # the p99 during the operations, drawn across their window
+    (segment,) = during.get_segments()
+    assert segment[0][1] == pytest.approx(s["operation_produce_p99_ms"])
+    assert not _points_under_legends(fig)

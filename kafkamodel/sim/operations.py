@@ -76,12 +76,13 @@ class Operations:
         self.ended[i] = self.kernel.now
         self.event(OPERATION_END, -1, -1, f"{i}: {self.operations[i].kind}" + (f"; {detail}" if detail else ""))
 
-    def summary(self, end_ms: float) -> float | None:
-        """operation_ms: the first operation's start to the last one's end (an unfinished one: the run's end)."""
+    def window(self, end_ms: float) -> tuple[float, float] | None:
+        """The first operation's start and the last one's end (an unfinished one: the run's end); None if none
+        began. operation_ms is its length; the produce latency and errors "during the operation" fall in it."""
         if not self.started:
             return None
         last = end_ms if len(self.ended) < len(self.started) else max(self.ended.values())
-        return last - min(self.started)
+        return min(self.started), last
 
     # ---- a broker's shutdown and restart --------------------------------------------------------------------
 

@@ -222,8 +222,10 @@ class Simulation:
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
             cpu=self.cpu, caches=self.caches, recorder=self.recorder,
-            operations={"operation_ms": self.operations.summary(self.kernel.now), **self.health.close(duration),
-                        "reassignment_bytes": self.quotas.moved_bytes}))
+            operations={"window": self.operations.window(self.kernel.now), **self.health.close(duration),
+                        "reassignment_bytes": self.quotas.moved_bytes, "produce_error_ms": self.producer.error_ms,
+                        "throttled_bytes": self.quotas.throttled_bytes,
+                        "under_min_isr_ms": self.health.under_min_isr_ms}))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

@@ -2,8 +2,12 @@
 
 Readable with any number of partitions: the middle panel counts partitions
 per ISR size (and without a leader) instead of drawing one line per
-partition on top of each other. Legends sit above their panel, never on the
-data; a panel with nothing to show says so.
+partition on top of each other. A run with operations (``operations:``)
+shows Kafka's gauges there instead, summed over the cluster
+(``UnderReplicatedPartitions``, ``UnderMinIsrPartitionCount``,
+``OfflinePartitionsCount``), and shades the operations' window (the first
+one's start to the last one's end) on every panel. Legends sit above their
+panel, never on the data; a panel with nothing to show says so.
 """
 
 from __future__ import annotations
@@ -84,6 +88,68 @@ def _isr(ax, result) -> None:
     _legend_above(ax, len(counts.columns) if len(counts.columns) <= 2 else 2)
 
 
+GAUGES = (("UnderReplicatedPartitions", "under-replicated", "#ff7f0e", "-"),
+          ("UnderMinIsrPartitionCount", "under min ISR", "#d62728", "-"),
+          ("OfflinePartitionsCount", "offline", OFFLINE, "--"))
+GAUGE_TOTALS = ("under_replicated_partition_ms", "under_min_isr_partition_ms", "offline_partition_ms")
+WINDOW = "#1f77b4"  # the operations' window, shaded
+
+
+def cluster_gauges(result) -> pd.DataFrame:
+    """Per timeline sample, Kafka's partition gauges over the cluster: UnderReplicatedPartitions and
+    UnderMinIsrPartitionCount summed over the leaders that report them, and the controller's
+    OfflinePartitionsCount (``results.health.broker_gauges``, with each topic's min.insync.replicas in force)."""
+    from ..config.scenario import load_scenario
+    from ..config.settings import Settings
+    from ..sim.results.health import broker_gauges
+
+    settings = Settings.of(load_scenario(result.scenario))
+    min_isr = {t.name: t.min_insync_replicas for t in settings.topics}
+    per = broker_gauges(result.timeline, result.partitions, min_isr, settings.brokers)
+    summed = per.groupby("time_ms")[["UnderReplicatedPartitions", "UnderMinIsrPartitionCount"]].sum()
+    summed["OfflinePartitionsCount"] = per.groupby("time_ms")["OfflinePartitionsCount"].first()
+    return summed
+
+
+def operation_window(result) -> tuple[float, float] | None:
+    """The operations' window in ms (the summary's operation_ms, from the first operation's start), or None."""
+    ms = result.summary.get("operation_ms")
+    starts = result.events[result.events["kind"] == "operation_start"]["time_ms"]
+    if ms is None or not len(starts):
+        return None
+    return float(starts.min()), float(starts.min()) + float(ms)
+
+
+def _gauges(ax, result) -> None:
+    if not len(result.timeline):
+        _empty(ax, "no partitions")
+        return
+    g = cluster_gauges(result)
+    t = g.index.to_numpy() / 1000.0
+    s = result.summary  # in the legend: each state's partition-seconds in all, exact where the samples may miss a dip
+    for (column, label, colour, style), key in zip(GAUGES, GAUGE_TOTALS):
+        total_s = s[key] / 1000.0
+        ax.step(t, g[column].to_numpy(), style, where="post", color=colour, linewidth=1.3,
+                label=f"{label} ({total_s:.3g} partition-s)")
+    total = int(result.timeline.groupby("time_ms").size().max())
+    ax.set_ylim(-0.05 * total, total * 1.05)
+    ax.set_ylabel(f"partitions (of {total})")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    _legend_above(ax, 1)
+
+
+def _shade(axes, window, result) -> None:
+    start, end = window
+    for i, ax in enumerate(axes):
+        ax.axvspan(start / 1000.0, end / 1000.0, color=WINDOW, alpha=0.08, linewidth=0,
+                   label="operation" if i == 0 else None)
+    p99 = result.summary.get("operation_produce_p99_ms")
+    if p99 is not None:
+        axes[0].hlines(p99, start / 1000.0, end / 1000.0, color=WINDOW, linewidth=1.0, alpha=0.8)
+        axes[0].annotate(f"p99 during: {p99:.3g} ms", (start / 1000.0, p99), xytext=(2, 2),
+                         textcoords="offset points", fontsize=7, color=WINDOW)
+
+
 def _events(ax, result) -> None:
     events = result.events
     kinds = list(dict.fromkeys(events.sort_values("time_ms")["kind"])) if len(events) else []
@@ -106,8 +172,14 @@ def run_figure(result, title: str | None = None):
     fig, axes = plots.figure(3, width=WIDTH / 3, height=HEIGHT, sharex=True)
     duration = float(result.summary.get("duration_ms") or 1.0)
     lat_ax, isr_ax, ev_ax = axes
+    window = operation_window(result)
     _latency(lat_ax, result, duration)
-    _isr(isr_ax, result)
+    if window is None:
+        _isr(isr_ax, result)
+    else:
+        _gauges(isr_ax, result)
+        _shade(axes, window, result)
+        _legend_above(lat_ax, 4)
     _events(ev_ax, result)
     for ax in axes:
         ax.set_xlim(0, duration / 1000.0)

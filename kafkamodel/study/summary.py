@@ -58,6 +58,14 @@ def key_numbers(result) -> Table:
         ("NOT_ENOUGH_REPLICAS errors", number(s["not_enough_replicas_errors"]),
          "acks=all writes refused: ISR below min.insync.replicas"),
     ]
+    if s.get("operation_ms") is not None:
+        rows += [("operations", _s(s["operation_ms"]), "the first operation's start to the last one's end"),
+                 ("produce latency p99 during them", _ms(s.get("operation_produce_p99_ms")),
+                  f"p50 {_ms(s.get('operation_produce_p50_ms'))}, max {_ms(s.get('operation_produce_max_ms'))}; "
+                  f"{number(s['operation_produce_errors'])} produce errors"),
+                 ("under min ISR / offline", f"{number(s['under_min_isr_partition_ms'] / 1000.0)} / "
+                  f"{number(s['offline_partition_ms'] / 1000.0)} partition-s",
+                  f"under-replicated {number(s['under_replicated_partition_ms'] / 1000.0)} partition-s")]
     broken = sum(int(s.get(k, 0) or 0) for k in VIOLATIONS)
     if broken:
         rows.append(("safety violations", number(broken), ", ".join(k for k in VIOLATIONS if s.get(k))))
@@ -113,6 +121,10 @@ def status_line(result, run: int) -> str:
             f"{number(s['leader_elections'])} election{'s' if s['leader_elections'] != 1 else ''}",
             f"ISR −{number(s['isr_shrinks'])}/+{number(s['isr_expands'])}",
             f"NOT_ENOUGH_REPLICAS {number(s['not_enough_replicas_errors'])}"]
+    if s.get("operation_ms") is not None:
+        bits.append(f"operations {_s(s['operation_ms'])}: p99 {_ms(s.get('operation_produce_p99_ms'))}, "
+                    f"{number(s['operation_produce_errors'])} errors, "
+                    f"{number(s['under_min_isr_partition_ms'] / 1000.0)} partition-s under min ISR")
     if _has_consumers(result):
         bits.append(f"consumers: {number(s['consumed_lost'])} lost, {number(s['consumed_duplicates'])} twice")
     return " · ".join(bits)

@@ -34,7 +34,7 @@ class Allowance:
 class ReplicationQuotas:
     """Per broker, its leader-side and follower-side allowances; per partition, its throttled followers."""
 
-    __slots__ = ("kernel", "leader", "follower", "throttled", "moved_bytes")
+    __slots__ = ("kernel", "leader", "follower", "throttled", "moved_bytes", "throttled_bytes")
 
     def __init__(self, kernel, brokers: int, leader_rate: float | None, follower_rate: float | None):
         self.kernel = kernel
@@ -42,6 +42,7 @@ class ReplicationQuotas:
         self.follower = [Allowance(follower_rate) for _ in range(brokers)]
         self.throttled: dict[int, set] = {}  # partition -> follower brokers whose replica of it is throttled
         self.moved_bytes = 0  # bytes given to throttled (moving) replicas: the summary's reassignment_bytes
+        self.throttled_bytes = 0  # those of them given under a rate (leader or follower side): throttled_bytes
 
     def set_rates(self, rate: float | None) -> None:
         """kafka-reassign-partitions --throttle: both rates, on every broker (None: keep the brokers' own). With
@@ -65,5 +66,7 @@ class ReplicationQuotas:
 
     def took(self, p: int, leader: int, follower: int, nbytes: int) -> None:
         self.moved_bytes += nbytes
+        if self.leader[leader].rate is not None or self.follower[follower].rate is not None:
+            self.throttled_bytes += nbytes
         self.leader[leader].credit -= nbytes
         self.follower[follower].credit -= nbytes

@@ -82,6 +82,7 @@ class ProducerClient:
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.counters = sim.recorder.counters
+        self.error_ms: list[float] = []  # when a batch got an error: an error answer, its request failed, or it expired
         self.settings = sim.settings
         self.duration = sim.settings.duration_ms
         w = sim.workload
@@ -476,6 +477,7 @@ class ProducerClient:
         ps.next_seq[p] = 0
 
     def _retry(self, ps: ProducerState, b: int, error: int, final: bool = False) -> None:
+        self.error_ms.append(self.kernel.now)
         batches = self.batches
         batches.error[b] = error
         q = ps.acc.queues[batches.partition[b]]
@@ -493,6 +495,8 @@ class ProducerClient:
         self._arm(ps, q)
 
     def _fail(self, ps: ProducerState, b: int, error: int) -> None:
+        if error == DELIVERY_TIMEOUT:  # (the other errors were counted by _retry)
+            self.error_ms.append(self.kernel.now)
         batches = self.batches
         batches.state[b] = FAILED
         batches.error[b] = error

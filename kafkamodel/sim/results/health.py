@@ -5,7 +5,8 @@ replica list), ``UnderMinIsrPartitionCount`` (ISR below ``min.insync.replicas``)
 (ISR exactly at it); the controller exposes ``OfflinePartitionsCount`` (no leader). ``PartitionHealth`` keeps
 each partition's state as the controller stores it (leader and ISR, which the leaders' AlterPartition keep
 current), the cluster's counts now, and the partition-milliseconds spent in each state (the summary's
-``under_replicated_partition_ms``, ``under_min_isr_partition_ms``, ``offline_partition_ms``). The controller
+``under_replicated_partition_ms``, ``under_min_isr_partition_ms``, ``offline_partition_ms``; per partition, its
+time under min ISR: the partitions table's ``under_min_isr_ms``). The controller
 calls ``changed(part)`` after every change of a partition's leader or ISR; whoever waits on the counts (an
 operation's gate) registers in ``watchers``. Over time, per broker, the gauges are ``broker_gauges``, read from
 the timeline table.
@@ -29,7 +30,7 @@ def state_of(leader: int, isr_size: int, replicas: int, min_isr: int) -> int:
 class PartitionHealth:
     """Each partition's state, the counts now, and partition-ms per state."""
 
-    __slots__ = ("kernel", "partitions", "state", "since", "count", "ms", "watchers", "changes")
+    __slots__ = ("kernel", "partitions", "state", "since", "count", "ms", "under_min_isr_ms", "watchers", "changes")
 
     def __init__(self, kernel, partitions) -> None:
         self.kernel = kernel
@@ -38,6 +39,7 @@ class PartitionHealth:
         self.since = [0.0] * len(partitions)
         self.count = {bit: sum(1 for s in self.state if s & bit) for bit in (OFFLINE, UNDER_MIN_ISR, UNDER_REPLICATED)}
         self.ms = {OFFLINE: 0.0, UNDER_MIN_ISR: 0.0, UNDER_REPLICATED: 0.0}
+        self.under_min_isr_ms = [0.0] * len(partitions)  # per partition (the partitions table's under_min_isr_ms)
         self.watchers: list = []  # callables run after any count changed
         self.changes = 0  # state changes so far (a gate that must hold for a while compares it)
 
@@ -48,7 +50,7 @@ class PartitionHealth:
         if new == old:
             return
         now = self.kernel.now
-        self._add(old, now - self.since[i])
+        self._add(i, old, now - self.since[i])
         for bit in self.ms:
             self.count[bit] += bool(new & bit) - bool(old & bit)
         self.state[i], self.since[i] = new, now
@@ -56,15 +58,17 @@ class PartitionHealth:
         for watch in list(self.watchers):
             watch()
 
-    def _add(self, state: int, ms: float) -> None:
+    def _add(self, i: int, state: int, ms: float) -> None:
         for bit in self.ms:
             if state & bit:
                 self.ms[bit] += ms
+        if state & UNDER_MIN_ISR:
+            self.under_min_isr_ms[i] += ms
 
     def close(self, end: float) -> dict:
         """The summary's partition-ms per state at the run's end."""
         for i, s in enumerate(self.state):
-            self._add(s, end - self.since[i])
+            self._add(i, s, end - self.since[i])
             self.since[i] = end
         return {"under_replicated_partition_ms": self.ms[UNDER_REPLICATED],
                 "under_min_isr_partition_ms": self.ms[UNDER_MIN_ISR],

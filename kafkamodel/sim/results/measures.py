@@ -201,6 +201,16 @@ SUMMARY = (
                                                           "(UnderMinIsrPartitionCount), summed"),
     Measure("offline_partition_ms", "partition-ms", "time partitions had no leader (OfflinePartitionsCount), summed"),
     Measure("reassignment_bytes", "bytes", "bytes reassigned replicas fetched to catch up (operations: reassign)"),
+    Measure("operation_produce_p50_ms", "ms", "send -> acknowledgement, median over the acknowledged records sent "
+                                              "during the operations (operation_ms's window); null without operations"),
+    Measure("operation_produce_p99_ms", "ms", "the same, 99th percentile"),
+    Measure("operation_produce_max_ms", "ms", "the same, the longest"),
+    Measure("operation_produce_errors", "batches", "errors the producers got during the operations: a batch answered "
+                                                   "with an error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, ...), in "
+                                                   "a request that failed or timed out, or expired (delivery.timeout.ms), "
+                                                   "retried or not; null without operations"),
+    Measure("throttled_bytes", "bytes", "bytes throttled replicas fetched under a replication throttle "
+                                        "(leader/follower.replication.throttled.rate, KIP-73); 0 when unthrottled"),
 )
 # per consumer group, as "<group>.<key>"
 GROUP_SUMMARY = (
@@ -233,7 +243,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "partitions": ("topic", "partition", "leader", "last_leader", "leader_epoch", "replicas", "isr", "log_end_offset",
                    "high_watermark", "unavailable_ms", "replica_divergence", "replica_uncommitted_divergence",
                    "acked_records_lost",
-                   "committed_records_lost", "records_duplicated", "records", "backlog"),
+                   "committed_records_lost", "records_duplicated", "records", "backlog", "under_min_isr_ms"),
     "groups": ("group", "topic", "members", "commit", "records_processed", "consumed_lost", "consumed_duplicates",
                "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances",
                "paused_partition_ms", "paused_partition_ms_max", "partitions_paused", "lag_records_max",

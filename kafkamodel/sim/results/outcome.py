@@ -48,7 +48,8 @@ class RunEnd:
     cpu: object  # broker.cpu.Cpu: cores and GC pauses
     caches: list  # broker -> storage.disk.PageCache
     recorder: object  # measures.Recorder: the control plane's times
-    operations: dict  # the summary's operation keys (operation_ms, partition-ms per state, reassignment_bytes)
+    operations: dict  # the operations' window, partition-ms per state, reassignment and throttled bytes, the
+    # producers' error times (operation_summary turns them into the summary's operation keys)
 
 
 def control_summary(end: "RunEnd") -> dict:
@@ -69,6 +70,30 @@ def control_summary(end: "RunEnd") -> dict:
         "metadata_propagation_ms_p50": _percentile(propagation, 50),
         "metadata_propagation_ms_max": float(propagation.max()) if len(propagation) else None,
     }
+
+
+def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dict:
+    """The operations' summary keys: operation_ms (the window from the first operation's start to the last one's
+    end), partition-ms per state, reassignment_bytes; produce latency over the acknowledged records sent in the
+    window and the producers' errors in it (None without operations); throttled_bytes. `ack_ms`: NaN where not
+    acknowledged."""
+    window = ops["window"]
+    during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
+              "operation_produce_errors": None}
+    if window is not None:
+        start, end = window
+        sent = (send_ms >= start) & (send_ms <= end)
+        latency = (ack_ms - send_ms)[sent & ~np.isnan(ack_ms)]
+        if len(latency):
+            p50, p99, top = np.percentile(latency, [50, 99, 100], overwrite_input=True)
+            during.update(operation_produce_p50_ms=float(p50), operation_produce_p99_ms=float(p99),
+                          operation_produce_max_ms=float(top))
+        errors = np.asarray(ops["produce_error_ms"], dtype=float)
+        during["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
+    return {"operation_ms": None if window is None else window[1] - window[0],
+            **{k: ops[k] for k in ("under_replicated_partition_ms", "under_min_isr_partition_ms",
+                                   "offline_partition_ms", "reassignment_bytes")},
+            **during, "throttled_bytes": ops["throttled_bytes"]}
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -237,6 +262,8 @@ def build_result(end: RunEnd) -> Result:
     backlog = np.bincount(w.partition[waiting], minlength=P) if w.records else np.zeros(P, int)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
+    for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
+        row["under_min_isr_ms"] = float(end.operations["under_min_isr_ms"][part.index])
     group_rows = [group_row(end, g, offset, rec_presence, rec_visible) for g in end.groups]
 
     s, c = end.settings, end.counters
@@ -295,7 +322,7 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
-    summary.update(end.operations)
+    summary.update(operation_summary(end.operations, w.send_ms, rec_ack))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:
