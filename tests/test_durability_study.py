@@ -71,7 +71,7 @@ def test_report_states_the_numbers_it_computed(tmp_path, monkeypatch):
     # loses at the zone's power-loss rate too (not at partitions x that rate)
     cluster = {(r["profile"], r["configuration"]): r for r in record["cluster"]}
     one = cluster[("calm", "one_zone")]
-    assert one["low"] <= -math.expm1(-0.2) <= one["high"] and one["high"] < 1.5 * -math.expm1(-0.2)
+    assert one["low"] <= -math.expm1(-0.2) <= one["high"] and one["p"] < 1.5 * -math.expm1(-0.2)
     page = html.read_text()
     assert f"{one['p']:.3g} <small>[{one['low']:.3g}, {one['high']:.3g}]</small>" in page
     assert record["answer"].replace(">", "&gt;") in page

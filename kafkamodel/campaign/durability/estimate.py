@@ -371,10 +371,26 @@ def _combine(config: Configuration, groups: list[Group], spec: DurabilitySpec, b
     for (name, n, steps), count in lost.items():
         if name == config.name:
             classes[f"RF {n}: " + " then ".join(f"{kind} x{size}" for kind, size in steps)] = count
+
     def loses(c):
         n = len(cluster.layouts[c.layout])
         key = reduced(c, n, by_rules)
         return key is not None and lost[(config.name, n, key)] > 0
 
     return ConfigurationEstimate(config.name, combine(loss), combine(records), combine(unavailable), total,
-                                 spec.windows, classes, W.loss_rate(cluster.cycles, loses))
+                                 spec.windows, classes, within_partition_bounds(
+                                     W.loss_rate(cluster.cycles, loses),
+                                     [(len(g.partitions), e) for g, (_, e) in zip(groups, loss)]))
+
+
+def within_partition_bounds(cluster: W.Estimate, partitions: list[tuple[int, W.Estimate]]) -> W.Estimate:
+    """The cluster's first-loss rate lies between the largest partition's (a partition's loss is the cluster's)
+    and the sum over its partitions (the union bound, whatever the correlation). The interval is those bounds
+    from the partitions' intervals (if each holds its partition's true rate, it holds the cluster's); the point is
+    the cluster sampler's own estimate, kept inside them. The sampler's own interval is not used: over a cluster
+    a window runs through many failures and the likelihood-ratio weights are heavy-tailed, so a few hundred windows
+    give an interval that misses by orders of magnitude (docs/durability.md: measured)."""
+    low = max(e.low for _, e in partitions)
+    top = sum(n * e.rate for n, e in partitions)
+    rate = min(max(cluster.rate, max(e.rate for _, e in partitions)), top)
+    return W.Estimate(rate, low, sum(n * e.high for n, e in partitions))

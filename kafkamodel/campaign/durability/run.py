@@ -77,7 +77,8 @@ def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | N
         "method": "failure biasing (importance sampling with likelihood-ratio weights) over renewal cycles; "
                   "95% intervals by the delta method (Student's t), widened to Garwood's Poisson interval on the "
                   "count of windows that lose when that count is small; zero losses: rule-of-three upper bound; "
-                  "per cluster-year: the same process over every broker, the first loss in any partition",
+                  "per cluster-year: the first loss in any partition, its point from the same process over every broker, "
+                  "its interval from the partitions' (the largest low end to the union bound)",
         "configurations": [{
             "configuration": e.configuration, "overrides": c.overrides, "partitions": e.partitions,
             "gaps_ms": gaps_ms(c.scenario), "warmup_ms": WARMUP_MS,

@@ -284,9 +284,11 @@ the runs folder are reused, not run again).</p>
 <table id="nines"><tr><th>configuration</th>{head}</tr>{nines_rows}</table>
 <img alt="nines per configuration and profile" src="data:image/png;base64,{_plot(record)}">
 <h2>Probability of any loss in the cluster per year</h2>
-<p>The same failure process over every broker of the cluster, each partition's replica list checked at every
-event: the first loss in any partition (a zone event that hits many partitions counts once), with its 95%
-interval.</p>
+<p>The first loss in any partition of the cluster: the point from the same failure process run over every
+broker (each partition's replica list checked at every event, so a zone event that hits many partitions counts
+once); the 95% interval from the partitions' own: at least the likeliest partition's low end, at most the sum of
+every partition's high end (the union bound). The cluster sampler's own interval is not used (heavy-tailed weights:
+docs/durability.md).</p>
 <table id="cluster"><tr><th>configuration</th>{head}</tr>{cluster_rows}</table>
 <h2>Acknowledged records lost per year (cluster) / unavailable minutes per year (partition)</h2>
 <table><tr><th>configuration</th>{head}</tr>{other_rows}</table>
