@@ -45,6 +45,9 @@ COVERING_OVERRIDES = (
                                 "faults": [{"at.ms": 5000, "kind": "consumer_join", "group": "billing"}]}),
     # a closed-loop acks=0 producer: its batches give their pool bytes back once the client's NIC has sent them
     ("steady-state", {"duration.ms": 200, "producers[*].acks": 0, "producers[*].rate.per.s": "max"}),
+    # KRaft's active quorum controller dies: the quorum elects another after controller.quorum.fetch.timeout.ms
+    ("steady-state", {"duration.ms": 4000, "faults": [{"at.ms": 500, "kind": "crash", "broker": "controller",
+                                                       "duration.ms": 1000}]}),
     # operations: a rolling restart behind each gate kind (controlled shutdowns, restarts), an on-demand
     # preferred-leader election
     ("steady-state", {"duration.ms": 6000, "operations": [

@@ -292,6 +292,7 @@ def test_a_runs_uri_spark_cannot_write_is_one_line_and_nothing_is_written(spark,
         run_sweeps([spec], runs=(tmp_path / "a-file" / "runs").as_uri(), progress=False, engine="spark", spark=spark)
     with pytest.raises(StudyError, match=r"^--runs: a file URI names an absolute path"):
         run_sweeps([spec], runs="file://runs", progress=False, engine="spark", spark=spark)
-    with pytest.raises(StudyError, match=r"^--runs: a URI .* use --engine spark"):
-        run_sweeps([spec], runs=(tmp_path / "runs").as_uri(), progress=False)
+    with pytest.raises(StudyError, match=r"^--runs: the papermill engine writes the runs dataset to a file:/// URI "
+                                         r".* use --engine spark for other filesystems"):
+        run_sweeps([spec], runs="hdfs://namenode/runs", progress=False)
     assert sorted(tmp_path.rglob("*")) == sorted(before + [tmp_path / "a-file"])  # nothing half-written

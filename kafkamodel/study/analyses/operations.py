@@ -171,10 +171,10 @@ def answers(agg: Aggregates) -> str:
     brokers = part_settings(agg, "rolling_restart").brokers
     rushed_uncontrolled = value(r, "under_min_isr_partition_ms", gate="wait_0s", shutdown="uncontrolled")
     refused = value(r, "not_enough_replicas_errors", gate="wait_0s", shutdown="uncontrolled")
-    lines = [f"- A rolling restart of {brokers} brokers gated on no under-replicated partitions takes {fmt(safe)} s with "
-             f"{fmt(safe_exposure)} partition-s under min ISR; with no wait it takes {fmt(rushed)} s but leaves "
+    lines = [f"- Rolling {brokers} brokers gated on no under-replicated partitions: {fmt(safe)} s, "
+             f"{fmt(safe_exposure)} partition-s under min ISR; no wait: {fmt(rushed)} s, "
              f"{fmt(rushed_exposure)} partition-s under min ISR with controlled shutdown, {fmt(rushed_uncontrolled)} "
-             f"without ({fmt(refused)} NOT_ENOUGH_REPLICAS refusals per roll); full ISR for 5 s takes {fmt(held)} s."]
+             f"without ({fmt(refused)} NOT_ENOUGH_REPLICAS refusals per roll); full ISR for 5 s: {fmt(held)} s."]
     lines.append(f"- Controlled shutdown vs not (same gate): produce p99 during the roll {fmt(p99_c)} ms vs {fmt(p99_u)} ms, "
                  f"{fmt(value(r, 'offline_partition_ms', gate='no_under_replicated', shutdown='uncontrolled'))} "
                  f"partition-s offline without it.")
