@@ -65,11 +65,18 @@ def part_overrides(agg: Aggregates, part: str) -> dict:
     return {}
 
 
+def part_scenario(agg: Aggregates, part: str, **choices) -> dict:
+    """A part's scenario: its base with the part's overrides, and the named choices' overrides (param=value)."""
+    base = next(p["base"] for p in agg.spec["parts"] if p["name"] == part)
+    overrides = dict(part_overrides(agg, part))
+    for param, v in choices.items():
+        overrides.update(choice(agg, param, v))
+    return load_scenario(scenario_path(base)).with_overrides(overrides).to_dict()
+
+
 def part_settings(agg: Aggregates, part: str) -> Settings:
     """The settings a part's runs had: its base scenario with the part's overrides (the swept values aside)."""
-    base = next(p["base"] for p in agg.spec["parts"] if p["name"] == part)
-    scenario = load_scenario(scenario_path(base)).with_overrides(part_overrides(agg, part))
-    return Settings.of(scenario.to_dict())
+    return Settings.of(part_scenario(agg, part))
 
 
 def seconds(ms: float) -> str:

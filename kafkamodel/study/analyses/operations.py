@@ -11,7 +11,10 @@ import pandas as pd
 from .. import plots
 from ..present import Table
 from ..tables import Aggregates
-from .common import choice, fmt, interval_method, mean_and_interval, num, part_settings, seconds, value
+from ..present import number
+from ...sim.controller.placement import assign
+from .common import (choice, fmt, interval_method, mean_and_interval, num, part_scenario, part_settings, seconds,
+                     value)
 
 P99 = "produce_latency_ms_p99"
 P999 = "produce_latency_ms_p999"
@@ -209,3 +212,50 @@ def setup_text(agg: Aggregates) -> str:
     s = part_settings(agg, "rolling_restart")
     return (f"{s.brokers} brokers, RF 3, min.insync.replicas 2, acks=all at {fmt(s.producers[0].rate_per_s)} records/s; "
             f"each broker down {seconds(3000)} in the roll.")
+
+
+def _words(n: int) -> str:
+    return {2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}.get(n, str(n))
+
+
+def rolling_intro(agg: Aggregates) -> str:
+    """The rolling-restart section's text, from the part's settings."""
+    s = part_scenario(agg, "rolling_restart", gate=str(rolling(agg)["gate"].iloc[0]))
+    op = s["operations"][0]
+    return (f"{_words(s['brokers'])} brokers restarted one after another (each down for {seconds(op['downtime.ms'])}, "
+            "`downtime.ms`), behind each gate, with and without `controlled.shutdown.enable`. Bars: mean over seeds; "
+            "whiskers: the interval over seeds. In the table the produce p99 and errors are those of the records and "
+            "batches sent during the roll.")
+
+
+def reassign_intro(agg: Aggregates) -> str:
+    """The reassignment section's text: which partition moves from where to where, over what NIC."""
+    s = part_scenario(agg, "reassign", throttle="none")
+    op = s["operations"][0]
+    topic = next(t for t in s["topics"] if t["name"] == op["topic"])
+    racks = tuple(s["racks"][i % len(s["racks"])] for i in range(s["brokers"])) if s.get("racks") else ()
+    before = assign(topic["partitions"], topic["replication.factor"], s["brokers"], racks)
+    moves = "; ".join(f"partition {p} moves from brokers {','.join(map(str, before[p]))} to {','.join(map(str, r))}"
+                      for p, r in zip(op["partitions"], op["replicas"]))
+    mbps = s["network"].get("bandwidth.mbps")
+    nic = (f"Each broker's NIC is {number(mbps)} Mbps (`network.bandwidth.mbps`): unthrottled, the new replica fetches "
+           "the partition as fast as the leader's NIC sends it, and the other followers' fetches (hence every acks=all "
+           "write to that leader) wait behind it. " if mbps else "The NIC is unlimited (`network.bandwidth.mbps`). ")
+    return (f"{moves[0].upper()}{moves[1:]} at {seconds(op['at.ms'])} while the producer keeps writing; `--throttle` "
+            "sets `leader.replication.throttled.rate` and `follower.replication.throttled.rate`. " + nic +
+            "The p99 is over the records sent during the move (`operation_produce_p99_ms`). A throttle below the "
+            "partition's ingress never lets the new replica catch up: its duration is the rest of the run.")
+
+
+def preferred_intro(agg: Aggregates) -> str:
+    """The preferred-leader section's text: which broker bounces, when it is slowed and by how much."""
+    p = preferred(agg)
+    s = part_scenario(agg, "preferred_leader", election="preferred", lag=str(max(p["lag"], key=float)))
+    ops = {o["kind"]: o for o in s["operations"]}
+    slow = next(f for f in s["faults"] if f["kind"] == "slow")
+    return (f"Broker {ops['controlled_shutdown']['broker']} is shut down (controlled) at "
+            f"{seconds(ops['controlled_shutdown']['at.ms'])} and restarted at {seconds(ops['restart']['at.ms'])}; at "
+            f"{seconds(ops['preferred_leader_election']['at.ms'])} `kafka-leader-election --election-type PREFERRED` "
+            "hands its partitions back to it, or no election runs, while its fetches are "
+            f"{number(slow['factor'])}x slower (the `slow` fault, from {seconds(slow['at.ms'])}) or not. The election "
+            "itself takes milliseconds, so its cost is read over the whole run against the same run without it.")
