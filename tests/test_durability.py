@@ -98,6 +98,17 @@ def _spec(tmp_path, failures, **top):
     ({"broker.pause.ms": 0}, "failures.broker.pause.ms", "must be a duration > 0"),
     ({"broker.pause.per.year": 1100, "broker.pause.ms": 30 * 86400000},
      "failures.broker.pause.per.year", "a broker would pause again before it resumes"),
+    ({"broker.slow.per.year": -1}, "failures.broker.slow.per.year", "must be a rate >= 0"),
+    ({"broker.slow.ms": -5}, "failures.broker.slow.ms", "must be a duration > 0"),
+    ({"broker.slow.factor": 0.5}, "failures.broker.slow.factor", "must be a factor >= 1"),
+    ({"broker.slow.factor": "fast"}, "failures.broker.slow.factor", "must be a factor >= 1"),
+    ({"broker.slow.per.year": 400, "broker.slow.ms": 86400000},
+     "failures.broker.slow.per.year", "a broker would slow down again before its slow spell ends"),
+    ({"zone.partition.per.year": -0.1}, "failures.zone.partition.per.year", "must be a rate >= 0"),
+    ({"zone.partition.per.year": {"e": 1}}, "failures.zone.partition.per.year.e", "no zone 'e'"),
+    ({"zone.partition.minutes": 0}, "failures.zone.partition.minutes", "must be a duration > 0"),
+    ({"zone.partition.per.year": {"b": 60000}, "zone.partition.minutes": 10},
+     "failures.zone.partition.per.year", "zone b: 60000 per year, each 10 minutes long: the zone would fail again"),
 ])
 def test_bad_failures_are_one_line_naming_the_field(tmp_path, failures, field, rule):
     with pytest.raises(SpecError) as info:
@@ -257,14 +268,18 @@ CONTRACT = ("configuration", "loss_probability_per_partition_year", "loss_probab
             "loss_probability_per_partition_year_high", "acked_records_lost_per_year", "unavailable_minutes_per_year")
 
 
-@pytest.mark.parametrize("rate, down", [("broker.crash.per.year", "broker.restart.ms"),
-                                        ("broker.pause.per.year", "broker.pause.ms")])
-def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path, rate, down):
+@pytest.mark.parametrize("rate, down, length", [("broker.crash.per.year", "broker.restart.ms", 600000),
+                                                ("broker.pause.per.year", "broker.pause.ms", 600000),
+                                                ("broker.slow.per.year", "broker.slow.ms", 600000),
+                                                ("zone.partition.per.year", "zone.partition.minutes", 10)])
+def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path, rate, down, length):
     """acks=all, min.insync.replicas 2, unclean election off: process crashes keep the log, and so do
-    stop-the-world pauses (log and page cache kept), so no crash or pause pattern loses an acknowledged record
-    (Kafka's rules decide, no simulation); the answer is 0 with a bound, not a bare 0. The pauses are 10 minutes
-    long, past the session timeout and replica.lag.time.max.ms: the paused broker is out of the ISR."""
-    rows = _run(tmp_path, {"rf3_min2": LOW}, {rate: 50, down: 600000})
+    stop-the-world pauses (log and page cache kept), slow spells and zones cut off from the others (a leader cut
+    from the controller cannot shrink its ISR), so no such pattern loses an acknowledged record (Kafka's rules
+    decide, no simulation); the answer is 0 with a bound, not a bare 0. Each is 10 minutes long, past the session
+    timeout and replica.lag.time.max.ms: the broker is out of the ISR. Three zones, a replica in each: a zone's
+    cut hits one replica of a partition, so per replica it is the crash's law."""
+    rows = _run(tmp_path, {"rf3_min2": LOW}, {rate: 50, down: length})
     r = rows["rf3_min2"]
     assert r["loss_probability_per_partition_year"] == 0 and r["acked_records_lost_per_year"] == 0
     assert 0 < r["loss_probability_per_partition_year_high"] < 1
@@ -486,3 +501,113 @@ def _classes(spec):
 
     estimate(load_durability(spec), progress=False, measure=record)
     return seen
+
+
+# ---- slow brokers and zones cut off from the others ---------------------------------------------------------------
+
+SLOW_RATE, SLOW_MS, CRASH_RATE, RESTART_MS = 20.0, 600000.0, 5.0, 60000.0
+MS_YEAR = 365.25 * 24 * 3600 * 1000
+
+
+def _slow_then_crash_rate() -> float:
+    """RF 2, per partition-year, to first order in rate x duration (the paths left out are ~1e-3 of it): a slow
+    spell opens the window on either replica (2 s); the other, now the leader, crashes before the spell ends and
+    before it slows down itself: c / (c + s) (1 - exp(-(c + s) d))."""
+    s, c, d = SLOW_RATE, CRASH_RATE, SLOW_MS / MS_YEAR
+    return 2 * s * c / (c + s) * -math.expm1(-(c + s) * d)
+
+
+def test_a_slow_follower_then_a_leader_crash_comes_at_the_rate_of_the_formula():
+    """The window sampler alone: the rate of "one replica slow, then the other (the leader) crashes" agrees with
+    the formula computed from the rates, and slow spells show in the windows as their own kind."""
+    rates = W.Rates(CRASH_RATE, RESTART_MS / MS_YEAR, 0.0, 1.0, {}, {}, 1e-9, slow=SLOW_RATE,
+                    slow_years=SLOW_MS / MS_YEAR)
+    est = W.loss_rate(W.sample(["a", "b"], rates, 1, 3000, 21),
+                      lambda c: tuple(k for k, _ in c.pattern) == (W.SLOW, W.CRASH))
+    exact = _slow_then_crash_rate()
+    assert est.low <= exact <= est.high, (est, exact)
+    assert est.high - est.low < exact
+
+
+RF2_MIN1 = {**LOW, "topics[0].replication.factor": 2, "broker.min.insync.replicas": 1}
+
+
+def test_a_slow_follower_then_a_leader_crash_loses_with_unclean_election(tmp_path):
+    """RF 2, acks=all, min.insync.replicas 1: the slow follower (fetches 100,000 times slower, past
+    replica.lag.time.max.ms) leaves the ISR, the leader acknowledges alone, then crashes; with unclean election
+    the follower is elected and what only the leader had is lost. The verb's loss per partition-year holds the
+    formula's rate (plus both replicas crashing inside one restart, c^2 r terms, 2.5% of it). Unclean election off:
+    Kafka's rules, nothing lost, 0 with a bound."""
+    rows = _run(tmp_path, {"unclean": {**RF2_MIN1, "broker.unclean.leader.election.enable": True},
+                           "clean": RF2_MIN1},
+                {"broker.slow.per.year": SLOW_RATE, "broker.slow.ms": SLOW_MS, "broker.slow.factor": 100000,
+                 "broker.crash.per.year": CRASH_RATE, "broker.restart.ms": RESTART_MS}, windows=400)
+    details = json.loads((tmp_path / "out" / "durability-details.json").read_text())["configurations"]
+    classes = next(d for d in details if d["configuration"] == "unclean")["classes_records_lost"]
+    assert classes["RF 2: slow x1 then crash x1"] > 0, classes
+    c, r = CRASH_RATE, RESTART_MS / MS_YEAR
+    both_crash = 2 * c * c / (c + SLOW_RATE) * -math.expm1(-(c + SLOW_RATE) * r)
+    assert classes["RF 2: crash x1 then crash x1"] > 0, classes  # the follower down, then the leader: unclean too
+    losing = _slow_then_crash_rate() + both_crash
+    u = rows["unclean"]
+    expected = -math.expm1(-losing)
+    assert u["loss_probability_per_partition_year_low"] <= expected <= u["loss_probability_per_partition_year_high"], (u, expected)
+    assert u["acked_records_lost_per_year"] > 0
+    k = rows["clean"]
+    assert k["loss_probability_per_partition_year"] == 0 and 0 < k["loss_probability_per_partition_year_high"] < 1
+
+
+def test_a_slow_follower_leaves_the_isr_after_replica_lag_time_max_ms():
+    """The detailed model's slow fault: a follower whose fetches take 100,000 times longer (ms -> minutes) stops
+    catching up when the spell starts; the leader drops it once it has been behind replica.lag.time.max.ms, at
+    its next check (every half of that: Kafka's isr-expiration task), so between lag and 1.5 x lag after the
+    start. Ten times slower (a few ms), it keeps up and stays."""
+    lag = 30000.0
+    scenario = load_scenario(scenario_path("three-zones")).with_overrides(
+        {"producers[0].rate.per.s": 500, "duration.ms": 70000, "broker.replica.lag.time.max.ms": lag})
+    from kafkamodel.campaign.durability.estimate import groups_of
+
+    _, partition, replicas = groups_of(scenario)[0].partitions[0]
+    for factor, leaves in ((100000, True), (10, False)):
+        r = simulate(scenario.with_overrides({"faults": [{"at.ms": 5000, "kind": "slow", "broker": replicas[1],
+                                                          "duration.ms": 60000, "factor": factor}]}))
+        ev = r.events
+        shrinks = ev[(ev.partition == partition) & (ev.kind == "isr_shrink")
+                     & ev.detail.str.contains(rf"removed \[[^]]*\b{replicas[1]}\b", regex=True)]
+        if leaves:
+            assert len(shrinks) == 1 and 5000 + lag <= shrinks.time_ms.iloc[0] <= 5000 + 1.5 * lag + 100, shrinks
+        else:
+            assert shrinks.empty, shrinks
+
+
+@pytest.mark.parametrize("acks, loses", [("all", False), (1, True)])
+def test_a_leaders_zone_cut_off_loses_only_with_acks_1(acks, loses):
+    """The leader's zone cut from the other zones and the controller, its producer still reaching it: with acks=1
+    it acknowledges what its followers never get while a new leader is elected on the other side, and those
+    records are lost when it rejoins and truncates; with acks=all (min.insync.replicas 1, unclean election on)
+    it cannot shrink its ISR without the controller, so it acknowledges nothing the new leader lacks."""
+    from kafkamodel.campaign.durability.estimate import groups_of, measure
+
+    scenario = load_scenario(scenario_path("three-zones")).with_overrides(
+        {**RF2_MIN1, "broker.unclean.leader.election.enable": True, "producers[0].acks": acks})
+    topic, partition, replicas = groups_of(scenario)[0].partitions[0]
+    lost = measure(scenario, topic, partition, replicas, ((W.ZONE_PARTITION, (0,)),), (0,))
+    assert (lost > 0) == loses, lost
+
+
+def test_a_zone_partition_is_the_isolate_fault_from_the_other_zones_and_the_controller():
+    from kafkamodel.campaign.durability.estimate import schedule, step_fault
+
+    scenario = load_scenario(scenario_path("three-zones"))  # brokers 0..5 in zones a, b, c, a, b, c
+    faults, _ = schedule(((W.SLOW, (1,)), (W.ZONE_PARTITION, (0,))), (0, 1), (0, 1, 2), {W.SLOW: 10, W.ZONE_PARTITION: 10, "return": 10},
+                         step_fault(scenario, 250.0))
+    assert [(f["kind"], f["broker"], f.get("factor"), f.get("from")) for f in faults] == [
+        ("slow", 1, 250.0, None), ("isolate", 0, None, [1, 2, 4, 5, "controller"])]
+
+
+def test_one_zone_has_no_zone_partition(tmp_path):
+    from kafkamodel.campaign.durability.estimate import rates_of
+
+    f = load_durability(_spec(tmp_path, {"zone.partition.per.year": 3})).failures
+    assert rates_of(f, ["a", "b", "c"]).partition == {"a": 3, "b": 3, "c": 3}
+    assert rates_of(f, ["a", "a"]).partition == {}

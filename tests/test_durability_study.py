@@ -87,3 +87,19 @@ def test_a_rate_without_its_source_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "profiles.calm.sources.machine.failure.per.year: missing" in err[0]
     assert not (tmp_path / "reports").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("failures, missing", [
+    ({"broker.slow.per.year": 2}, "profiles.calm.sources.broker.slow.per.year: missing"),
+    ({"zone.partition.per.year": {"b": 1}}, "profiles.calm.sources.zone.partition.per.year: missing"),
+])
+def test_a_slow_or_partition_rate_turned_on_needs_its_source(tmp_path, capsys, failures, missing):
+    """Slow spells and zone partitions are off by default, so a profile need not source their keys; a profile that
+    turns one on must (one line, exit 2)."""
+    spec = _spec(tmp_path)
+    data = yaml.safe_load(spec.read_text())
+    data["profiles"]["calm"]["failures"].update(failures)
+    spec.write_text(yaml.safe_dump(data))
+    assert main([str(spec), "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "reports")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and missing in err[0], err

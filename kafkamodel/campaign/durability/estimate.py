@@ -99,10 +99,14 @@ class ConfigurationEstimate:
                 "unavailable_minutes_per_year": self.unavailable.rate * MINUTES_PER_YEAR}
 
 
-def rates_of(f: Failures) -> W.Rates:
+def rates_of(f: Failures, zones: list | None = None) -> W.Rates:
+    """The window sampler's rates; `zones` (each broker's): a cluster in one zone has no other zone to be cut
+    from, so its zone.partition rate is dropped."""
+    partition = dict(f.partition_per_year) if zones is None or len(set(zones)) > 1 else {}
     return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
                    dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years,
-                   pause=f.pause_per_year, pause_years=f.pause_years)
+                   pause=f.pause_per_year, pause_years=f.pause_years, slow=f.slow_per_year,
+                   slow_years=f.slow_years, partition=partition, partition_years=f.partition_years)
 
 
 def needed_in_sync(scenario) -> int:
@@ -130,31 +134,56 @@ def groups_of(scenario) -> list[Group]:
 def gaps_ms(scenario) -> dict:
     """How long after each kind of step (and after each return) the next comes, in the compressed run: past the
     failure detection (the broker's session; a returning broker also waits for its old session to expire) and,
-    for an isolation or a pause, past replica.lag.time.max.ms (the leader's shrink), plus SETTLE_MS."""
+    for an isolation, a pause or a zone cut off, past replica.lag.time.max.ms (the leader's shrink), plus
+    SETTLE_MS. A slow broker keeps its session, so only the leader's shrink takes it out: past twice
+    replica.lag.time.max.ms (behind that long, then the leader's check, every half of it; 0.8: every whole)."""
     b = scenario["broker"]
     detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
     lag = max(detect, float(b["replica.lag.time.max.ms"]))
     return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
-            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, "return": detect + SETTLE_MS}
+            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, W.SLOW: 2 * lag + SETTLE_MS,
+            W.ZONE_PARTITION: lag + SETTLE_MS, "return": detect + SETTLE_MS}
 
 
-def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict) -> tuple[list, float]:
-    """The faults reproducing a critical pattern on these brokers, compressed; and the run's duration.ms."""
+def step_fault(scenario, slow_factor: float | None = None):
+    """(kind, brokers hit by the step) -> the detailed model's fault fields for it: a slow spell is the ``slow``
+    fault with the spec's factor; a zone cut off is ``isolate`` from every broker outside the zones hit and from
+    the controller (ZooKeeper, or KRaft's quorum: on the other side), the clients still reaching both sides; the
+    other kinds are the faults of their names."""
+    zones = zones_of(scenario)
+
+    def fields(kind: str, hit: list) -> dict:
+        if kind == W.SLOW:
+            return {"kind": "slow", "factor": slow_factor}
+        if kind == W.ZONE_PARTITION:
+            cut = {zones[b] for b in hit}
+            return {"kind": "isolate", "from": [b for b, z in enumerate(zones) if z not in cut] + ["controller"]}
+        return {"kind": kind}
+    return fields
+
+
+def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict, fields=None) -> tuple[list, float]:
+    """The faults reproducing a critical pattern on these brokers, compressed; and the run's duration.ms.
+    `fields`: (kind, brokers hit) -> the fault's kind and extra fields (``step_fault``; default: the kind)."""
+    fields = fields or (lambda kind, hit: {"kind": kind})
     at, starts = WARMUP_MS, []
     for kind, _ in pattern:
         starts.append(at)
         at += gaps[kind]
     back = {i: at + gaps["return"] * j for j, i in enumerate(returns)}
-    faults = [{"at.ms": start, "kind": kind, "broker": replicas[i], "duration.ms": back[i] - start}
+    faults = [{"at.ms": start, **fields(kind, [replicas[j] for j in hit]), "broker": replicas[i],
+               "duration.ms": back[i] - start}
               for start, (kind, hit) in zip(starts, pattern) for i in hit]
     return faults, at + gaps["return"] * (len(returns) + 1)
 
 
-def measure(scenario, topic: str, partition: int, replicas: tuple, pattern: tuple, returns: tuple) -> int:
-    """Acknowledged records of `topic`-`partition` the pattern loses, by the detailed model."""
+def measure(scenario, topic: str, partition: int, replicas: tuple, pattern: tuple, returns: tuple,
+            slow_factor: float | None = None) -> int:
+    """Acknowledged records of `topic`-`partition` the pattern loses, by the detailed model (`slow_factor`: the
+    slow fault's factor, given when the pattern has a slow spell)."""
     from ...sim.simulation import simulate
 
-    faults, duration = schedule(pattern, returns, replicas, gaps_ms(scenario))
+    faults, duration = schedule(pattern, returns, replicas, gaps_ms(scenario), step_fault(scenario, slow_factor))
     result = simulate(scenario.with_overrides({"faults": faults, "duration.ms": duration}))
     rows = result.partitions
     row = rows[(rows.topic == topic) & (rows.partition == partition)]
@@ -173,7 +202,9 @@ def kafka_rules_apply(scenario) -> bool:
     """Whether a critical event's loss follows from Kafka's rules alone: ISR replication, every producer acks=all,
     unclean.leader.election.enable false. Then an acknowledged record is on every ISR member (HW = min LEO of the
     ISR), only an ISR member is elected (or an ELR member, which was one), and a crash, an isolation or a pause
-    keeps the log (the page cache outlives a process; a paused process holds everything). A paused leader cannot
+    keeps the log (the page cache outlives a process; a paused process holds everything), and so do a slow
+    spell and a zone cut off (a leader cut from the controller cannot shrink its ISR, so it acknowledges nothing
+    its followers across the cut lack). A paused leader cannot
     acknowledge behind the new leader's back: its ISR shrink is refused (stale leader epoch / zkVersion), so its
     high watermark stays where the followers' fetches left it (tests/test_durability.py checks both). So an event
     that leaves an in-sync replica up and intact loses nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
@@ -188,7 +219,7 @@ def reduced(c: W.Critical, n: int, by_rules: bool) -> tuple | None:
     replica 1 on), or None when Kafka's rules already say it loses nothing (``kafka_rules_apply``)."""
     down = sum(len(hit) for _, hit in c.pattern)
     final = c.pattern[-1][0]
-    if by_rules and (down < n or final in (W.CRASH, W.ISOLATE, W.PAUSE)):
+    if by_rules and (down < n or final in W.KEEP_LOG):
         return None
     return tuple((kind, len(hit)) for kind, hit in c.pattern)
 
@@ -211,9 +242,11 @@ def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tup
 
 
 def _cache_file(cache: Path, args: tuple) -> tuple[Path, dict]:
-    scenario, topic, partition, replicas, pattern, returns = args
+    scenario, topic, partition, replicas, pattern, returns, *factor = args
     ran = {"scenario": scenario.to_dict(), "topic": topic, "partition": partition, "replicas": list(replicas),
            "pattern": pattern, "returns": list(returns)}
+    if factor:  # only a run with a slow spell has one (the other runs keep their names)
+        ran["broker.slow.factor"] = factor[0]
     return cache / f"{stable_hash(ran)}.json", ran
 
 
@@ -319,10 +352,10 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
     events (``reduced``), Kafka's rules where they decide alone; `cache`: a folder keeping each detailed run's
     answer (``keep``); `workers`: processes running the detailed runs (``run_all``; the answers do not depend on
     it)."""
-    rates = rates_of(spec.failures)
     plans, todo = [], {}
     for config in spec.configurations:
         scenario = config.scenario
+        rates = rates_of(spec.failures, zones_of(scenario))
         groups = groups_of(scenario)
         needed = needed_in_sync(scenario)
         by_rules = kafka_rules_apply(scenario)
@@ -350,7 +383,8 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
     for key, (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
         topic, partition, replicas = g.partitions[0]
         pattern, returns = representative(key[2], len(g.zones), spec.failures)
-        jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns)))
+        slow = (spec.failures.slow_factor,) if any(kind == W.SLOW for kind, _ in pattern) else ()
+        jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns, *slow)))
     lost = run_all(jobs, measure, cache, workers, progress)
     return [_combine(config, groups, spec, by_rules, lost, cluster) for config, groups, by_rules, cluster in plans]
 

@@ -28,7 +28,7 @@ RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it
 
 ASSUMPTIONS = (
     "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, broker.pause.ms, "
-    "machine.replace.hours, zone.outage.hours).",
+    "broker.slow.ms, machine.replace.hours, zone.outage.hours, zone.partition.minutes).",
     "machine.replace.hours is the whole rebuild: replacement and catch-up (the detailed model's catch-up of a "
     "compressed run is seconds; a real log's is not added).",
     "A broker that is down has no further failure until it is back; back, it is in sync again.",
@@ -37,6 +37,15 @@ ASSUMPTIONS = (
     "A broker pause (broker.pause.per.year, 0 unless the spec sets it) takes the broker out of the ISR for "
     "broker.pause.ms with its log and page cache kept (the pause fault in the detailed model); a pause shorter "
     "than the session timeout and replica.lag.time.max.ms changes nothing in Kafka, so this is conservative.",
+    "A slow spell (broker.slow.per.year, 0 unless the spec sets it) counts the broker out of the ISR for "
+    "broker.slow.ms with its log kept (conservative: Kafka drops a slow follower only after replica.lag.time.max.ms "
+    "behind, and only if broker.slow.factor makes it fall behind); the detailed model runs the slow fault with that "
+    "factor, which slows the broker's replication fetches (latency, not bandwidth). Its unavailability is an upper "
+    "bound.",
+    "A zone partition (zone.partition.per.year, 0 unless the spec sets it) cuts every broker of the zone from the "
+    "brokers of the other zones and from the controller quorum (on the other side) for zone.partition.minutes; "
+    "clients reach both sides (the isolate fault from those brokers and the controller). A cluster in one zone has "
+    "none.",
     "A critical event (one hitting the leader, or leaving no replica in sync) is measured by the detailed model "
     "once per class (the kinds and sizes of the steps down), on the first partition with that many replicas, "
     "with the steps compressed in time (each 'gaps_ms' of its kind after the previous one).",

@@ -16,6 +16,11 @@
       zone.outage.hours: 6             #   every broker of the zone unreachable this long; nothing lost
       broker.pause.per.year: 0         #   stop-the-world pauses (GC, noisy neighbour): log and page cache kept
       broker.pause.ms: 30000           #   each this long (default rate 0: no sourced fleet rate, docs/durability.md)
+      broker.slow.per.year: 0          #   fail-slow spells (a degraded disk or NIC): replication fetches slowed
+      broker.slow.ms: 600000           #   each this long
+      broker.slow.factor: 10           #   fetches to and from it take this many times longer (the slow fault)
+      zone.partition.per.year: 0       #   a number (each zone) or {zone: rate}: the zone cut from the other zones
+      zone.partition.minutes: 10       #   and from the controller quorum this long; clients reach both sides
     seed: 0                            # root of the failure process's draws (numpy SeedSequence)
     windows: 4000                      # failure windows drawn per configuration (more: narrower intervals)
 
@@ -29,7 +34,7 @@ runs. Where the defaults come from: ``docs/durability.md``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -43,6 +48,7 @@ DURABILITY = SHIPPED / "data" / "durability"  # shipped durability specs
 TOP_KEYS = ("scenario", "configurations", "failures", "seed", "windows")
 MS_PER_YEAR = 365.25 * 24 * 3600 * 1000.0
 HOURS_PER_YEAR = 365.25 * 24
+MINUTES_PER_YEAR = HOURS_PER_YEAR * 60
 ONE_ZONE = "cluster"  # the zone of a scenario without racks
 
 # key -> (default, unit, per zone?); the sources of the defaults are in docs/durability.md
@@ -56,8 +62,17 @@ FAILURES: dict[str, tuple[float, str, bool]] = {
     "zone.outage.hours": (6.0, "hours", False),
     "broker.pause.per.year": (0.0, "per broker and year", False),
     "broker.pause.ms": (30000.0, "ms", False),
+    "broker.slow.per.year": (0.0, "per broker and year", False),
+    "broker.slow.ms": (600000.0, "ms", False),
+    "broker.slow.factor": (10.0, "times longer fetches", False),
+    "zone.partition.per.year": (0.0, "per zone and year", True),
+    "zone.partition.minutes": (10.0, "minutes", False),
 }
 PAUSE_KEYS = ("broker.pause.per.year", "broker.pause.ms")  # off by default: a study need not source them
+SLOW_KEYS = ("broker.slow.per.year", "broker.slow.ms", "broker.slow.factor")
+PARTITION_KEYS = ("zone.partition.per.year", "zone.partition.minutes")
+OFF_BY_DEFAULT = (PAUSE_KEYS, SLOW_KEYS, PARTITION_KEYS)  # each: its rate first, 0 unless the spec sets it
+FACTORS = ("broker.slow.factor",)  # neither a rate nor a duration: a factor >= 1
 DEFAULT_WINDOWS = 4000
 
 
@@ -75,7 +90,11 @@ class Failures:
     given: Mapping[str, Any]  # as written (for the output's record)
     pause_per_year: float = 0.0  # stop-the-world pauses per broker
     pause_years: float = 30000.0 / MS_PER_YEAR
-
+    slow_per_year: float = 0.0  # fail-slow spells per broker
+    slow_years: float = 600000.0 / MS_PER_YEAR
+    slow_factor: float = 10.0  # the slow fault's factor in the detailed run
+    partition_per_year: Mapping[str, float] = field(default_factory=dict)  # zone -> rate of being cut off
+    partition_years: float = 10.0 / MINUTES_PER_YEAR
 
 
 @dataclass(frozen=True)
@@ -173,7 +192,7 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
         v = raw.get(key, default)
         where = f"failures.{key}"
         rate = key.endswith(".per.year")
-        rule = "a rate >= 0" if rate else "a duration > 0"
+        rule = "a rate >= 0" if rate else "a factor >= 1" if key in FACTORS else "a duration > 0"
         if per_zone and isinstance(v, Mapping):
             zone_rates = {}
             for zone, r in v.items():
@@ -186,7 +205,7 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
                     zone_rates[str(zone)] = float(r)
             values[key] = zone_rates
             continue
-        if not _number(v) or (v < 0 if rate else v <= 0):
+        if not _number(v) or (v < 0 if rate else v < 1 if key in FACTORS else v <= 0):
             extra = " or {zone: rate}" if per_zone else ""
             problems.append(f"{where}: must be {rule} ({unit}){extra}, got {v!r}")
             continue
@@ -201,12 +220,17 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
             ("machine.failure.per.year", values["machine.failure.per.year"], replace_years, "machine.replace.hours",
              "a machine would fail again before it is replaced"),
             ("broker.pause.per.year", values["broker.pause.per.year"], values["broker.pause.ms"] / MS_PER_YEAR,
-             "broker.pause.ms", "a broker would pause again before it resumes"))
+             "broker.pause.ms", "a broker would pause again before it resumes"),
+            ("broker.slow.per.year", values["broker.slow.per.year"], values["broker.slow.ms"] / MS_PER_YEAR,
+             "broker.slow.ms", "a broker would slow down again before its slow spell ends"))
     for key, rate, years, duration_key, what in down:
         if rate * years >= 1:
             problems.append(f"failures.{key}: {rate:g} per year with {duration_key} {raw.get(duration_key, FAILURES[duration_key][0]):g}: "
                             f"{what} (rate x duration must stay below one year)")
+    partition_years = values["zone.partition.minutes"] / MINUTES_PER_YEAR
     for key, years, length in (("zone.outage.per.year", outage_years, f"{values['zone.outage.hours']:g} hours"),
+                               ("zone.partition.per.year", partition_years,
+                                f"{values['zone.partition.minutes']:g} minutes"),
                                ("zone.power.loss.per.year", restart_years, f"{values['broker.restart.ms']:g} ms")):
         for zone, rate in values[key].items():
             if rate * years >= 1:
@@ -217,4 +241,6 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
     return Failures(values["broker.crash.per.year"], restart_years, values["machine.failure.per.year"], replace_years,
                     values["zone.power.loss.per.year"], values["zone.outage.per.year"], outage_years,
                     {k: raw.get(k, FAILURES[k][0]) for k in FAILURES}, values["broker.pause.per.year"],
-                    values["broker.pause.ms"] / MS_PER_YEAR)
+                    values["broker.pause.ms"] / MS_PER_YEAR, values["broker.slow.per.year"],
+                    values["broker.slow.ms"] / MS_PER_YEAR, values["broker.slow.factor"],
+                    values["zone.partition.per.year"], partition_years)

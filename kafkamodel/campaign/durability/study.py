@@ -84,10 +84,10 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
             problems.append(f"{where}.sources: must map every failure key to its source or 'assumption: ...'")
             sources = {}
         failures = prof.get("failures")
-        pauses = isinstance(failures, Mapping) and failures.get("broker.pause.per.year", 0) != 0
+        unset = {k for keys in S.OFF_BY_DEFAULT if not _set(failures, keys[0]) for k in keys}
         problems.extend(f"{where}.sources.{k}: missing (every rate is stated with its source or marked as an "
                         "assumption)" for k in S.FAILURES
-                        if (pauses or k not in S.PAUSE_KEYS) and not str(sources.get(k) or "").strip())
+                        if k not in unset and not str(sources.get(k) or "").strip())
         problems.extend(S.unknown_key(k, S.FAILURES, f"{where}.sources.{k}") for k in sources if k not in S.FAILURES)
         inner: list[str] = []
         built = S._build({**common, "failures": prof.get("failures")}, path, inner)
@@ -111,6 +111,14 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
     if problems:
         return None
     return DurabilityStudy(str(path), tuple(profiles), tuple(pairs))
+
+
+def _set(failures: Any, rate_key: str) -> bool:
+    """Whether a profile turns on a process that is off by default (its rate, a number or {zone: rate}, not 0)."""
+    if not isinstance(failures, Mapping):
+        return False
+    v = failures.get(rate_key, 0)
+    return any(r != 0 for r in v.values()) if isinstance(v, Mapping) else v != 0
 
 
 def nines_value(p: float, high: float) -> tuple[float, bool]:

@@ -13,7 +13,16 @@ A partition's ``n`` replicas sit on ``n`` brokers, replica ``i`` in zone
   ``zone.outage.hours`` (nothing lost);
 * ``pause`` of a broker that is up: a stop-the-world pause (GC, a noisy
   neighbour) of ``broker.pause.ms``; its log and page cache are kept, it is
-  out of the ISR for the pause (as a crash, without the restart).
+  out of the ISR for the pause (as a crash, without the restart);
+* ``slow`` of a broker that is up: a fail-slow spell of ``broker.slow.ms``
+  (a degraded disk or NIC: its replication fetches take
+  ``broker.slow.factor`` times longer). Counted out of the ISR for the whole
+  spell, log kept (a slow follower leaves the ISR once it has been behind for
+  ``replica.lag.time.max.ms``, if the factor makes it fall behind: the
+  detailed run, with the factor, measures whether it does);
+* ``zone_partition`` of a zone: every up broker in it cut from the brokers
+  of the other zones and from the controller quorum (on the other side) for
+  ``zone.partition.minutes``; clients still reach both sides; logs kept.
 
 Correlation is explicit: a zone's event hits every replica in that zone at the
 same instant. A broker that is down (or rebuilding) is out of the ISR and has
@@ -62,6 +71,8 @@ import numpy as np
 
 UP = 0
 CRASH, DISK_LOSS, POWER_LOSS, ISOLATE, PAUSE = "crash", "disk_loss", "power_loss", "isolate", "pause"
+SLOW, ZONE_PARTITION = "slow", "zone_partition"
+KEEP_LOG = (CRASH, ISOLATE, PAUSE, SLOW, ZONE_PARTITION)  # kinds that leave the broker's log (and page cache) whole
 BIAS = 1.0  # c: expected further failures before the next return, under the biased measure
 
 
@@ -79,6 +90,10 @@ class Rates:
     exponential: bool = False  # down times exponential with these means (the Markov chain's law) instead of fixed
     pause: float = 0.0  # stop-the-world pauses per broker
     pause_years: float = 0.0  # each this long
+    slow: float = 0.0  # fail-slow spells per broker
+    slow_years: float = 0.0  # each this long
+    partition: dict = field(default_factory=dict)  # zone -> per year: cut from the other zones
+    partition_years: float = 0.0  # each this long
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,8 @@ def _processes(zones: Sequence[str], rates: Rates, down: list) -> list[tuple[flo
             out.append((rates.machine, DISK_LOSS, (i,)))
         if rates.pause > 0:  # after the others: with no pauses the draws are those of the process without them
             out.append((rates.pause, PAUSE, (i,)))
+        if rates.slow > 0:
+            out.append((rates.slow, SLOW, (i,)))
     for zone in sorted(set(zones)):
         hit = tuple(i for i in up if zones[i] == zone)
         if not hit:
@@ -117,6 +134,8 @@ def _processes(zones: Sequence[str], rates: Rates, down: list) -> list[tuple[flo
             out.append((rates.power_loss[zone], POWER_LOSS, hit))
         if rates.outage.get(zone, 0) > 0:
             out.append((rates.outage[zone], ISOLATE, hit))
+        if rates.partition.get(zone, 0) > 0:
+            out.append((rates.partition[zone], ZONE_PARTITION, hit))
     return out
 
 
@@ -128,7 +147,7 @@ def healthy_rate(zones: Sequence[str], rates: Rates) -> float:
 def down_years(rates: Rates) -> dict:
     """Each kind's (mean) down time in years."""
     return {CRASH: rates.restart, POWER_LOSS: rates.restart, DISK_LOSS: rates.replace, ISOLATE: rates.outage_years,
-            PAUSE: rates.pause_years}
+            PAUSE: rates.pause_years, SLOW: rates.slow_years, ZONE_PARTITION: rates.partition_years}
 
 
 def _duration(kind: str, rates: Rates, rng: np.random.Generator) -> float:
