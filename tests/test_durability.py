@@ -286,6 +286,9 @@ def test_crashes_alone_lose_nothing_and_say_so_with_an_upper_bound(tmp_path, rat
     # time below min.insync.replicas: the failure process's own figure, with the chain's binomial law
     lam, rr = 50, 600000 / (365.25 * 24 * 3600 * 1000)
     exact = markov.unavailable_minutes_per_year(3, 2, lam, rr)
+    if rate == "broker.slow.per.year":  # a slow leader's ISR is itself alone: below 2 whenever the leader is slow,
+        p = lam * rr / (1 + lam * rr)  # or both followers are (each broker slow a share p of the time, independently)
+        exact = (p + (1 - p) * p ** 2) * markov.MINUTES_PER_YEAR
     assert r["unavailable_minutes_per_year"] == pytest.approx(exact, rel=0.25)
 
 
@@ -509,52 +512,100 @@ SLOW_RATE, SLOW_MS, CRASH_RATE, RESTART_MS = 20.0, 600000.0, 5.0, 60000.0
 MS_YEAR = 365.25 * 24 * 3600 * 1000
 
 
-def _slow_then_crash_rate() -> float:
-    """RF 2, per partition-year, to first order in rate x duration (the paths left out are ~1e-3 of it): a slow
-    spell opens the window on either replica (2 s); the other, now the leader, crashes before the spell ends and
-    before it slows down itself: c / (c + s) (1 - exp(-(c + s) d))."""
+def _slow_then_crash_rate(followers: int = 1) -> float:
+    """Per partition-year, to first order in rate x duration (the paths left out are ~1e-3 of it): a slow spell
+    opens the window on one of the partition's replicas, then the leader crashes first among the events that can
+    come next (the leader's crash c, the slow broker's own crash c, the other replicas' slow spells s), before
+    the spell ends: P = c / (2c + (n - 1) s) (1 - exp(-(2c + (n - 1) s) d)). On RF 2 either replica's spell
+    counts (the follower's, then the leader's crash; or the leader's, its followers out of the ISR, then its own
+    crash): 2 s P; on RF 3 only the leader's (one follower out is not enough): s P."""
     s, c, d = SLOW_RATE, CRASH_RATE, SLOW_MS / MS_YEAR
-    return 2 * s * c / (c + s) * -math.expm1(-(c + s) * d)
+    others = 2 * c + followers * s
+    return (1 + (followers == 1)) * s * c / others * -math.expm1(-others * d)
 
 
-def test_a_slow_follower_then_a_leader_crash_comes_at_the_rate_of_the_formula():
-    """The window sampler alone: the rate of "one replica slow, then the other (the leader) crashes" agrees with
-    the formula computed from the rates, and slow spells show in the windows as their own kind."""
+SLOW_THEN_CRASH = {(W.SLOW, W.CRASH), (W.SLOW_LEADER, W.CRASH)}
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_slow_spell_then_the_leaders_crash_comes_at_the_rate_of_the_formula(n):
+    """The window sampler alone: the rate of "a slow spell, then the leader crashes while the ISR is the leader
+    alone" (RF 2: a slow follower then the leader's crash, or a slow leader then its own; RF 3: a slow leader then
+    its own crash) agrees with the formula computed from the rates."""
     rates = W.Rates(CRASH_RATE, RESTART_MS / MS_YEAR, 0.0, 1.0, {}, {}, 1e-9, slow=SLOW_RATE,
                     slow_years=SLOW_MS / MS_YEAR)
-    est = W.loss_rate(W.sample(["a", "b"], rates, 1, 3000, 21),
-                      lambda c: tuple(k for k, _ in c.pattern) == (W.SLOW, W.CRASH))
-    exact = _slow_then_crash_rate()
+    alone = (lambda c: tuple(k for k, _ in c.pattern) in SLOW_THEN_CRASH) if n == 2 else \
+        (lambda c: tuple(k for k, _ in c.pattern) == (W.SLOW_LEADER, W.CRASH))
+    est = W.loss_rate(W.sample(["a", "b", "c"][:n], rates, 1, 3000, 21), alone)
+    exact = _slow_then_crash_rate(n - 1)
     assert est.low <= exact <= est.high, (est, exact)
     assert est.high - est.low < exact
 
 
+def test_a_slow_leader_keeps_the_leadership_and_an_isr_of_itself():
+    """A slow spell on the leader is a critical event of its own kind (slow_leader); the leader's own crash during
+    it is critical again, with both steps on the same replica; a follower's crash meanwhile is not (the slow
+    leader still leads)."""
+    down, slow = [None] * 3, [None] * 3
+    slow[0] = (0, 1.0, frozenset({0}))
+    assert W._in_sync((0, 1, 2), 0, down, slow) == (0,)
+    slow[0] = (0, 1.0, frozenset())  # slow since it was a follower: out of the ISR
+    assert W._in_sync((0, 1, 2), 0, down, slow) == (1, 2)
+    slow[0], down[0] = (0, 1.0, frozenset({0})), (1, W.CRASH, 0.5)
+    assert W._in_sync((0, 1, 2), 0, down, slow) == ()
+    assert W._pattern(down, slow, 0) == ((W.SLOW_LEADER, (0,)), (W.CRASH, (0,)))
+
+
 RF2_MIN1 = {**LOW, "topics[0].replication.factor": 2, "broker.min.insync.replicas": 1}
+NO_NIC = {"hardware.broker.nic.gbps": None}  # see test_a_slow_leader_acknowledges_alone_over_a_nic
 
 
-def test_a_slow_follower_then_a_leader_crash_loses_with_unclean_election(tmp_path):
-    """RF 2, acks=all, min.insync.replicas 1: the slow follower (fetches 100,000 times slower, past
-    replica.lag.time.max.ms) leaves the ISR, the leader acknowledges alone, then crashes; with unclean election
-    the follower is elected and what only the leader had is lost. The verb's loss per partition-year holds the
-    formula's rate (plus both replicas crashing inside one restart, c^2 r terms, 2.5% of it). Unclean election off:
-    Kafka's rules, nothing lost, 0 with a bound."""
-    rows = _run(tmp_path, {"unclean": {**RF2_MIN1, "broker.unclean.leader.election.enable": True},
-                           "clean": RF2_MIN1},
+def test_a_slow_spell_then_the_leaders_crash_loses_with_unclean_election(tmp_path):
+    """RF 2, acks=all, min.insync.replicas 1, fetches 100,000 times slower (past replica.lag.time.max.ms): a slow
+    follower leaves the ISR, the leader acknowledges alone, then crashes; or the leader is slow, its follower
+    leaves the ISR, and it crashes itself. With unclean election the follower is elected and what only the leader
+    had is lost. The verb's loss per partition-year holds the formula's rate (plus both replicas crashing inside
+    one restart, c^2 r terms, 2.5% of it). Unclean election off: Kafka's rules, nothing lost, 0 with a bound."""
+    rows = _run(tmp_path, {"unclean": {**RF2_MIN1, **NO_NIC, "broker.unclean.leader.election.enable": True},
+                           "clean": {**RF2_MIN1, **NO_NIC}},
                 {"broker.slow.per.year": SLOW_RATE, "broker.slow.ms": SLOW_MS, "broker.slow.factor": 100000,
-                 "broker.crash.per.year": CRASH_RATE, "broker.restart.ms": RESTART_MS}, windows=400)
+                 "broker.crash.per.year": CRASH_RATE, "broker.restart.ms": RESTART_MS}, windows=1500)
     details = json.loads((tmp_path / "out" / "durability-details.json").read_text())["configurations"]
     classes = next(d for d in details if d["configuration"] == "unclean")["classes_records_lost"]
-    assert classes["RF 2: slow x1 then crash x1"] > 0, classes
+    assert classes["RF 2: slow x1 then crash x1"] > 0 and classes["RF 2: slow_leader x1 then crash x1"] > 0, classes
+    assert classes["RF 2: crash x1 then crash x1"] > 0, classes  # the follower down, then the leader: unclean too
     c, r = CRASH_RATE, RESTART_MS / MS_YEAR
     both_crash = 2 * c * c / (c + SLOW_RATE) * -math.expm1(-(c + SLOW_RATE) * r)
-    assert classes["RF 2: crash x1 then crash x1"] > 0, classes  # the follower down, then the leader: unclean too
-    losing = _slow_then_crash_rate() + both_crash
+    expected = -math.expm1(-(_slow_then_crash_rate() + both_crash))
     u = rows["unclean"]
-    expected = -math.expm1(-losing)
     assert u["loss_probability_per_partition_year_low"] <= expected <= u["loss_probability_per_partition_year_high"], (u, expected)
     assert u["acked_records_lost_per_year"] > 0
     k = rows["clean"]
     assert k["loss_probability_per_partition_year"] == 0 and 0 < k["loss_probability_per_partition_year_high"] < 1
+
+
+def _slow_leader_then_its_crash(**overrides) -> int:
+    from kafkamodel.campaign.durability.estimate import groups_of, measure
+
+    scenario = load_scenario(scenario_path("three-zones")).with_overrides(
+        {**RF2_MIN1, "broker.unclean.leader.election.enable": True, **overrides})
+    topic, partition, replicas = groups_of(scenario)[0].partitions[0]
+    return measure(scenario, topic, partition, replicas, ((W.SLOW_LEADER, (0,)), (W.CRASH, (0,))), (0,), 100000.0)
+
+
+@pytest.mark.xfail(strict=True, reason="the model's NIC queue (transport.send: ingress_free) takes a slowed fetch "
+                   "response's arrival, minutes away, so every later message into the slow broker waits behind it: "
+                   "its producer gets no acknowledgement for the whole spell and after it (without the NIC: "
+                   "acknowledged alone from the ISR shrink on, as Kafka does)")
+def test_a_slow_leader_acknowledges_alone_over_a_nic():
+    assert _slow_leader_then_its_crash() > 0
+
+
+def test_a_slow_leader_acknowledges_alone_then_its_crash_loses_with_unclean_election():
+    """Kafka's slow leader: its follower's fetches crawl, the leader shrinks the ISR to itself after
+    replica.lag.time.max.ms and, under min.insync.replicas 1, acknowledges alone; its crash then elects the
+    follower uncleanly and those records are lost (the model without its NIC queue: see the test above)."""
+    assert _slow_leader_then_its_crash(**NO_NIC) > 0
 
 
 def test_a_slow_follower_leaves_the_isr_after_replica_lag_time_max_ms():

@@ -141,7 +141,7 @@ def gaps_ms(scenario) -> dict:
     detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
     lag = max(detect, float(b["replica.lag.time.max.ms"]))
     return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
-            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, W.SLOW: 2 * lag + SETTLE_MS,
+            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, W.SLOW: 2 * lag + SETTLE_MS, W.SLOW_LEADER: 2 * lag + SETTLE_MS,
             W.ZONE_PARTITION: lag + SETTLE_MS, "return": detect + SETTLE_MS}
 
 
@@ -153,7 +153,7 @@ def step_fault(scenario, slow_factor: float | None = None):
     zones = zones_of(scenario)
 
     def fields(kind: str, hit: list) -> dict:
-        if kind == W.SLOW:
+        if kind in (W.SLOW, W.SLOW_LEADER):
             return {"kind": "slow", "factor": slow_factor}
         if kind == W.ZONE_PARTITION:
             cut = {zones[b] for b in hit}
@@ -217,28 +217,40 @@ def reduced(c: W.Critical, n: int, by_rules: bool) -> tuple | None:
     """The class of a critical event the detailed model runs once: the steps' kinds and sizes in order (which
     replicas and when does not enter: the last step hits the leader, replica 0; earlier steps the others, from
     replica 1 on), or None when Kafka's rules already say it loses nothing (``kafka_rules_apply``)."""
-    down = sum(len(hit) for _, hit in c.pattern)
+    out = len({i for _, hit in c.pattern for i in hit})
     final = c.pattern[-1][0]
-    if by_rules and (down < n or final in W.KEEP_LOG):
+    alone = any(kind == W.SLOW_LEADER for kind, _ in c.pattern)  # its followers are out of the ISR too
+    if by_rules and ((out < n and not alone) or final in W.KEEP_LOG):
         return None
     return tuple((kind, len(hit)) for kind, hit in c.pattern)
 
 
 def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tuple]:
     """A class's schedule on replica indices: (pattern, returns). Earlier steps take replicas 1, 2, ...; the last
-    step replica 0 (the leader) and any more it hits; they come back in the order of their kinds' down times
-    (restart < outage < replacement with the defaults), first down first among equals."""
-    pool = list(range(1, n))
-    pattern = []
+    step replica 0 (the leader) and any more it hits; a slow leader's spell is on replica 0 too (the first; a
+    later one on the next free replica), so a last step after it hits the slow leader. They come back in the
+    order of their kinds' down times (restart < outage < replacement with the defaults), first down first among
+    equals; a replica under two steps when the later of them ends."""
+    pool, slowed = list(range(1, n)), []  # slowed: followers given a slow spell (a later step may hit them)
+    pattern, slow_leader = [], False
     for k, (kind, size) in enumerate(steps):
-        if k == len(steps) - 1:
+        if kind == W.SLOW_LEADER and not slow_leader:
+            hit, slow_leader = [0], True
+        elif k == len(steps) - 1 and kind != W.SLOW_LEADER:
             hit, pool = [0] + pool[:size - 1], pool[size - 1:]
         else:
             hit, pool = pool[:size], pool[size:]
+            hit = (hit + slowed[:size - len(hit)]) or [0]
+        if kind in (W.SLOW, W.SLOW_LEADER):
+            slowed.extend(i for i in hit if i != 0)
         pattern.append((kind, tuple(hit)))
     down = W.down_years(rates_of(failures))
     order = sorted((down[kind], k, i) for k, (kind, hit) in enumerate(pattern) for i in hit)
-    return tuple(pattern), tuple(i for _, _, i in order)
+    returns: dict = {}
+    for _, _, i in order:  # each replica once, where it is back from its last step
+        returns.pop(i, None)
+        returns[i] = None
+    return tuple(pattern), tuple(returns)
 
 
 def _cache_file(cache: Path, args: tuple) -> tuple[Path, dict]:
@@ -383,7 +395,7 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
     for key, (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
         topic, partition, replicas = g.partitions[0]
         pattern, returns = representative(key[2], len(g.zones), spec.failures)
-        slow = (spec.failures.slow_factor,) if any(kind == W.SLOW for kind, _ in pattern) else ()
+        slow = (spec.failures.slow_factor,) if any(kind in (W.SLOW, W.SLOW_LEADER) for kind, _ in pattern) else ()
         jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns, *slow)))
     lost = run_all(jobs, measure, cache, workers, progress)
     return [_combine(config, groups, spec, by_rules, lost, cluster) for config, groups, by_rules, cluster in plans]

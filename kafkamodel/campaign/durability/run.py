@@ -37,11 +37,12 @@ ASSUMPTIONS = (
     "A broker pause (broker.pause.per.year, 0 unless the spec sets it) takes the broker out of the ISR for "
     "broker.pause.ms with its log and page cache kept (the pause fault in the detailed model); a pause shorter "
     "than the session timeout and replica.lag.time.max.ms changes nothing in Kafka, so this is conservative.",
-    "A slow spell (broker.slow.per.year, 0 unless the spec sets it) counts the broker out of the ISR for "
-    "broker.slow.ms with its log kept (conservative: Kafka drops a slow follower only after replica.lag.time.max.ms "
-    "behind, and only if broker.slow.factor makes it fall behind); the detailed model runs the slow fault with that "
-    "factor, which slows the broker's replication fetches (latency, not bandwidth). Its unavailability is an upper "
-    "bound.",
+    "A slow spell (broker.slow.per.year, 0 unless the spec sets it) lasts broker.slow.ms; the broker keeps running "
+    "and its log. A slow follower is counted out of the ISR for the whole spell (conservative: Kafka drops it only "
+    "after replica.lag.time.max.ms behind, and only if broker.slow.factor makes it fall behind); a slow leader stays "
+    "leader with an ISR of itself (its followers cannot keep up). The detailed model runs the slow fault with that "
+    "factor, which slows the broker's replication fetches (latency, not bandwidth). Unavailability from slow spells "
+    "is an upper bound.",
     "A zone partition (zone.partition.per.year, 0 unless the spec sets it) cuts every broker of the zone from the "
     "brokers of the other zones and from the controller quorum (on the other side) for zone.partition.minutes; "
     "clients reach both sides (the isolate fault from those brokers and the controller). A cluster in one zone has "

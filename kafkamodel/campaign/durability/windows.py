@@ -16,10 +16,14 @@ A partition's ``n`` replicas sit on ``n`` brokers, replica ``i`` in zone
   out of the ISR for the pause (as a crash, without the restart);
 * ``slow`` of a broker that is up: a fail-slow spell of ``broker.slow.ms``
   (a degraded disk or NIC: its replication fetches take
-  ``broker.slow.factor`` times longer). Counted out of the ISR for the whole
-  spell, log kept (a slow follower leaves the ISR once it has been behind for
+  ``broker.slow.factor`` times longer). The broker keeps running (it can
+  still crash, fail or lose power) and its log. As a follower it is out of
+  the ISR for the whole spell (Kafka drops it once it has been behind for
   ``replica.lag.time.max.ms``, if the factor makes it fall behind: the
-  detailed run, with the factor, measures whether it does);
+  detailed run, with the factor, measures whether it does); as the leader
+  when the spell begins (``slow_leader`` in a pattern) it stays leader and
+  its followers are out instead (they cannot keep up with its slow fetch
+  responses), so the ISR is the slow leader alone;
 * ``zone_partition`` of a zone: every up broker in it cut from the brokers
   of the other zones and from the controller quorum (on the other side) for
   ``zone.partition.minutes``; clients still reach both sides; logs kept.
@@ -71,8 +75,8 @@ import numpy as np
 
 UP = 0
 CRASH, DISK_LOSS, POWER_LOSS, ISOLATE, PAUSE = "crash", "disk_loss", "power_loss", "isolate", "pause"
-SLOW, ZONE_PARTITION = "slow", "zone_partition"
-KEEP_LOG = (CRASH, ISOLATE, PAUSE, SLOW, ZONE_PARTITION)  # kinds that leave the broker's log (and page cache) whole
+SLOW, SLOW_LEADER, ZONE_PARTITION = "slow", "slow_leader", "zone_partition"
+KEEP_LOG = (CRASH, ISOLATE, PAUSE, SLOW, SLOW_LEADER, ZONE_PARTITION)  # kinds that leave the log (and page cache) whole
 BIAS = 1.0  # c: expected further failures before the next return, under the biased measure
 
 
@@ -113,8 +117,9 @@ class Window:
     events: int = 0
 
 
-def _processes(zones: Sequence[str], rates: Rates, down: list) -> list[tuple[float, str, tuple]]:
-    """(rate, kind, replicas hit) of every process that can fire now."""
+def _processes(zones: Sequence[str], rates: Rates, down: list, slow: list | None = None) -> list[tuple[float, str, tuple]]:
+    """(rate, kind, replicas hit) of every process that can fire now (`slow`: the replicas in a slow spell, which
+    run and can fail, but not slow down again)."""
     up = [i for i in range(len(zones)) if down[i] is None]
     out = []
     for i in up:
@@ -124,7 +129,7 @@ def _processes(zones: Sequence[str], rates: Rates, down: list) -> list[tuple[flo
             out.append((rates.machine, DISK_LOSS, (i,)))
         if rates.pause > 0:  # after the others: with no pauses the draws are those of the process without them
             out.append((rates.pause, PAUSE, (i,)))
-        if rates.slow > 0:
+        if rates.slow > 0 and (slow is None or slow[i] is None):
             out.append((rates.slow, SLOW, (i,)))
     for zone in sorted(set(zones)):
         hit = tuple(i for i in up if zones[i] == zone)
@@ -147,7 +152,8 @@ def healthy_rate(zones: Sequence[str], rates: Rates) -> float:
 def down_years(rates: Rates) -> dict:
     """Each kind's (mean) down time in years."""
     return {CRASH: rates.restart, POWER_LOSS: rates.restart, DISK_LOSS: rates.replace, ISOLATE: rates.outage_years,
-            PAUSE: rates.pause_years, SLOW: rates.slow_years, ZONE_PARTITION: rates.partition_years}
+            PAUSE: rates.pause_years, SLOW: rates.slow_years, SLOW_LEADER: rates.slow_years,
+            ZONE_PARTITION: rates.partition_years}
 
 
 def _duration(kind: str, rates: Rates, rng: np.random.Generator) -> float:
@@ -165,9 +171,10 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
     n = len(zones)
     layouts = [tuple(range(n))] if layouts is None else [tuple(lay) for lay in layouts]
     down: list = [None] * n  # replica -> (order it went down, kind, back at) or None when up
+    slow: list = [None] * n  # replica -> (order its slow spell began, ends at, layouts it led then) or None
     w = Window()
     t, weight, order = 0.0, 1.0, 0
-    procs = _processes(zones, rates, down)
+    procs = _processes(zones, rates, down, slow)
     total = sum(r for r, _, _ in procs)
     first = True
     while True:
@@ -175,8 +182,8 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
             pick = rng.random() * total
             dt = 0.0
         else:
-            back = min(d[2] for d in down if d is not None)
-            procs = _processes(zones, rates, down)
+            back = min([d[2] for d in down if d is not None] + [x[1] for x in slow if x is not None])
+            procs = _processes(zones, rates, down, slow)
             total = sum(r for r, _, _ in procs)
             span = back - t
             beta = max(1.0, bias / (total * span)) if total > 0 and span > 0 else 1.0
@@ -185,7 +192,7 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
             grow = (beta - 1.0) * total  # d(log L)/dt while nothing fires
             seg = weight * (math.expm1(grow * stretch) / grow if grow > 0 else stretch)
             w.exposure += seg
-            if any(sum(down[i] is None for i in lay) < needed for lay in layouts):
+            if any(len(_in_sync(lay, k, down, slow)) < needed for k, lay in enumerate(layouts)):
                 w.unavailable += seg
             weight *= math.exp(grow * stretch)
             t += stretch
@@ -193,7 +200,9 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
                 for i in range(n):
                     if down[i] is not None and down[i][2] <= t:
                         down[i] = None
-                if all(d is None for d in down):
+                    if slow[i] is not None and slow[i][1] <= t:
+                        slow[i] = None
+                if all(d is None for d in down) and all(x is None for x in slow):
                     return w
                 continue
             weight /= beta
@@ -203,27 +212,52 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
             pick -= r
             if pick < 0:
                 break
-        leaders = [next((i for i in lay if down[i] is None), None) for lay in layouts]
+        leaders = [next(iter(_in_sync(lay, k, down, slow)), None) for k, lay in enumerate(layouts)]
         for i in hit:
-            down[i] = (order, kind, t + _duration(kind, rates, rng))
+            if kind == SLOW:
+                slow[i] = (order, t + _duration(kind, rates, rng), frozenset(k for k, b in enumerate(leaders) if b == i))
+            else:
+                down[i] = (order, kind, t + _duration(kind, rates, rng))
         order += 1
         w.events += 1
         for k, lay in enumerate(layouts):
-            if leaders[k] in hit or (leaders[k] is not None and all(down[i] is not None for i in lay)):
-                on = [down[i] for i in lay]
-                w.criticals.append(Critical(_pattern(on), _returns(on), weight, w.exposure, k))
+            if leaders[k] in hit or (leaders[k] is not None and not _in_sync(lay, k, down, slow)):
+                on, slowed = [down[i] for i in lay], [slow[i] for i in lay]
+                w.criticals.append(Critical(_pattern(on, slowed, k), _returns(on, slowed), weight, w.exposure, k))
 
 
-def _pattern(down: list) -> tuple:
+def _in_sync(lay: tuple, k: int, down: list, slow: list) -> tuple:
+    """Layout k's in-sync replicas, its leader first: a replica in a slow spell that led k when the spell began
+    stays leader with an ISR of itself (its followers cannot keep up), and while it is down there is none (its
+    followers fell out: only an unclean election, which the detailed run decides, would take one); otherwise the
+    replicas up and not slow, in assignment order (the first leads)."""
+    for i in lay:
+        if slow[i] is not None and k in slow[i][2]:
+            return (i,) if down[i] is None else ()
+    return tuple(i for i in lay if down[i] is None and slow[i] is None)
+
+
+def _pattern(down: list, slow: list | None = None, k: int = 0) -> tuple:
     steps: dict = {}
     for i, d in enumerate(down):
         if d is not None:
             steps.setdefault((d[0], d[1]), []).append(i)
+    for i, x in enumerate(slow or ()):
+        if x is not None:
+            steps.setdefault((x[0], SLOW_LEADER if k in x[2] else SLOW), []).append(i)
     return tuple((kind, tuple(ix)) for (_, kind), ix in sorted(steps.items()))
 
 
-def _returns(down: list) -> tuple:
-    return tuple(i for _, i in sorted((d[2], i) for i, d in enumerate(down) if d is not None))
+def _returns(down: list, slow: list | None = None) -> tuple:
+    """Replica positions in the order they are back (a slow one that also went down: the later of the two)."""
+    back: dict = {}
+    for i, d in enumerate(down):
+        if d is not None:
+            back[i] = d[2]
+    for i, x in enumerate(slow or ()):
+        if x is not None:
+            back[i] = max(back.get(i, x[1]), x[1])
+    return tuple(i for _, i in sorted((b, i) for i, b in back.items()))
 
 
 @dataclass(frozen=True)
