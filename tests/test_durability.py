@@ -228,6 +228,18 @@ def test_few_windows_with_a_loss_widen_the_interval_to_the_poisson_count():
     assert est.high >= 5.5716 * est.rate and est.low <= 0.02532 * est.rate
 
 
+@pytest.mark.parametrize("k", [100, 800, 2000, 5000])
+def test_garwood_bounds_hold_for_many_windows_with_an_event(k):
+    """Garwood's exact Poisson interval on k events, against the Wilson-Hilferty approximation of its chi-square
+    quantiles (k (1 - 1/(9k) - z/(3 sqrt k))^3 and (k+1) (1 - 1/(9(k+1)) + z/(3 sqrt(k+1)))^3, good to a few
+    parts in 10^4 from k = 100): above ~745 events exp(-mu) underflowed, and the bounds came out at 0.37 k for
+    k = 2000 (both ends) and below k for the upper one at k = 800."""
+    low, high = W._poisson_mean(k, 0.025, upper=False), W._poisson_mean(k, 0.025, upper=True)
+    z = W.Z95
+    assert low == pytest.approx(k * (1 - 1 / (9 * k) - z / (3 * math.sqrt(k))) ** 3, rel=1e-3), (k, low)
+    assert high == pytest.approx((k + 1) * (1 - 1 / (9 * (k + 1)) + z / (3 * math.sqrt(k + 1))) ** 3, rel=1e-3), (k, high)
+
+
 def test_nothing_lost_is_zero_with_an_upper_bound():
     est = W.loss_rate(W.sample(["a", "b", "c"], _machine_only(0.5, 1 / 365.25), 2, 500, 3), lambda c: False)
     assert est.rate == 0 and est.low == 0 and 0 < est.high < 1

@@ -326,6 +326,10 @@ def _poisson_mean(k: int, tail: float, upper: bool) -> float:
     (lower bound) or lower tail P(N <= k) (upper bound) is `tail`. Bisection on the Poisson sum."""
     def below(mu: float) -> float:  # P(N <= k - 1) for the lower bound, P(N <= k) for the upper one
         last = k if upper else k - 1
+        if mu > 700:  # exp(-mu) underflows: the terms in logs (k above ~700 windows with an event)
+            logs = [-mu + i * math.log(mu) - math.lgamma(i + 1) for i in range(last + 1)]
+            top = max(logs)
+            return math.exp(top) * sum(math.exp(x - top) for x in logs)
         term, total = math.exp(-mu), 0.0
         for i in range(last + 1):
             total += term
