@@ -237,7 +237,8 @@ def test_garwood_bounds_hold_for_many_windows_with_an_event(k):
     low, high = W._poisson_mean(k, 0.025, upper=False), W._poisson_mean(k, 0.025, upper=True)
     z = W.Z95
     assert low == pytest.approx(k * (1 - 1 / (9 * k) - z / (3 * math.sqrt(k))) ** 3, rel=1e-3), (k, low)
-    assert high == pytest.approx((k + 1) * (1 - 1 / (9 * (k + 1)) + z / (3 * math.sqrt(k + 1))) ** 3, rel=1e-3), (k, high)
+    upper = (k + 1) * (1 - 1 / (9 * (k + 1)) + z / (3 * math.sqrt(k + 1))) ** 3
+    assert high == pytest.approx(upper, rel=1e-3), (k, high)
 
 
 def test_nothing_lost_is_zero_with_an_upper_bound():
@@ -593,7 +594,8 @@ def test_a_slow_spell_then_the_leaders_crash_loses_with_unclean_election(tmp_pat
     both_crash = 2 * c * c / (c + SLOW_RATE) * -math.expm1(-(c + SLOW_RATE) * r)
     expected = -math.expm1(-(_slow_then_crash_rate() + both_crash))
     u = rows["unclean"]
-    p, half = u["loss_probability_per_partition_year"], u["loss_probability_per_partition_year_high"] - u["loss_probability_per_partition_year"]
+    p = u["loss_probability_per_partition_year"]
+    half = u["loss_probability_per_partition_year_high"] - p
     assert abs(expected - p) <= half * 3.2905 / 1.96, (u, expected)
     assert u["acked_records_lost_per_year"] > 0
     k = rows["clean"]
@@ -668,8 +670,9 @@ def test_a_zone_partition_is_the_isolate_fault_from_the_other_zones_and_the_cont
     from kafkamodel.campaign.durability.estimate import schedule, step_fault
 
     scenario = load_scenario(scenario_path("three-zones"))  # brokers 0..5 in zones a, b, c, a, b, c
-    faults, _ = schedule(((W.SLOW, (1,)), (W.ZONE_PARTITION, (0,))), (0, 1), (0, 1, 2), {W.SLOW: 10, W.ZONE_PARTITION: 10, "return": 10},
-                         step_fault(scenario, 250.0))
+    gaps = {W.SLOW: 10, W.ZONE_PARTITION: 10, "return": 10}
+    pattern = ((W.SLOW, (1,)), (W.ZONE_PARTITION, (0,)))
+    faults, _ = schedule(pattern, (0, 1), (0, 1, 2), gaps, step_fault(scenario, 250.0))
     assert [(f["kind"], f["broker"], f.get("factor"), f.get("from")) for f in faults] == [
         ("slow", 1, 250.0, None), ("isolate", 0, None, [1, 2, 4, 5, "controller"])]
 

@@ -141,8 +141,8 @@ def gaps_ms(scenario) -> dict:
     detect = float(b.get("broker.session.timeout.ms") or b.get("zookeeper.session.timeout.ms") or 18000)
     lag = max(detect, float(b["replica.lag.time.max.ms"]))
     return {W.CRASH: detect + SETTLE_MS, W.POWER_LOSS: detect + SETTLE_MS, W.DISK_LOSS: detect + SETTLE_MS,
-            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, W.SLOW: 2 * lag + SETTLE_MS, W.SLOW_LEADER: 2 * lag + SETTLE_MS,
-            W.ZONE_PARTITION: lag + SETTLE_MS, "return": detect + SETTLE_MS}
+            W.ISOLATE: lag + SETTLE_MS, W.PAUSE: lag + SETTLE_MS, W.ZONE_PARTITION: lag + SETTLE_MS,
+            W.SLOW: 2 * lag + SETTLE_MS, W.SLOW_LEADER: 2 * lag + SETTLE_MS, "return": detect + SETTLE_MS}
 
 
 def step_fault(scenario, slow_factor: float | None = None):

@@ -127,7 +127,8 @@ class Window:
     events: int = 0
 
 
-def _processes(zones: Sequence[str], rates: Rates, down: list, slow: list | None = None) -> list[tuple[float, str, tuple]]:
+def _processes(zones: Sequence[str], rates: Rates, down: list,
+               slow: list | None = None) -> list[tuple[float, str, tuple]]:
     """(rate, kind, replicas hit) of every process that can fire now (`slow`: the replicas in a slow spell, which
     run and can fail, but not slow down again)."""
     up = [i for i in range(len(zones)) if down[i] is None]
@@ -232,7 +233,8 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
         leaders = [next(iter(_in_sync(lay, k, down, slow)), None) for k, lay in enumerate(layouts)]
         for i in hit:
             if kind == SLOW:
-                slow[i] = (order, t + _duration(kind, rates, rng), frozenset(k for k, b in enumerate(leaders) if b == i))
+                led = frozenset(k for k, b in enumerate(leaders) if b == i)  # the layouts it leads as it slows
+                slow[i] = (order, t + _duration(kind, rates, rng), led)
             else:
                 down[i] = (order, kind, t + _duration(kind, rates, rng))
         order += 1
