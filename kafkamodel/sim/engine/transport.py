@@ -147,11 +147,10 @@ class Transport:
             if self.cuts and (src, dst) in self.cuts:
                 return
         link = self.links[conn][src][dst]
-        latency = next(link.draws)
-        if fetch and self.slow:
+        latency = slowed = next(link.draws)
+        if fetch and self.slow:  # late after the wire: the NICs' queues are not held while it is
             brokers = self.brokers
-            factor = max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
-            latency *= factor
+            slowed *= max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
         at = self.kernel.now + delay
         if nbytes and self.ms_per_byte:  # a broker's NIC sends (and receives) one message at a time
             tx = nbytes * self.ms_per_byte
@@ -159,14 +158,18 @@ class Transport:
                 free = self.egress_free[src]
                 at = (free if free > at else at) + tx
                 self.egress_free[src] = at
-            at += latency
             if dst >= 0:
                 done = self.ingress_free[dst] + tx
-                if done > at:
-                    at = done
-                self.ingress_free[dst] = at
+                if done > at + latency:  # received once the NIC is free, then late by the slowness
+                    self.ingress_free[dst] = done
+                    at = done + (slowed - latency)
+                else:
+                    self.ingress_free[dst] = at + latency
+                    at += slowed
+            else:
+                at += slowed
         else:
-            at += latency
+            at += slowed
         if at < link.last:  # in order, as sent
             at = link.last
         link.last = at
