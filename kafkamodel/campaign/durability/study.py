@@ -26,6 +26,7 @@ import json
 import math
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,11 +34,11 @@ from typing import Any, Mapping
 
 from ...folders import FolderError, check_file_replaceable, writable_folder, write_atomic
 from ...paths import REPORTS, RUNS
-from ...study.spec import SpecError, named
+from ...study.spec import StudyError, named
 from ...study.specfile import load_spec_file
 from . import spec as S
 from .estimate import DetailedRunError
-from .run import ASSUMPTIONS, nines, run_durability
+from .run import ASSUMPTIONS, check_engine_options, nines, run_durability
 
 STUDIES = S.DURABILITY / "studies"  # shipped durability studies
 TOP_KEYS = ("scenario", "configurations", "seed", "windows", "profiles", "fsync_debate")
@@ -148,23 +149,31 @@ def fsync_answer(rows: list[dict], pairs, profiles) -> str:
 
 
 def run_study(spec="durability", *, runs: Path | None = None, reports: Path | None = None,
-              windows: int | None = None, progress: bool = True, say=None, workers: int | None = None) -> Path:
-    """Every profile through the verb's estimator, then reports/durability.json and .html; returns the HTML."""
+              windows: int | None = None, progress: bool = True, say=None, workers: int | None = None,
+              engine: str = "local", master: str | None = None, spark=None) -> Path:
+    """Every profile through the verb's estimator, then reports/durability.json and .html; returns the HTML.
+    `engine` spark: one session for every profile (`spark`, left running, or one started on `master`)."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    check_engine_options(engine, master, spark)
     study = load_study(spec)
     runs = writable_folder(runs or RUNS / "durability", "--runs")
     reports = writable_folder(reports or REPORTS, "--reports")
     for name in ("durability.json", "durability.html"):  # refused now, not after the simulations
         check_file_replaceable(reports / name, "--reports")
     rows, details = [], {}
-    for i, prof in enumerate(study.profiles, 1):
-        loaded = prof.spec if windows is None else replace(prof.spec, windows=windows)
-        say(f"durability study: profile {i}/{len(study.profiles)} {prof.name} ({prof.about})")
-        got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs",
-                                   workers=workers)
-        rows.extend({"profile": prof.name, **r} for r in got)
-        details[prof.name] = json.loads((path.parent / "durability-details.json").read_text())
+    with ExitStack() as stack:
+        if engine == "spark" and spark is None:  # one session for every profile, not one each
+            from ...study.spark import spark_session
+
+            spark = stack.enter_context(spark_session(master, app_name="kafkamodel durability study"))
+        for i, prof in enumerate(study.profiles, 1):
+            loaded = prof.spec if windows is None else replace(prof.spec, windows=windows)
+            say(f"durability study: profile {i}/{len(study.profiles)} {prof.name} ({prof.about})")
+            got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs",
+                                       workers=workers, engine=engine, spark=spark)
+            rows.extend({"profile": prof.name, **r} for r in got)
+            details[prof.name] = json.loads((path.parent / "durability-details.json").read_text())
     names = [p.name for p in study.profiles]
     answer = fsync_answer(rows, study.fsync_debate, names)
     record = {
@@ -309,15 +318,20 @@ def main(argv: list[str] | None = None) -> int:
                                               "(default data/runs/durability; reused by a rerun)")
     ap.add_argument("--reports", type=Path, help="folder for durability.html and durability.json (default reports/)")
     ap.add_argument("--windows", type=int, help="failure windows per replica layout (default: the spec's)")
-    ap.add_argument("--workers", type=int, help="processes running the detailed runs (default: cores)")
+    ap.add_argument("--workers", type=int, help="processes (local) or notebook kernels (papermill) running the "
+                                                "detailed runs (default: cores)")
+    ap.add_argument("--engine", default="local", help="local (this process or a process pool), papermill or spark: "
+                                                      "the detailed runs as the campaign's sweep points; the same numbers")
+    ap.add_argument("--master", help="with --engine spark: the Spark master URL (default: local[*])")
     args = ap.parse_args(argv)
     for flag, value in (("--windows", args.windows), ("--workers", args.workers)):
         if value is not None and value < 1:
             print(f"{flag}: must be an integer >= 1", file=sys.stderr)
             return 2
     try:
-        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers)
-    except SpecError as exc:
+        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers,
+                  engine=args.engine, master=args.master)
+    except StudyError as exc:  # a bad spec or flag (SpecError is one)
         print(exc.problems[0], file=sys.stderr)
         return 2
     except FolderError as exc:
