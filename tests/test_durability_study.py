@@ -116,3 +116,20 @@ def test_a_compare_pair_naming_no_configuration_is_one_line_exit_2(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "compare[0]: no configuration 'one_zon'" in err[0] and "one_zone" in err[0]
     assert not (tmp_path / "reports").exists()
+
+
+def test_on_spark_every_profile_runs_on_the_one_session(tmp_path, monkeypatch, spark):
+    """`--engine spark`: the study hands one session to every profile's estimate (none started per profile)."""
+    from kafkamodel.campaign.durability import study as study_module
+
+    monkeypatch.setattr(run_module, "estimate", functools.partial(estimate, measure=_power_loss_loses))
+    seen = []
+
+    def recording(*args, engine, spark, **kwargs):  # then the local engine (the fake measure): no simulation
+        seen.append((engine, spark))
+        return run_module.run_durability(*args, **kwargs)
+
+    monkeypatch.setattr(study_module, "run_durability", recording)
+    run_study(_spec(tmp_path), runs=tmp_path / "runs", reports=tmp_path / "reports", progress=False,
+              say=lambda line: None, engine="spark", spark=spark)
+    assert seen == [("spark", spark), ("spark", spark)]
