@@ -7,11 +7,11 @@ import json
 import pytest
 import yaml
 
+from kafkamodel.campaign.durability import windows as W
 from kafkamodel.campaign.durability.estimate import detailed_overrides, groups_of, representative
 from kafkamodel.campaign.durability.run import run_durability
 from kafkamodel.campaign.durability.spec import load_durability
 from kafkamodel.campaign.durability.sweep import STUDY, detailed_point
-from kafkamodel.campaign.durability import windows as W
 from kafkamodel.cli import main
 from kafkamodel.study.point import scenario_for
 

@@ -299,8 +299,8 @@ def render(record: Mapping) -> str:
                           for c, o in record["configurations"].items())
     about = "".join(f"<li><b>{e(p)}</b>: {e(v['about'])}</li>" for p, v in record["profiles"].items())
     assumptions = "".join(f"<li>{e(a)}</li>" for a in record["assumptions"])
-    compared = (f"<p>The other questions, the same way (nines of the first -> the second; the second's change "
-                f"where the intervals separate):</p><ul id=\"comparisons\">"
+    compared = ("<p>The other questions, the same way (nines of the first -> the second; the second's change "
+                "where the intervals separate):</p><ul id=\"comparisons\">"
                 + "".join(f"<li>{e(line)}</li>" for line in record["comparisons"]) + "</ul>"
                 if record.get("comparisons") else "")
     return f"""<!doctype html>
