@@ -53,11 +53,13 @@ campaign: $(STAMP)
 	$(PY) -m kafkamodel campaign $(CAMPAIGN) --engine spark --master 'local[*]' --schedules $(SCHEDULES)
 
 ## durability: the durability study (data/durability/studies/durability.yaml: configurations x failure-rate
-## profiles) -> reports/durability.html and durability.json; minutes, not part of `make study`; resumable (the
-## detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows; WORKERS=N
-## processes for the detailed runs (default: cores)
+## profiles) -> reports/durability.html and durability.json; 1,150 CPU-seconds (51 min measured on 2 shared cores:
+## docs/durability.md), not part of `make study`; resumable (the detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows; WORKERS=N
+## processes for the detailed runs (default: cores); ENGINE=spark (MASTER=local[2]) or ENGINE=papermill runs them as
+## the campaign's sweep points (default here: local, a process pool; the same numbers)
 durability: $(STAMP)
-	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS)) $(if $(WORKERS),--workers $(WORKERS))
+	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS)) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(filter command line environment,$(origin ENGINE)),--engine $(ENGINE)) $(if $(MASTER),--master '$(MASTER)')
 
 ## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
 ## on purpose; prints which numbers moved. Commit it on its own, saying why.

@@ -228,8 +228,11 @@ def _cmd_durability(args) -> int:
 
     from .campaign.durability.estimate import DetailedRunError
 
+    if args.engine in ("papermill", "spark"):
+        _needs("durability", *_engine_modules(args.engine))
     try:
-        rows, path = run_durability(args.spec, args.out, workers=args.workers)
+        rows, path = run_durability(args.spec, args.out, workers=args.workers, engine=args.engine,
+                                    master=args.master)
     except DetailedRunError as exc:  # one line; the detailed runs that finished are kept in DIR/runs
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -493,7 +496,12 @@ def build_parser() -> argparse.ArgumentParser:
     durability.add_argument("spec", help="a durability spec name (data/durability/NAME.yaml) or a spec file")
     durability.add_argument("--out", required=True, help="folder for durability.json (and durability-details.json)")
     durability.add_argument("--workers", type=_positive_int("--workers"),
-                            help="processes running the detailed runs (default: cores; the answers do not depend on it)")
+                            help="processes (local) or notebook kernels (papermill) running the detailed runs "
+                                 "(default: cores; the answers do not depend on it)")
+    durability.add_argument("--engine", default="local",
+                            help="local: in this process or a process pool; papermill or spark: the detailed runs "
+                                 "as the campaign's sweep points (run folders in OUT/runs/sweep/); the same answers")
+    durability.add_argument("--master", help="with --engine spark: the Spark master URL (default: local[*])")
     durability.set_defaults(func=_cmd_durability)
 
     agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")

@@ -103,3 +103,49 @@ def test_a_slow_or_partition_rate_turned_on_needs_its_source(tmp_path, capsys, f
     assert main([str(spec), "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "reports")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and missing in err[0], err
+
+
+def test_the_other_questions_are_lines_from_the_same_intervals(tmp_path, monkeypatch):
+    """`compare` pairs: one line each, the nines of both under every profile; where the intervals overlap no order
+    is claimed, where they separate the second's change in nines (three zones -> one zone: fewer nines)."""
+    monkeypatch.setattr(run_module, "estimate", functools.partial(estimate, measure=_power_loss_loses))
+    html = run_study(_spec(tmp_path, compare=[["three_zones", "one_zone"], ["one_zone", "one_zone"]]),
+                     runs=tmp_path / "runs", reports=tmp_path / "reports", progress=False, say=lambda line: None)
+    record = json.loads((tmp_path / "reports" / "durability.json").read_text())
+    at = {(r["profile"], r["configuration"]): r for r in record["rows"]}
+    P = "loss_probability_per_partition_year"
+    zones, same = record["comparisons"]
+    m = re.fullmatch(r"three_zones -> one_zone: (\S+) -> (\S+) / (\S+) -> (\S+) nines over calm, stormy; the 95% "
+                     r"intervals separate in 2 of 2 \(one_zone (-\S+)(?: to (-\S+))? nines there\)\.", zones)
+    assert m, zones
+    nines = [-math.log10(at[(p, c)][P]) for p in ("calm", "stormy") for c in ("three_zones", "one_zone")]
+    assert [float(m.group(i)) for i in (1, 2, 3, 4)] == pytest.approx(nines, abs=0.051)
+    assert float(m.group(5)) == pytest.approx(min(nines[1] - nines[0], nines[3] - nines[2]), abs=0.051)
+    assert same.endswith("the 95% intervals separate in 0 of 2 (these windows cannot tell them apart).")
+    page = html.read_text()
+    assert all(f"<li>{line.replace('>', '&gt;')}</li>" in page for line in record["comparisons"])
+
+
+def test_a_compare_pair_naming_no_configuration_is_one_line_exit_2(tmp_path, capsys):
+    spec = _spec(tmp_path, compare=[["three_zones", "one_zon"]])
+    assert main([str(spec), "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "reports")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "compare[0]: no configuration 'one_zon'" in err[0] and "one_zone" in err[0]
+    assert not (tmp_path / "reports").exists()
+
+
+def test_on_spark_every_profile_runs_on_the_one_session(tmp_path, monkeypatch, spark):
+    """`--engine spark`: the study hands one session to every profile's estimate (none started per profile)."""
+    from kafkamodel.campaign.durability import study as study_module
+
+    monkeypatch.setattr(run_module, "estimate", functools.partial(estimate, measure=_power_loss_loses))
+    seen = []
+
+    def recording(*args, engine, spark, **kwargs):  # then the local engine (the fake measure): no simulation
+        seen.append((engine, spark))
+        return run_module.run_durability(*args, **kwargs)
+
+    monkeypatch.setattr(study_module, "run_durability", recording)
+    run_study(_spec(tmp_path), runs=tmp_path / "runs", reports=tmp_path / "reports", progress=False,
+              say=lambda line: None, engine="spark", spark=spark)
+    assert seen == [("spark", spark), ("spark", spark)]

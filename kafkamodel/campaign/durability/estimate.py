@@ -177,14 +177,20 @@ def schedule(pattern: tuple, returns: tuple, replicas: tuple, gaps: dict, fields
     return faults, at + gaps["return"] * (len(returns) + 1)
 
 
+def detailed_overrides(scenario, replicas: tuple, pattern: tuple, returns: tuple,
+                       slow_factor: float | None = None) -> dict:
+    """What a class's detailed run sets on the configuration's scenario: its compressed faults and duration.ms
+    (`slow_factor`: the slow fault's factor, given when the pattern has a slow spell)."""
+    faults, duration = schedule(pattern, returns, replicas, gaps_ms(scenario), step_fault(scenario, slow_factor))
+    return {"faults": faults, "duration.ms": duration}
+
+
 def measure(scenario, topic: str, partition: int, replicas: tuple, pattern: tuple, returns: tuple,
             slow_factor: float | None = None) -> int:
-    """Acknowledged records of `topic`-`partition` the pattern loses, by the detailed model (`slow_factor`: the
-    slow fault's factor, given when the pattern has a slow spell)."""
+    """Acknowledged records of `topic`-`partition` the pattern loses, by the detailed model."""
     from ...sim.simulation import simulate
 
-    faults, duration = schedule(pattern, returns, replicas, gaps_ms(scenario), step_fault(scenario, slow_factor))
-    result = simulate(scenario.with_overrides({"faults": faults, "duration.ms": duration}))
+    result = simulate(scenario.with_overrides(detailed_overrides(scenario, replicas, pattern, returns, slow_factor)))
     rows = result.partitions
     row = rows[(rows.topic == topic) & (rows.partition == partition)]
     return int(row.acked_records_lost.iloc[0])
@@ -312,10 +318,12 @@ def _measure_given(measure, given: dict, *rest) -> int:
     return measure(Scenario(given), *rest)
 
 
-def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: bool) -> dict:
+def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: bool, engine=None) -> dict:
     """Every job's (key, args) detailed run, answers kept in `cache` as they finish; {key: records lost} in the
     jobs' order whatever order they finish in. `workers` > 1: a process pool (spawned, as the study's papermill
-    engine), `measure` must then be picklable (a module-level function)."""
+    engine), `measure` must then be picklable (a module-level function). `engine`: instead, a function running
+    the (key, args) not kept yet on the campaign's engines (``sweep.run_detailed``), returning ({key: records
+    lost}, {key: exception}); its answers are kept in `cache` as well."""
     got: dict = {}
     bar = progress_bar(len(jobs), "durability", unit="simulation", disable=not progress)
     try:
@@ -338,7 +346,14 @@ def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: boo
                 keep(cache, args, got[key])
             bar.update(1)
 
-        if workers <= 1 or len(todo) <= 1:
+        if engine is not None and todo:
+            ran, failures = engine(todo)
+            for key, args in todo:
+                if key in ran:
+                    got[key] = ran[key]
+                    keep(cache, args, got[key])
+            bar.update(len(todo))
+        elif workers <= 1 or len(todo) <= 1:
             for key, args in todo:
                 done(key, args, lambda args=args: measure(*args))
         else:
@@ -359,11 +374,14 @@ def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: boo
 
 
 def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
-             cache: Path | None = None, workers: int = 1) -> list[ConfigurationEstimate]:
+             cache: Path | None = None, workers: int = 1, engine: str = "local", master: str | None = None,
+             spark=None) -> list[ConfigurationEstimate]:
     """Every configuration's estimate: failure process per replica layout, detailed model per class of critical
     events (``reduced``), Kafka's rules where they decide alone; `cache`: a folder keeping each detailed run's
     answer (``keep``); `workers`: processes running the detailed runs (``run_all``; the answers do not depend on
-    it)."""
+    it). `engine` papermill or spark: the detailed runs are the campaign's sweep points instead (``sweep``: run
+    folders under `cache`/sweep/, `workers` notebook kernels, or Spark tasks on `spark` or a session on
+    `master`), with the same answers."""
     plans, todo = [], {}
     for config in spec.configurations:
         scenario = config.scenario
@@ -397,7 +415,24 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
         pattern, returns = representative(key[2], len(g.zones), spec.failures)
         slow = (spec.failures.slow_factor,) if any(kind in (W.SLOW, W.SLOW_LEADER) for kind, _ in pattern) else ()
         jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns, *slow)))
-    lost = run_all(jobs, measure, cache, workers, progress)
+    on_engine = None
+    if engine != "local":
+        if cache is None:
+            raise ValueError("the papermill and spark engines keep their run folders in the cache folder")
+        by_config = {c.name: c for c in spec.configurations}
+
+        def on_engine(todo):
+            from .sweep import detailed_point, run_detailed
+
+            points = []
+            for key, (scenario, topic, partition, replicas, pattern, returns, *slow) in todo:
+                config = by_config[key[0]]
+                extra = detailed_overrides(scenario, replicas, pattern, returns, *slow)
+                points.append((key, detailed_point(spec.base, spec.base_path, config.name, config.overrides, extra,
+                                                   scenario["seed"]), topic, partition))
+            return run_detailed(points, engine=engine, root=cache / "sweep", workers=workers, progress=progress,
+                                master=master, spark=spark)
+    lost = run_all(jobs, measure, cache, workers, progress, on_engine)
     return [_combine(config, groups, spec, by_rules, lost, cluster) for config, groups, by_rules, cluster in plans]
 
 

@@ -59,27 +59,56 @@ ASSUMPTIONS = (
 )
 
 
+def check_engine_options(engine: str, master: str | None, spark=None) -> str:
+    """--engine one of local, papermill, spark; --master only with spark (a Spark master URL, Java found): a
+    StudyError naming the flag otherwise (one line, exit 2), before anything runs."""
+    from ...study.spec import StudyError
+    from .sweep import check_durability_engine
+
+    check_durability_engine(engine)
+    if master is not None and engine != "spark":
+        raise StudyError(["--master: only with --engine spark (local and papermill run on this machine)"])
+    if engine == "spark" and spark is None:
+        from ...study.spark import check_java, check_master
+
+        check_master(master)
+        check_java()
+    return engine
+
+
+def engine_words(engine: str, workers: int, master: str | None, spark=None) -> str:
+    """How the detailed runs run, for the progress line."""
+    if engine == "spark":
+        where = spark.sparkContext.master if spark is not None else master or "local[*]"
+        return f"as Spark tasks ({where})"
+    what = "notebook kernel" if engine == "papermill" else "worker process"
+    return f"{workers} {what}" + ("s" if workers > 1 else "") + (" (papermill)" if engine == "papermill" else "")
+
+
 def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | None = None,
-                   workers: int | None = None) -> tuple[list[dict], Path]:
+                   workers: int | None = None, engine: str = "local", master: str | None = None,
+                   spark=None) -> tuple[list[dict], Path]:
     """Estimate every configuration of `spec` (a name, a path or a loaded DurabilitySpec) and write
     DIR/durability.json; returns the rows and the file. `runs`: the detailed runs' folder (default DIR/runs);
-    `workers`: processes for the detailed runs (default: the cores; the answers do not depend on it)."""
+    `workers`: processes for the detailed runs (default: the cores; the answers do not depend on it); `engine`:
+    local (in-process or a process pool), papermill or spark (the campaign's sweep: ``sweep``), with `master` or
+    a running session `spark` (left running); the same durability.json whatever the engine."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    check_engine_options(engine, master, spark)
     loaded = spec if isinstance(spec, DurabilitySpec) else load_durability(spec)
     folder = writable_folder(out, "--out")
     for name in ("durability.json", "durability-details.json"):  # refused now, not after the simulations
         check_file_replaceable(folder / name, "--out")
     workers = workers_or_cores(workers)
     say(f"durability: {len(loaded.configurations)} configurations x {loaded.windows} failure windows per replica "
-        f"layout; the detailed model once per class of critical events, {workers} worker process"
-        + ("es" if workers > 1 else ""))
+        f"layout; the detailed model once per class of critical events, {engine_words(engine, workers, master, spark)}")
     if loaded.windows < FEW_WINDOWS:
         say(f"durability: {loaded.windows} windows are few: measured on RF 3 against the Markov chain, 95% "
             "intervals from 5 / 30 / 100 windows hold the true value 60% / 76% / 89% of the time (1,000: 96%); "
             f"use windows >= {FEW_WINDOWS} for intervals to trust")
     estimates = estimate(loaded, progress=progress, cache=Path(runs) if runs is not None else folder / RUNS,
-                         workers=workers)
+                         workers=workers, engine=engine, master=master, spark=spark)
     rows = [e.row() for e in estimates]
     details = {
         "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
@@ -101,7 +130,7 @@ def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | N
             "classes_records_lost": e.classes}
             for e, c in zip(estimates, loaded.configurations)],
         "assumptions": list(ASSUMPTIONS),
-        "seconds": round(time.perf_counter() - t0, 1), "workers": workers,
+        "seconds": round(time.perf_counter() - t0, 1), "workers": workers, "engine": engine,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "written_by": "kafkamodel durability",
     }

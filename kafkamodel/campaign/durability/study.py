@@ -4,12 +4,15 @@
 
     make durability                                   # data/durability/studies/durability.yaml
     python -m kafkamodel.campaign.durability.study [SPEC] [--runs DIR] [--reports DIR] [--windows N] [--workers N]
+        [--engine local|papermill|spark] [--master URL]
 
 A study spec is a durability spec (``spec``) without ``failures``, plus
 ``profiles`` (name -> ``about``, ``failures``, and ``sources``: for every
 failure key where its value comes from, or ``assumption: ...``) and
 ``fsync_debate`` (pairs ``[without fsync, with fsync]`` of configuration
-names: the report's first line compares them). Each profile is one run of the
+names: the report's first line compares them), and optionally ``compare``
+(pairs ``[one, other]``: the report's other questions, each a line the same
+way: one zone vs three, 3.9 vs 4.1). Each profile is one run of the
 verb's estimator (``run.run_durability``) into ``RUNS/<profile>/``, every
 profile sharing one folder of detailed runs (``RUNS/runs``): a killed study, or
 a rerun with more windows, runs only what it has not run. Not part of
@@ -26,6 +29,7 @@ import json
 import math
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,14 +37,14 @@ from typing import Any, Mapping
 
 from ...folders import FolderError, check_file_replaceable, writable_folder, write_atomic
 from ...paths import REPORTS, RUNS
-from ...study.spec import SpecError, named
+from ...study.spec import StudyError, named
 from ...study.specfile import load_spec_file
 from . import spec as S
 from .estimate import DetailedRunError
-from .run import ASSUMPTIONS, nines, run_durability
+from .run import ASSUMPTIONS, check_engine_options, nines, run_durability
 
 STUDIES = S.DURABILITY / "studies"  # shipped durability studies
-TOP_KEYS = ("scenario", "configurations", "seed", "windows", "profiles", "fsync_debate")
+TOP_KEYS = ("scenario", "configurations", "seed", "windows", "profiles", "fsync_debate", "compare")
 PROFILE_KEYS = ("about", "failures", "sources")
 P = "loss_probability_per_partition_year"
 
@@ -58,6 +62,7 @@ class DurabilityStudy:
     source: str
     profiles: tuple  # of Profile
     fsync_debate: tuple  # of (without, with) configuration names
+    compare: tuple = ()  # of (one, other) configuration names: the report's other questions
 
 
 def load_study(spec: "str | Path") -> DurabilityStudy:
@@ -97,20 +102,31 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
             profiles.append(Profile(name, str(prof.get("about") or name), {k: str(v) for k, v in sources.items()},
                                     built))
     names = {c.name for p in profiles for c in p.spec.configurations}
-    pairs = []
-    for i, pair in enumerate(data.get("fsync_debate") or []):
-        if not (isinstance(pair, list) and len(pair) == 2):
-            problems.append(f"fsync_debate[{i}]: must be a pair [without fsync, with fsync] of configuration names")
-            continue
-        for c in pair:
-            if profiles and c not in names:
-                problems.append(f"fsync_debate[{i}]: no configuration {c!r}" + S.did_you_mean(str(c), sorted(names)))
-        pairs.append(tuple(pair))
+    pairs = _pairs(data, "fsync_debate", "[without fsync, with fsync]", names if profiles else None, problems)
     if not pairs:
         problems.append("fsync_debate: must list at least one pair [without fsync, with fsync]")
+    compare = _pairs(data, "compare", "[one, other]", names if profiles else None, problems)
     if problems:
         return None
-    return DurabilityStudy(str(path), tuple(profiles), tuple(pairs))
+    return DurabilityStudy(str(path), tuple(profiles), pairs, compare)
+
+
+def _pairs(data: Mapping, key: str, shape: str, names: set | None, problems: list[str]) -> tuple:
+    """The spec's list `key` of pairs of configuration names (each checked against `names` when known)."""
+    raw = data.get(key) or []
+    if not isinstance(raw, list):
+        problems.append(f"{key}: must be a list of pairs {shape} of configuration names")
+        return ()
+    pairs = []
+    for i, pair in enumerate(raw):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            problems.append(f"{key}[{i}]: must be a pair {shape} of configuration names")
+            continue
+        for c in pair:
+            if names is not None and c not in names:
+                problems.append(f"{key}[{i}]: no configuration {c!r}" + S.did_you_mean(str(c), sorted(names)))
+        pairs.append(tuple(pair))
+    return tuple(pairs)
 
 
 def _set(failures: Any, rate_key: str) -> bool:
@@ -132,51 +148,67 @@ def _nines_text(row: Mapping) -> str:
     return nines(row[P], row[P + "_high"])
 
 
-def fsync_answer(rows: list[dict], pairs, profiles) -> str:
-    """The report's first line, from the numbers only: for each pair (without, with fsync) the nines under every
-    profile, in how many profiles the 95% intervals separate them, and by how many nines where they do."""
+def pair_text(rows: list[dict], one: str, other: str, profiles, word: str) -> str:
+    """`one` -> `other`: the nines of both under every profile, in how many profiles the 95% intervals separate
+    them, and by how many nines (`word` +x: `other` loses less) where they do; no order where they overlap."""
     at = {(r["profile"], r["configuration"]): r for r in rows}
-    parts = []
-    for without, with_ in pairs:
-        gains = []
-        for prof in profiles:
-            a, b = at[(prof, without)], at[(prof, with_)]
-            if b[P + "_high"] < a[P + "_low"] or a[P + "_high"] < b[P + "_low"]:
-                gains.append(nines_value(b[P], b[P + "_high"])[0] - nines_value(a[P], a[P + "_high"])[0])
-        where = " / ".join(f"{_nines_text(at[(p, without)])} -> {_nines_text(at[(p, with_)])}" for p in profiles)
-        text = f"{without} -> {with_}: {where} nines over {', '.join(profiles)}; the 95% intervals separate in " \
-               f"{len(gains)} of {len(profiles)}"
-        if gains:
-            lo, hi = min(gains), max(gains)
-            text += f" (fsync {lo:+.1f}" + ("" if f"{lo:+.1f}" == f"{hi:+.1f}" else f" to {hi:+.1f}") + " nines there)"
-        else:
-            text += " (these windows cannot tell them apart)"
-        parts.append(text)
-    return "Fsync, by these numbers: " + "; ".join(parts) + "."
+    gains = []
+    for prof in profiles:
+        a, b = at[(prof, one)], at[(prof, other)]
+        if b[P + "_high"] < a[P + "_low"] or a[P + "_high"] < b[P + "_low"]:
+            gains.append(nines_value(b[P], b[P + "_high"])[0] - nines_value(a[P], a[P + "_high"])[0])
+    where = " / ".join(f"{_nines_text(at[(p, one)])} -> {_nines_text(at[(p, other)])}" for p in profiles)
+    text = f"{one} -> {other}: {where} nines over {', '.join(profiles)}; the 95% intervals separate in " \
+           f"{len(gains)} of {len(profiles)}"
+    if gains:
+        lo, hi = min(gains), max(gains)
+        text += f" ({word} {lo:+.1f}" + ("" if f"{lo:+.1f}" == f"{hi:+.1f}" else f" to {hi:+.1f}") + " nines there)"
+    else:
+        text += " (these windows cannot tell them apart)"
+    return text
+
+
+def fsync_answer(rows: list[dict], pairs, profiles) -> str:
+    """The report's first line, from the numbers only: for each pair (without, with fsync) ``pair_text``."""
+    return "Fsync, by these numbers: " + "; ".join(pair_text(rows, a, b, profiles, "fsync") for a, b in pairs) + "."
+
+
+def comparisons(rows: list[dict], pairs, profiles) -> list[str]:
+    """The spec's other questions (``compare``), one line each, as the fsync answer's (``pair_text``)."""
+    return [pair_text(rows, a, b, profiles, b) + "." for a, b in pairs]
 
 
 def run_study(spec="durability", *, runs: Path | None = None, reports: Path | None = None,
-              windows: int | None = None, progress: bool = True, say=None, workers: int | None = None) -> Path:
-    """Every profile through the verb's estimator, then reports/durability.json and .html; returns the HTML."""
+              windows: int | None = None, progress: bool = True, say=None, workers: int | None = None,
+              engine: str = "local", master: str | None = None, spark=None) -> Path:
+    """Every profile through the verb's estimator, then reports/durability.json and .html; returns the HTML.
+    `engine` spark: one session for every profile (`spark`, left running, or one started on `master`)."""
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    check_engine_options(engine, master, spark)
     study = load_study(spec)
     runs = writable_folder(runs or RUNS / "durability", "--runs")
     reports = writable_folder(reports or REPORTS, "--reports")
     for name in ("durability.json", "durability.html"):  # refused now, not after the simulations
         check_file_replaceable(reports / name, "--reports")
     rows, details = [], {}
-    for i, prof in enumerate(study.profiles, 1):
-        loaded = prof.spec if windows is None else replace(prof.spec, windows=windows)
-        say(f"durability study: profile {i}/{len(study.profiles)} {prof.name} ({prof.about})")
-        got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs",
-                                   workers=workers)
-        rows.extend({"profile": prof.name, **r} for r in got)
-        details[prof.name] = json.loads((path.parent / "durability-details.json").read_text())
+    with ExitStack() as stack:
+        if engine == "spark" and spark is None:  # one session for every profile, not one each
+            from ...study.spark import spark_session
+
+            spark = stack.enter_context(spark_session(master, app_name="kafkamodel durability study"))
+        for i, prof in enumerate(study.profiles, 1):
+            loaded = prof.spec if windows is None else replace(prof.spec, windows=windows)
+            say(f"durability study: profile {i}/{len(study.profiles)} {prof.name} ({prof.about})")
+            got, path = run_durability(loaded, runs / prof.name, progress=progress, say=say, runs=runs / "runs",
+                                       workers=workers, engine=engine, spark=spark)
+            rows.extend({"profile": prof.name, **r} for r in got)
+            details[prof.name] = json.loads((path.parent / "durability-details.json").read_text())
     names = [p.name for p in study.profiles]
     answer = fsync_answer(rows, study.fsync_debate, names)
     record = {
-        "answer": answer, "spec": study.source, "rows": rows,
+        "answer": answer, "comparisons": comparisons(rows, study.compare, names), "spec": study.source,
+        "rows": rows,
         "profiles": {p.name: {"about": p.about, "failures": details[p.name]["failures"], "sources": dict(p.sources)}
                      for p in study.profiles},
         "configurations": {c["configuration"]: c["overrides"] for c in details[names[0]]["configurations"]},
@@ -275,6 +307,10 @@ def render(record: Mapping) -> str:
                           for c, o in record["configurations"].items())
     about = "".join(f"<li><b>{e(p)}</b>: {e(v['about'])}</li>" for p, v in record["profiles"].items())
     assumptions = "".join(f"<li>{e(a)}</li>" for a in record["assumptions"])
+    compared = ("<p>The other questions, the same way (nines of the first -> the second; the second's change "
+                "where the intervals separate):</p><ul id=\"comparisons\">"
+                + "".join(f"<li>{e(line)}</li>" for line in record["comparisons"]) + "</ul>"
+                if record.get("comparisons") else "")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Durability in nines: kafkamodel</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}}
@@ -283,7 +319,7 @@ vertical-align:top}}th{{background:#f4f4f4}}.answer{{font-size:1.15em;background
 border-left:4px solid #e0a800}}small{{color:#555}}</style></head><body>
 <h1>Durability in nines</h1>
 <p class="answer" id="answer">{e(record['answer'])}</p>
-<p>Yearly probability that a partition loses acknowledged records, in nines (&minus;log10 P), per configuration
+{compared}<p>Yearly probability that a partition loses acknowledged records, in nines (&minus;log10 P), per configuration
 and failure-rate profile, with the 95% interval in nines; a value starting with &ge; means no loss was seen and is
 the rule-of-three bound. {record['windows']} failure windows per replica layout and profile, seed
 {record['seed']}; {e(record['method'])}. This run took {record['seconds']:.0f} s (detailed runs already in
@@ -317,15 +353,20 @@ def main(argv: list[str] | None = None) -> int:
                                               "(default data/runs/durability; reused by a rerun)")
     ap.add_argument("--reports", type=Path, help="folder for durability.html and durability.json (default reports/)")
     ap.add_argument("--windows", type=int, help="failure windows per replica layout (default: the spec's)")
-    ap.add_argument("--workers", type=int, help="processes running the detailed runs (default: cores)")
+    ap.add_argument("--workers", type=int, help="processes (local) or notebook kernels (papermill) running the "
+                                                "detailed runs (default: cores)")
+    ap.add_argument("--engine", default="local", help="local (this process or a process pool), papermill or spark: "
+                                                      "the detailed runs as the campaign's sweep points; the same numbers")
+    ap.add_argument("--master", help="with --engine spark: the Spark master URL (default: local[*])")
     args = ap.parse_args(argv)
     for flag, value in (("--windows", args.windows), ("--workers", args.workers)):
         if value is not None and value < 1:
             print(f"{flag}: must be an integer >= 1", file=sys.stderr)
             return 2
     try:
-        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers)
-    except SpecError as exc:
+        run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers,
+                  engine=args.engine, master=args.master)
+    except StudyError as exc:  # a bad spec or flag (SpecError is one)
         print(exc.problems[0], file=sys.stderr)
         return 2
     except FolderError as exc:
