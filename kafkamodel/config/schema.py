@@ -313,6 +313,9 @@ COSTS: dict[str, Key] = {
     "gc.young.mib": Key(1024, number(positive=True), "a broker's JVM runs a young collection each time it has allocated this many MiB"),
     "gc.pause.ms": Key({"dist": "lognormal", "median": 12, "sigma": 0.45}, distribution, "one young-collection pause; it stops every thread of the broker"),
     "gc.request.kib": Key(4, number(lo=0), "KiB a broker allocates per request, besides the bytes of its records"),
+    "crc32.kib.us": Key(0, number(lo=0), "a handler or replica fetcher thread, per KiB appended in the message "
+                        "formats before 0.11 (v0, v1): a pure-Java CRC32 of every message; its default follows "
+                        "kafka.version"),
 }
 
 # the controller's own time per partition (the model's calibration, not Kafka properties; docs/controller.md). Each

@@ -258,6 +258,7 @@ class CostSettings:
     gc_young_mib: float  # a young collection per this many MiB allocated
     gc_pause_ms: Any  # one young pause (a distribution)
     gc_request_kib: float  # KiB allocated per request besides its records
+    crc32_kib_us: float  # per KiB appended, formats v0/v1 only: each message's pure-Java CRC32 (0 from 0.11)
 
     DISTRIBUTIONS = ("gc.pause.ms",)  # cost keys that are distributions, not numbers
 

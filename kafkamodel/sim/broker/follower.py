@@ -37,7 +37,7 @@ class FollowerRole:
         costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
         self.response_ms = costs.fetcher_response_us / 1000.0
         self.partition_ms = costs.fetcher_partition_us / 1000.0
-        self.byte_ms = costs.fetcher_kib_us / 1024.0 / 1000.0
+        self.byte_ms = (costs.fetcher_kib_us + costs.crc32_kib_us) / 1024.0 / 1000.0  # Log.append checks it too
         self.fetchers = self.leader = None  # wired
         self.threads: dict = {}  # wired: the fetcher threads by key (leader, follower, fetcher id)
         # its partitions' fetcher threads (where truncation rules, faults and the leader find them): wired

@@ -49,7 +49,7 @@ class Server:
         c = s.costs
         self.request_ms = (c.request_us + c.network_request_us) / 1000.0  # handler + reading the request
         self.partition_ms = c.partition_us / 1000.0
-        self.byte_ms = (c.kib_us + c.network_kib_us) / 1024.0 / 1000.0
+        self.byte_ms = (c.kib_us + c.crc32_kib_us + c.network_kib_us) / 1024.0 / 1000.0  # a produce's bytes
         self.write_ms = c.network_request_us / 1000.0  # a network thread writing a response
         self.write_byte_ms = c.network_kib_us / 1024.0 / 1000.0
         n = s.brokers
