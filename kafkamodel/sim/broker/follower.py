@@ -33,6 +33,7 @@ class FollowerRole:
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.caches = sim.caches  # broker -> its page cache and disk
         self.allocate = sim.cpu.allocate  # the JVM's heap: what a fetcher reads into it
+        self.allocated, self.young_bytes, self.request_bytes = sim.cpu.allocated, sim.cpu.young_bytes, sim.cpu.request_bytes
         self.retention_on = sim.retention_on
         costs = sim.settings.costs  # a fetcher thread's processing of an answer: per answer, partition, KiB
         self.response_ms = costs.fetcher_response_us / 1000.0
@@ -105,7 +106,11 @@ class FollowerRole:
         blocked = fsync
         if size:
             follower = f.follower
-            self.allocate(follower, size)
+            a = self.allocated[follower] + size + self.request_bytes  # cpu.allocate's usual case inline
+            if a < self.young_bytes:
+                self.allocated[follower] = a
+            else:
+                self.allocate(follower, size)
             cache = self.caches[follower]
             blocked += cache.append(now, size)
             if flushed:

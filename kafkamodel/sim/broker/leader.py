@@ -77,7 +77,9 @@ class LeaderRole:
                 visible[b] = now
             i += 1
         lead = rep.lead
-        self.sessions.hw_moved(rep)
+        p = rep.partition  # the followers' sessions learn it with their next answer (it does not end a long poll)
+        for s in lead.sessions.values():
+            s.dirty[p] = True
         if lead.consumer_parked:
             if self.hw_completes_fetch:
                 self.consumer_fetch.hw_moved(rep)

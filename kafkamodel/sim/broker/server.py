@@ -20,7 +20,7 @@ Reading a request into the heap allocates its bytes (``cpu.allocate``).
 from __future__ import annotations
 
 from collections import deque
-from heapq import heapify, heapreplace
+from heapq import heapify, heappush, heapreplace
 
 
 class _Muted:
@@ -41,7 +41,12 @@ class Server:
         self.kernel = sim.kernel
         self.cpu = sim.cpu
         self.cpu_run = sim.cpu.run  # the machine's cores: when a piece of work that may start then ends
+        # (with a core limit, run inline per request and response: broker -> its cores' free times, CPU time spent)
+        self.cores, self.cpu_busy_ms = sim.cpu.free, sim.cpu.busy_ms
         self.allocate = sim.cpu.allocate  # the JVM's heap: what a request reads into it
+        # (its usual case, inline in ``request``: Cpu keeps these lists and numbers for the run)
+        self.allocated, self.young_bytes, self.request_bytes = sim.cpu.allocated, sim.cpu.young_bytes, sim.cpu.request_bytes
+        self.heap, self.seq = sim.kernel.events()  # (``request``'s timer, when nothing can hold it: transport.direct)
         self.transport = sim.transport
         self.send = sim.transport.send
         self.timer = sim.transport.timer
@@ -71,20 +76,36 @@ class Server:
         thread free first (a heap: the smallest first); handler(*args) runs when the thread takes it (`when_done`:
         when the thread is done with it, as a produce request); its response leaves when the thread is done
         (``departure``)."""
-        if self.transport.check is not None:
-            self.transport.check(handler)
-        self.allocate(broker, nbytes)
+        transport = self.transport
+        if transport.check is not None:
+            transport.check(handler)
+        a = self.allocated[broker] + nbytes + self.request_bytes  # cpu.allocate's usual case inline (per request)
+        if a < self.young_bytes:
+            self.allocated[broker] = a
+        else:
+            self.allocate(broker, nbytes)
         cost = self.request_ms + self.partition_ms * partitions + self.byte_ms * nbytes
         now = self.kernel.now
         if cost > 0.0:
             free = self.io_free[broker]
             start = free[0] if free[0] > now else now
-            end = self.cpu_run(broker, start, cost)
+            cores = self.cores
+            if cores is None:
+                end = self.cpu_run(broker, start, cost)
+            else:  # Cpu._run_on_cores inline (a call per request)
+                self.cpu_busy_ms[broker] += cost
+                cores = cores[broker]
+                end = (start if start > cores[0] else cores[0]) + cost
+                heapreplace(cores, end)
             heapreplace(free, end)
             self.io_busy_ms[broker] += end - start
             runs = end if when_done else start
             if runs > now:
-                self.timer(broker, runs - now, self.on_run, end, handler, args)
+                if transport.direct:  # transport.timer's direct case inline (the same time and order)
+                    at = now + (runs - now)
+                    heappush(self.heap, (at if at > now else now, next(self.seq), self.on_run, (end, handler, args)))
+                else:
+                    self.timer(broker, runs - now, self.on_run, end, handler, args)
                 return
             self.departure = end
         else:
@@ -129,7 +150,14 @@ class Server:
         if cost > 0.0:
             free = self.net_free[broker]
             start = free[0] if free[0] > leave else leave
-            leave = self.cpu_run(broker, start, cost)
+            cores = self.cores
+            if cores is None:
+                leave = self.cpu_run(broker, start, cost)
+            else:  # (as in ``request``)
+                self.cpu_busy_ms[broker] += cost
+                cores = cores[broker]
+                leave = (start if start > cores[0] else cores[0]) + cost
+                heapreplace(cores, leave)
             heapreplace(free, leave)
             self.net_busy_ms[broker] += leave - start
         self.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)

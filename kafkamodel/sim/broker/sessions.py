@@ -220,7 +220,8 @@ class SessionManager:
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
         total = uncached = 0
         cache = self.caches[leader]
-        cut = cache.evicted_before()  # what was written before this has left the page cache
+        # what was written before this has left the page cache (none of it while less than the cache was written)
+        cut = cache.cold_before if cache.written <= cache.capacity else cache.evicted_before()
         again = []
         quotas = self.quotas if self.quotas.throttled else None
         for p in list(dirty):
@@ -321,12 +322,6 @@ class SessionManager:
         for s in woken:
             if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
                 self._answer(s, s.parked, now)
-
-    def hw_moved(self, rep: Replica) -> None:
-        """The HW moved: the followers learn it with their next answer (it does not end a long poll)."""
-        p = rep.partition
-        for s in rep.lead.sessions.values():
-            s.dirty[p] = True
 
     def resigned(self, rep: Replica) -> None:
         """The replica stopped leading: it leaves its followers' sessions here."""

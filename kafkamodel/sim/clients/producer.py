@@ -412,7 +412,7 @@ class ProducerClient:
         conn.sent_ms[req] = now
         self.send(ps.node, node, self.server_produce,
                   (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
-                  False, self.on_refused, nbytes, delay=delay)
+                  False, self.on_refused, nbytes, 0, delay)  # (positional: a call CPython specialises)
         self.network.sent(ps, conn, now)
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:

@@ -20,13 +20,15 @@ class Timeline:
 
     def sample(self) -> None:
         now = self.kernel.now
-        rows = self.rows
+        add = self.rows.append
+        up = [b.up for b in self.brokers]  # (a row per partition: what every row asks, looked up once)
+        replicas = self.replicas
         for part in self.partitions:
             leader = part.leader
-            if leader >= 0 and self.brokers[leader].up:
-                rep = self.replicas[part.index][leader]
-                leo, hw = rep.log.log_end_offset, rep.high_watermark
+            if leader >= 0 and up[leader]:
+                rep = replicas[part.index][leader]
+                add((now, part.topic, part.number, leader, part.leader_epoch, rep.log.log_end_offset,
+                     rep.high_watermark, len(part.isr)))
             else:
-                leo = hw = -1
-            rows.append((now, part.topic, part.number, leader, part.leader_epoch, leo, hw, len(part.isr)))
+                add((now, part.topic, part.number, leader, part.leader_epoch, -1, -1, len(part.isr)))
         self.kernel.schedule(now + self.interval, self.sample)

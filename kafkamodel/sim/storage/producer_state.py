@@ -22,8 +22,9 @@ _APPEND = (IN_SEQUENCE, -1, -1)
 
 
 # One of a producer's remembered batches in this log: a plain tuple (read five at a time at every append; see
-# log.LogEntry), unpacked into these names
+# log.LogEntry), its fields at these positions
 BATCH_METADATA = ("batch", "producer_epoch", "sequence", "base_offset", "end_offset")
+_EPOCH, _SEQUENCE, _BASE, _END = (BATCH_METADATA.index(f) for f in BATCH_METADATA[1:])
 
 
 class ProducerStateManager:
@@ -56,9 +57,9 @@ class ProducerStateManager:
                 self.track(log, entry)
         tail = log.producers.get(self.producer[b], ())
         epoch, seq = self.epoch[b], self.seq[b]
-        for _, producer_epoch, sequence, base_offset, end_offset in tail:
-            if sequence == seq and producer_epoch == epoch:
-                return DUPLICATE_BATCH, base_offset, end_offset
+        for m in tail:  # (fields read by position: unpacking five per remembered batch cost more, at every append)
+            if m[_SEQUENCE] == seq and m[_EPOCH] == epoch:
+                return DUPLICATE_BATCH, m[_BASE], m[_END]
         if tail:
             _, last_epoch, last, _, _ = tail[-1]
         if not tail or epoch > last_epoch:
