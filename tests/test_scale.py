@@ -79,6 +79,7 @@ def test_the_collector_is_paused_while_the_model_builds_and_left_as_it_was():
     assert seen == [False, False]
 
 
+@pytest.mark.slow  # every shipped scenario whole: about 40 s
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_the_event_loop_makes_no_cyclic_garbage(path, monkeypatch):
     import gc
