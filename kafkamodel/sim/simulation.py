@@ -164,7 +164,7 @@ class Simulation:
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
         self.fetchers.wire(self.server, self.sessions, self.leader)
-        self.replica_manager.wire(self.leader, self.follower, self.replication)
+        self.replica_manager.wire(self.leader, self.follower, self.replication, self.channel)
         self.producer_network.connect(self.producer)
         self.group_coordinator.connect(self.consumer)
         self.fetcher.connect(self.consumer)

@@ -1,6 +1,8 @@
 """A broker's process-level duties over its replicas (Kafka's ReplicaManager and LogManager).
 
 * the controller's LeaderAndIsr: become leader or follower;
+* the controller's UpdateMetadata: its metadata cache, every partition's
+  leader as this broker would answer a client's metadata request;
 * its periodic tasks: ISR expiration (the leaders' lag rule), the HW
   checkpoint (replication-offset-checkpoint), forced flushes
   (``log.flush.interval.ms``), retention, the followers' socket timeout.
@@ -15,7 +17,7 @@ from ..results.measures import RETENTION
 class ReplicaManager:
     """Every broker's."""
 
-    MESSAGES = ("handle_leader_and_isr", "handle_stop_replica")
+    MESSAGES = ("handle_leader_and_isr", "handle_update_metadata", "handle_stop_replica")
     TIMERS = ("apply_retention", "flush", "_flushed", "checkpoint_hw")
 
     def __init__(self, sim):
@@ -38,10 +40,14 @@ class ReplicaManager:
         self.checkpoint_ms = cfg.replica_high_watermark_checkpoint_interval_ms
         self.socket_timeout_ms = cfg.replica_socket_timeout_ms
         self.broker_epochs = sim.settings.kafka.broker_epochs  # KIP-380: requests for an older incarnation are refused
-        self.leader = self.follower = self.replication = None  # wired
+        self.leader = self.follower = self.replication = self.channel = None  # wired
+        # the metadata cache, broker -> partition -> the leader (and its epoch) as its last UpdateMetadata said
+        self.metadata_leader: list[list[int]] = []
+        self.metadata_epoch: list[list[int]] = []
+        self.metadata_process: list[int] = []  # broker -> the process (incarnation) whose cache it is: serving
 
-    def wire(self, leader, follower, replication) -> None:
-        self.leader, self.follower, self.replication = leader, follower, replication
+    def wire(self, leader, follower, replication, channel) -> None:
+        self.leader, self.follower, self.replication, self.channel = leader, follower, replication, channel
 
     def start(self) -> None:
         """t=0: every preferred replica leads with a full ISR; followers start fetching; periodic tasks start."""
@@ -61,6 +67,11 @@ class ReplicaManager:
             for b, rep in self.replicas[part.index].items():
                 if b != part.leader:
                     self.follower.start_fetching(rep)
+        leaders = [part.leader for part in self.partitions]
+        epochs = [part.leader_epoch for part in self.partitions]
+        self.metadata_leader[:] = [list(leaders) for _ in self.brokers]  # in place: the clients hold the list
+        self.metadata_epoch[:] = [list(epochs) for _ in self.brokers]
+        self.metadata_process[:] = [broker.incarnation if broker.up else -1 for broker in self.brokers]
         for b in range(len(self.brokers)):
             self.start_timers(b)
 
@@ -77,18 +88,51 @@ class ReplicaManager:
 
     # ---- the controller's requests ------------------------------------------------------------------------------
 
-    def handle_leader_and_isr(self, b: int, states: list, broker_epoch: int, decided: float) -> None:
+    def handle_leader_and_isr(self, b: int, states: list, broker_epoch: int, decided: float, metadata: list,
+                              then: int | None) -> None:
         """The controller's LeaderAndIsr request reaches broker b with the state of some of its partitions
         ((partition, leader, epoch, isr, recovering) each), addressed to the incarnation the controller last
         registered (`broker_epoch`). Since KIP-380 (and in KRaft, where a restarted broker replays the metadata
         log from the top) a new process refuses one meant for its predecessor (STALE_BROKER_EPOCH); before it,
         a broker that restarted quickly could act on a request sent to the process that died. `decided`: when
-        the controller made the changes (metadata propagation is measured from it)."""
+        the controller made the changes. `metadata`: the batch's partition states for the metadata cache, applied
+        with it (KRaft's metadata log; a full resend), or, if `then` (the controller's epoch) is set, sent by the
+        ZooKeeper controller as UpdateMetadata once this request is answered."""
         if self.broker_epochs and broker_epoch != self.brokers[b].incarnation:
             return
         now = self.kernel.now
         rec = self.recorder
-        rec.metadata_propagation_ms.append(now - decided)
+        self._apply(b, states, now, rec)
+        if then is None:
+            if metadata:
+                self.handle_update_metadata(b, metadata, broker_epoch, decided)
+        else:  # the answer: the controller's RequestSendThread for b sends the next request, UpdateMetadata
+            self.send(b, CONTROLLER, self.channel.leader_and_isr_answered, (b, metadata, decided, then))
+        self.note_availability()
+
+    def handle_update_metadata(self, b: int, metadata: list, broker_epoch: int, decided: float,
+                               every: bool = False) -> None:
+        """UpdateMetadata (KRaft: the metadata log's records) reaches broker b: its metadata cache takes each
+        (partition, leader, leader epoch), unless it holds a later epoch already (the controller's per-broker
+        queue keeps them in order in Kafka). Metadata propagation is measured here, from `decided`, per broker:
+        from now on a client asking this broker learns the change. Refused for an older incarnation (KIP-380).
+        `every`: every partition's state (a registration's, a new controller's): a process that (re)started
+        answers metadata requests from then on (before, its cache was empty: Kafka's broker serves clients only
+        once registered)."""
+        broker = self.brokers[b]
+        if self.broker_epochs and broker_epoch != broker.incarnation:
+            return
+        self.recorder.metadata_propagation_ms.append(self.kernel.now - decided)
+        if every:
+            self.metadata_process[b] = broker.incarnation
+        leaders, epochs = self.metadata_leader[b], self.metadata_epoch[b]
+        for p, leader, epoch in metadata:
+            if epoch >= epochs[p]:
+                leaders[p] = leader
+                epochs[p] = epoch
+
+    def _apply(self, b: int, states: list, now: float, rec) -> None:
+        """LeaderAndIsr's partition states, on broker b: become leader or follower."""
         for p, leader, epoch, isr, recovering in states:
             rep = self.replicas[p][b]
             if epoch < rep.leader_epoch:
@@ -106,7 +150,6 @@ class ReplicaManager:
                     self.send(b, CONTROLLER, self.replication.handle_recovered, (p, epoch))
             elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
                 self.follower.become_follower_and_truncate(rep, leader, epoch)
-        self.note_availability()
 
     def handle_stop_replica(self, b: int, p: int, broker_epoch: int) -> None:
         """StopReplica (delete) after a reassignment removed broker b's replica: it stops leading and fetching."""

@@ -8,7 +8,9 @@ one (up to ``max.request.size``), in one request. The broker answers the
 request as a whole (acks=all: once every partition in it is committed). A
 failed batch (an error in the answer, or its request failed with its
 connection) is retried ahead of newer records; a partition whose leader is
-unknown waits for a metadata refresh (``retry.backoff.ms``). The broker
+unknown waits for a metadata refresh (``retry.backoff.ms``), answered by the
+broker NetworkClient.leastLoadedNode picks, from its metadata cache: a
+leader change reaches it with the controller's UpdateMetadata. The broker
 handles a connection's requests one at a time (``server``), so a plain
 producer's batches reorder only when one fails and a later one, already in
 flight, does not.
@@ -78,7 +80,11 @@ class ProducerClient:
         self.kernel = sim.kernel
         self.heap, self.seq = sim.kernel.events()  # ready times go straight onto the kernel's heap (the hot path)
         self.send = sim.transport.send
-        self.partitions = sim.partitions  # the controller's view, for metadata requests
+        self.partitions = sim.partitions  # the controller's view, the producers' metadata at the start
+        self.brokers = sim.brokers
+        self.reachable = sim.transport.reachable
+        self.metadata_cache = sim.replica_manager.metadata_leader  # broker -> partition -> leader, for metadata requests
+        self.metadata_process = sim.replica_manager.metadata_process  # broker -> the process that has its cache
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.counters = sim.recorder.counters
@@ -513,17 +519,40 @@ class ProducerClient:
             ps.refresh_armed = True
             self.kernel.schedule(self.kernel.now + max(ps.config.retry_backoff_ms, 1.0), self._refresh, ps)
 
+    def _least_loaded_node(self, ps: ProducerState, now: float) -> int:
+        """NetworkClient.leastLoadedNode: a broker this producer can reach, not backing off, with the fewest of its
+        requests in flight; ties go to the first from an offset (Kafka draws it at random; here the producer's
+        index). A paused broker is passed over: it would not answer, and the client would ask another after
+        request.timeout.ms, which the model's refresh (it takes no time) does not wait; so is a restarted
+        process before the controller sent it every partition's metadata (it does not serve clients before it
+        registered). -1: none."""
+        n = len(self.brokers)
+        best, best_key = -1, None
+        serving = self.metadata_process
+        for b in range(n):
+            conn, broker = ps.conns[b], self.brokers[b]
+            if (not broker.up or broker.paused or serving[b] != broker.incarnation or conn.backoff_until > now
+                    or not self.reachable(ps.node, b)):
+                continue
+            key = (len(conn.inflight), (b - ps.index) % n)
+            if best_key is None or key < best_key:
+                best, best_key = b, key
+        return best
+
     def _refresh(self, ps: ProducerState) -> None:
-        """A metadata response (the controller's view): partitions waiting for a leader are filed again;
-        records and resends that waited past delivery.timeout.ms fail."""
+        """A metadata response from the least loaded broker's metadata cache (no broker to ask: no leader yet):
+        partitions waiting for a leader are filed again; records and resends that waited past delivery.timeout.ms
+        fail."""
         ps.refresh_armed = False
         now = self.kernel.now
         cfg = ps.config
         acc = ps.acc
         waiting, ps.no_leader = ps.no_leader, set()
+        node = self._least_loaded_node(ps, now)
+        cache = self.metadata_cache[node] if node >= 0 else None
         for p in sorted(waiting):
             q = acc.queues[p]
-            ps.metadata[p] = self.partitions[p].leader
+            ps.metadata[p] = cache[p] if cache is not None else -1
             while q.retry and now - self.batches.create_ms[q.retry[0]] >= cfg.delivery_timeout_ms:
                 self._fail(ps, q.retry.pop(0), DELIVERY_TIMEOUT)
             for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):

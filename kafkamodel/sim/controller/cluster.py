@@ -1,5 +1,5 @@
 """The brokers as the controller sees them (Kafka's ClusterControlManager; ZooKeeper's registered brokers),
-and the controller's channel to them (ControllerChannelManager: LeaderAndIsr).
+and the controller's channel to them (ControllerChannelManager: LeaderAndIsr, UpdateMetadata).
 
 The controller's time: it is one thread (KafkaController's event queue; the
 QuorumController's too) and every partition state change costs it time
@@ -11,6 +11,20 @@ ControllerBrokerRequestBatch: newBatch ... sendRequestsToBrokers): the batch
 waits for the controller's earlier work, costs its partitions' writes, and
 then goes out as one LeaderAndIsr request per broker. Completion times are
 computed, not simulated partition by partition: two kernel events a batch.
+
+Every batch also goes to every registered broker as metadata, replica of
+its partitions or not, so that a client asking any broker learns the new
+leaders. ZooKeeper: UpdateMetadata, one request per live (or shutting-down)
+broker (addLeaderAndIsrRequestForBrokers adds every partition it changes to
+addUpdateMetadataRequestForBrokers(liveOrShuttingDownBrokerIds)); a broker's
+RequestSendThread sends one request at a time and waits for its answer, and
+sendRequestsToBrokers queues the LeaderAndIsr first, so a replica's
+UpdateMetadata leaves when its LeaderAndIsr's answer is back, a
+non-replica's at once. KRaft: every broker, fenced or not, applies the
+batch's records from the metadata log, its partitions and its metadata cache
+together. The controller's time is per partition and per batch, not per
+request, so neither costs it more (as Kafka's channel, whose sends are
+other threads').
 
 What the controller believes is kept apart from what is true (``state.Broker``): a broker is live here
 while its session holds, whatever its process is doing.
@@ -48,6 +62,7 @@ class ControllerChannel:
     """The controller's thread and its LeaderAndIsr requests to the brokers: partition changes queue into
     batches, each costs the controller its per-partition time, then goes out as one request per broker."""
 
+    MESSAGES = ("leader_and_isr_answered",)
     TIMERS = ("close_batch", "send_batch", "resend_state")
 
     def __init__(self, sim, view: ClusterView, replica_manager):
@@ -59,6 +74,8 @@ class ControllerChannel:
         self.view = view
         self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
         self.handle_stop_replica = replica_manager.handle_stop_replica
+        self.handle_update_metadata = replica_manager.handle_update_metadata
+        self.kraft = sim.settings.kafka.kraft
         c = sim.settings.controller
         if sim.settings.kafka.kraft:
             self.partition_ms, self.batch_ms = c.kraft_record_ms, c.kraft_commit_ms
@@ -105,14 +122,18 @@ class ControllerChannel:
                 if r in view.live_brokers or r in view.fenced:
                     per_broker.setdefault(r, []).append(p)
         requests = [self._request(b, ps) for b, ps in per_broker.items()]
+        metadata = self._metadata(parts)
         rec = self.recorder
         rec.controller_queue_max = max(rec.controller_queue_max, len(parts))
         done = self.occupy(len(parts) * self.partition_ms + self.batch_ms)
-        self.kernel.schedule(done, self.send_batch, parts, requests, view.epoch, self.kernel.now)
+        self.kernel.schedule(done, self.send_batch, parts, requests, metadata, sorted(view.live_brokers | view.fenced),
+                             view.epoch, self.kernel.now)
 
-    def send_batch(self, parts: list, requests: list, epoch: int, decided: float) -> None:
-        """The batch is written: its requests go out. A batch of a controller that lost the role is dropped (the
-        next one's resync resends)."""
+    def send_batch(self, parts: list, requests: list, metadata: list, brokers: list, epoch: int,
+                   decided: float) -> None:
+        """The batch is written: its LeaderAndIsr requests go out, and its metadata to every broker registered when
+        it was decided (`brokers`): a replica's after its LeaderAndIsr (ZooKeeper: once answered; KRaft: with it),
+        the others' now. A batch of a controller that lost the role is dropped (the next one's resync resends)."""
         in_flight = self.in_flight
         for p in parts:
             if in_flight[p] == 1:
@@ -121,8 +142,22 @@ class ControllerChannel:
                 in_flight[p] -= 1
         if epoch != self.view.epoch or not self.view.active():
             return
+        with_state = set()
         for request in requests:
-            self._send(request, decided)
+            self._send(request, decided, metadata)
+            with_state.add(request[0])
+        controller, view = self.view.controller_broker, self.view
+        for b in brokers:
+            if b not in with_state:
+                self.send(controller, b, self.handle_update_metadata, (b, metadata, view.broker_epoch[b], decided))
+
+    def leader_and_isr_answered(self, b: int, metadata: list, decided: float, epoch: int) -> None:
+        """ZooKeeper: broker b answered a LeaderAndIsr; its RequestSendThread sends the next request queued for
+        it, the batch's UpdateMetadata (dropped if this controller lost the role meanwhile)."""
+        view = self.view
+        if epoch == view.epoch and view.active() and b in view.live_brokers:
+            self.send(view.controller_broker, b, self.handle_update_metadata,
+                      (b, metadata, view.broker_epoch[b], decided))
 
     def send_stop_replica(self, b: int, p: int) -> None:
         """StopReplica (with delete) to broker b for partition p: a reassignment removed its replica."""
@@ -135,13 +170,20 @@ class ControllerChannel:
         self.kernel.schedule(max(self.kernel.now, self.busy_until), self.resend_state, b, self.view.epoch)
 
     def resend_state(self, b: int, epoch: int) -> None:
-        """The state of broker b's partitions as written (a change not written yet goes with its batch, which is
-        addressed to b)."""
-        if epoch != self.view.epoch or not self.view.active():
+        """The metadata of every partition (onBrokerStartup's UpdateMetadata with all partitions, a new controller's
+        to every broker: sent first), then the state of broker b's partitions, as written (a change not written
+        yet goes with its batch, which is addressed to b). The UpdateMetadata does not wait for an answer here
+        before the LeaderAndIsr (one trip sooner than Kafka's RequestSendThread)."""
+        view = self.view
+        if epoch != view.epoch or not view.active():
             return
         pending, in_flight = self.pending, self.in_flight
+        now = self.kernel.now
+        every = [p for p in range(len(self.partitions)) if p not in pending and p not in in_flight]
+        self.send(view.controller_broker, b, self.handle_update_metadata,
+                  (b, self._metadata(every), view.broker_epoch[b], now, True))
         ps = [p for p in self.partitions_of[b] if p not in pending and p not in in_flight]
-        self._send(self._request(b, ps), self.kernel.now)
+        self._send(self._request(b, ps), now, (), answered=False)
 
     def _request(self, b: int, ps) -> tuple:
         """A LeaderAndIsr request to broker b: the partitions' state as the controller holds it now."""
@@ -149,6 +191,16 @@ class ControllerChannel:
                   for p in ps for part in (self.partitions[p],)]
         return b, states, self.view.broker_epoch[b]
 
-    def _send(self, request: tuple, decided: float) -> None:
+    def _metadata(self, ps) -> list:
+        """UpdateMetadata's partition states: each partition's leader and leader epoch as the controller holds them
+        now (what a client's metadata request reads)."""
+        partitions = self.partitions
+        return [(p, partitions[p].leader, partitions[p].leader_epoch) for p in ps]
+
+    def _send(self, request: tuple, decided: float, metadata: list, answered: bool = True) -> None:
+        """LeaderAndIsr to a broker, with the metadata it applies with it (KRaft), or that follows its answer
+        (ZooKeeper's batches: `answered`; a resend's went before it)."""
         b, states, broker_epoch = request
-        self.send(self.view.controller_broker, b, self.handle_leader_and_isr, (b, states, broker_epoch, decided))
+        then = self.view.epoch if answered and not self.kraft else None
+        self.send(self.view.controller_broker, b, self.handle_leader_and_isr,
+                  (b, states, broker_epoch, decided, metadata, then))

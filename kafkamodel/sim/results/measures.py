@@ -191,7 +191,7 @@ SUMMARY = (
     Measure("controller_busy_ms", "ms", "the controller thread's work: ZooKeeper writes and reads, or KRaft records "
                                         "and commits (controller.*)"),
     Measure("controller_queue_max", "partitions", "the most partition changes in one controller batch"),
-    Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker applied its LeaderAndIsr, median"),
+    Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker's metadata cache holds it (UpdateMetadata), median"),
     Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
     Measure("operation_ms", "ms", "operations: from the first operation's start to the last one's end; null without "
                                   "operations (a reassignment that never finishes ends at the run's end)"),
