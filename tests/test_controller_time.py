@@ -209,6 +209,47 @@ def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every
     assert len(sent) == batches_for(led(90, 1), held)
 
 
+def _shutdown_bookkeeping(n: int, full_walk: bool, monkeypatch) -> tuple:
+    """0.10's controlled shutdown of broker 1 (one partition, one batch, one LeaderAndIsr at a time), over n
+    partitions: each partition's unavailable time, the wall-clock one, and how many partitions the unavailability
+    bookkeeping evaluated. `full_walk`: every note() walks every partition (the plain path)."""
+    from kafkamodel.sim.results.measures import Availability
+    from kafkamodel.sim.simulation import Simulation
+
+    if full_walk:
+        plain = Availability.note
+        monkeypatch.setattr(Availability, "note", lambda self, indices=None: plain(self))
+    sc = scenario("0.10", n, target=1)
+    sc.pop("faults")
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    sim = Simulation(load_scenario(sc))
+    calls = [0]
+    writable = sim.availability.writable
+
+    def counted(part):
+        calls[0] += 1
+        return writable(part)
+
+    sim.availability.writable = counted
+    sim.run()
+    monkeypatch.undo()
+    return [part.unavailable_ms for part in sim.partitions], sim.availability.wall_ms, calls[0]
+
+
+def test_unavailability_bookkeeping_looks_at_the_partitions_a_change_touched_and_agrees_with_a_full_walk(monkeypatch):
+    """Before 1.1 a controlled shutdown changes one partition at a time: the bookkeeping evaluates the partitions
+    each LeaderAndIsr or ISR change touched, not every partition per change, and gives what a walk over every
+    partition at every change gives, partition by partition."""
+    counts = {}
+    for n in (60, 600):
+        down, wall, counts[n] = _shutdown_bookkeeping(n, False, monkeypatch)
+        full_down, full_wall, full_calls = _shutdown_bookkeeping(n, True, monkeypatch)
+        assert down == full_down and wall == full_wall
+        assert any(down) and counts[n] < full_calls
+    # ten times the partitions: about ten times the evaluations (the full walk: about a hundred times)
+    assert counts[600] / counts[60] < 15
+
+
 # ---- the controller itself fails: ZooKeeper's controller broker vs KRaft's quorum --------------------------------
 
 def test_kraft_quorum_failover_leaves_every_partition_available_whatever_their_number():

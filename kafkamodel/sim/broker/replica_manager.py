@@ -106,7 +106,7 @@ class ReplicaManager:
                     self.send(b, CONTROLLER, self.replication.handle_recovered, (p, epoch))
             elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
                 self.follower.become_follower_and_truncate(rep, leader, epoch)
-        self.note_availability()
+        self.note_availability([state[0] for state in states])  # only these partitions changed
 
     def handle_stop_replica(self, b: int, p: int, broker_epoch: int) -> None:
         """StopReplica (delete) after a reassignment removed broker b's replica: it stops leading and fetching."""
@@ -116,7 +116,7 @@ class ReplicaManager:
         self.leader.resign(rep)
         self.follower.stop_fetching(rep)
         rep.leader = -1
-        self.note_availability()
+        self.note_availability((p,))
 
     # ---- periodic tasks -------------------------------------------------------------------------------------------
 
