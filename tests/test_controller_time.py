@@ -209,6 +209,42 @@ def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every
     assert len(sent) == batches_for(led(90, 1), held)
 
 
+@pytest.mark.parametrize("version", ["0.10", "1.1", "2.8"])
+def test_a_zookeeper_controlled_shutdown_stops_the_fetchers_of_the_partitions_the_broker_follows(version):
+    """KafkaController.doControlledShutdown sends the broker StopReplica (delete=false) for each partition it follows
+    before writing it out of the ISR (1.0: partition by partition; from 1.1: one request once the leaderships are
+    written), so it cannot rejoin those ISRs before it stops; after it stops, the controller removes it only from the
+    ISRs it rejoined, which are those of partitions it led and follows from the new leader on (as in Kafka)."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sc = scenario(version, 90, target=1)
+    sc.pop("faults")
+    sc["broker"]["replica.lag.time.max.ms"] = 60000  # no leader shrinks an ISR on its own
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    sim = Simulation(load_scenario(sc))
+    w = sim.settings.controller.zookeeper_write_ms
+    held = sim.partitions_of[1]
+    led_at_start = {p for p in held if sim.partitions[p].replicas[0] == 1}
+    stops = []
+    handle = sim.replica_manager.handle_stop_replica
+    sim.channel.handle_stop_replica = lambda b, ps, epoch, delete: (stops.append((sim.kernel.now, ps, delete)),
+                                                                    handle(b, ps, epoch, delete))
+    r = sim.run()
+    e = r.events
+    rejoined = e[(e.kind == "isr_expand") & e.detail.str.startswith("added 1;")]
+    assert not (set(rejoined.partition) - led_at_start)  # never a partition it followed
+    followed = sorted(set(held) - led_at_start)
+    assert sorted(p for _, ps, delete in stops if not delete for p in ps) == followed
+    # each StopReplica leaves when the controller has written what came before it, one trip later
+    first = 2000 + LATENCY + len(led_at_start) * w + LATENCY
+    if version == "0.10":
+        assert [t for t, _, _ in stops] == pytest.approx([first + i * w for i in range(len(followed))])
+    else:
+        assert [t for t, _, _ in stops] == pytest.approx([first])
+    # the shutdown's writes, then one more for each ISR it rejoined, when its session closed
+    assert r.summary["controller_busy_ms"] == pytest.approx((len(held) + rejoined.partition.nunique()) * w)
+
+
 def _shutdown_bookkeeping(n: int, full_walk: bool, monkeypatch) -> tuple:
     """0.10's controlled shutdown of broker 1 (one partition, one batch, one LeaderAndIsr at a time), over n
     partitions: each partition's unavailable time, the wall-clock one, and how many partitions the unavailability

@@ -83,7 +83,10 @@ class ReplicationControl:
 
     def controlled_shutdown(self, b: int) -> tuple[float, int]:
         """ControlledShutdown from broker b (ZooKeeper's request; KRaft's heartbeat with wantShutDown): what it leads
-        moves to another live ISR member, then it leaves the other ISRs. A partition whose ISR has no other live
+        moves to another live ISR member, then it leaves the other ISRs. With ZooKeeper the partitions it follows
+        get StopReplica (without delete) first, so it stops fetching them and cannot rejoin their ISRs before it
+        stops (KafkaController.doControlledShutdown); a partition it led, it follows from the new leader's
+        LeaderAndIsr on and may rejoin, as in Kafka. A partition whose ISR has no other live
         member stays led by it (Kafka cannot move it: the answer's partitionsRemaining). Before 1.1 the ZooKeeper
         controller moved one partition at a time, each its own write and its own LeaderAndIsr
         (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns when the
@@ -92,7 +95,9 @@ class ReplicationControl:
         why = f"controlled shutdown of broker {b}"
         remaining = 0
         if self.mode.keeps_isr:
-            for p in [p for p in self.partitions_of[b] if self.partitions[p].leader == b]:
+            led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
+            followed = [p for p in self.partitions_of[b] if self.partitions[p].leader != b]
+            for p in led:
                 part = self.partitions[p]
                 if not any(r != b and r in self.live_brokers for r in part.isr):
                     remaining += 1
@@ -101,11 +106,14 @@ class ReplicationControl:
                 if one_by_one:
                     self.close_batch()
             self.close_batch()
-            for p in self.partitions_of[b]:
-                if self.partitions[p].leader != b:
-                    self.leave(self.partitions[p], b, why)
-                    if one_by_one:
-                        self.close_batch()
+            if not self.kraft and not one_by_one and followed:  # one request, once the leaderships are written
+                self.send_stop_replica(b, tuple(followed), delete=False, at=self.controller_done())
+            for p in followed:
+                if one_by_one:  # its own request, when the controller's thread gets to the partition
+                    self.send_stop_replica(b, (p,), delete=False, at=self.controller_done())
+                self.leave(self.partitions[p], b, why)
+                if one_by_one:
+                    self.close_batch()
             self.close_batch()
             self.note_availability()
         return self.controller_done(), remaining
@@ -255,7 +263,7 @@ class ReplicationControl:
         for r in removing:
             self.partitions_of[r].remove(p)
             if r in self.live_brokers:
-                self.send_stop_replica(r, p)
+                self.send_stop_replica(r, (p,))
         self.note_availability()
         if self.reassigned is not None:
             self.reassigned(p)
