@@ -154,6 +154,23 @@ def test_a_fenced_broker_may_not_join_an_isr():
     assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
 
 
+@pytest.mark.parametrize("version,refused", [("2.8", False), ("3.9", True), ("4.1", True)])
+def test_a_broker_in_controlled_shutdown_may_join_an_isr_only_before_kafka_14140(version, refused):
+    """KIP-841 (KRaft) and KAFKA-14140 (ZooKeeper from 3.4): the controller refuses an ISR that adds a broker in a
+    controlled shutdown, until its session closes; before 3.4 a ZooKeeper-era leader writes it back."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario(scenario(version, 3, target=1)))
+    sim.replica_manager.start()
+    part = next(p for p in sim.partitions if p.leader == 0)
+    rep = sim.replicas[part.index][0]
+    part.isr, rep.lead.isr = (0,), {0}
+    sim.replication.shutting_down.add(1)
+    assert sim.replication.alter_isr(rep, {0, 1}) is not refused and (part.isr == (0,)) is refused
+    sim.replication.fence(1)  # its session closed: no longer shutting down (and no longer live)
+    assert 1 not in sim.replication.shutting_down
+
+
 # ---- the campaign's KIP-966 counterexample and the fence order ---------------------------------------------------
 
 COUNTEREXAMPLE = "data/campaigns/safety/isr_safe-no_acked_record_lost-175.yaml"
@@ -243,6 +260,23 @@ def test_a_zookeeper_controlled_shutdown_stops_the_fetchers_of_the_partitions_th
         assert [t for t, _, _ in stops] == pytest.approx([first])
     # the shutdown's writes, then one more for each ISR it rejoined, when its session closed
     assert r.summary["controller_busy_ms"] == pytest.approx((len(held) + rejoined.partition.nunique()) * w)
+
+
+@pytest.mark.parametrize("version,rejoins", [("2.8", True), ("3.9", False)])
+def test_a_shutting_down_broker_rejoins_what_it_led_only_before_kafka_14140(version, rejoins):
+    """What it led, the shutting-down broker follows from the new leader on; before 3.4 nothing stops the leader from
+    adding it back to the ISR, and the controller writes it out again when its session closes (one more write each);
+    from 3.4 (KAFKA-14140, KIP-841) the controller refuses an ISR that adds a broker in a controlled shutdown."""
+    sc = scenario(version, 900, target=1)
+    sc.pop("faults")
+    sc["broker"]["replica.lag.time.max.ms"] = 60000  # no leader shrinks an ISR on its own
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    w = Settings.of(load_scenario(sc)).controller.zookeeper_write_ms
+    r = simulate(sc)
+    e = r.events
+    rejoined = e[(e.kind == "isr_expand") & e.detail.str.startswith("added 1;")].partition.nunique()
+    assert rejoined == (led(900, 1) if rejoins else 0)
+    assert r.summary["controller_busy_ms"] == pytest.approx((900 + rejoined) * w)  # RF 3: it holds all 900
 
 
 def _shutdown_bookkeeping(n: int, full_walk: bool, monkeypatch) -> tuple:
