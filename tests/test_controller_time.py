@@ -154,6 +154,23 @@ def test_a_fenced_broker_may_not_join_an_isr():
     assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
 
 
+@pytest.mark.parametrize("version,refused", [("2.8", False), ("3.9", True), ("4.1", True)])
+def test_a_broker_in_controlled_shutdown_may_join_an_isr_only_before_kafka_14140(version, refused):
+    """KIP-841 (KRaft) and KAFKA-14140 (ZooKeeper from 3.4): the controller refuses an ISR that adds a broker in a
+    controlled shutdown, until its session closes; before 3.4 a ZooKeeper-era leader writes it back."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario(scenario(version, 3, target=1)))
+    sim.replica_manager.start()
+    part = next(p for p in sim.partitions if p.leader == 0)
+    rep = sim.replicas[part.index][0]
+    part.isr, rep.lead.isr = (0,), {0}
+    sim.replication.shutting_down.add(1)
+    assert sim.replication.alter_isr(rep, {0, 1}) is not refused and (part.isr == (0,)) is refused
+    sim.replication.fence(1)  # its session closed: no longer shutting down (and no longer live)
+    assert 1 not in sim.replication.shutting_down
+
+
 # ---- the campaign's KIP-966 counterexample and the fence order ---------------------------------------------------
 
 COUNTEREXAMPLE = "data/campaigns/safety/isr_safe-no_acked_record_lost-175.yaml"
@@ -207,6 +224,100 @@ def test_controlled_shutdown_costs_the_controller_each_partition_and_moves_every
     assert all(part.leader != 1 and 1 not in part.isr for part in sim.partitions)
     sim.kernel.run(done)
     assert len(sent) == batches_for(led(90, 1), held)
+
+
+@pytest.mark.parametrize("version", ["0.10", "1.1", "2.8"])
+def test_a_zookeeper_controlled_shutdown_stops_the_fetchers_of_the_partitions_the_broker_follows(version):
+    """KafkaController.doControlledShutdown sends the broker StopReplica (delete=false) for each partition it follows
+    before writing it out of the ISR (1.0: partition by partition; from 1.1: one request once the leaderships are
+    written), so it cannot rejoin those ISRs before it stops; after it stops, the controller removes it only from the
+    ISRs it rejoined, which are those of partitions it led and follows from the new leader on (as in Kafka)."""
+    from kafkamodel.sim.simulation import Simulation
+
+    sc = scenario(version, 90, target=1)
+    sc.pop("faults")
+    sc["broker"]["replica.lag.time.max.ms"] = 60000  # no leader shrinks an ISR on its own
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    sim = Simulation(load_scenario(sc))
+    w = sim.settings.controller.zookeeper_write_ms
+    held = sim.partitions_of[1]
+    led_at_start = {p for p in held if sim.partitions[p].replicas[0] == 1}
+    stops = []
+    handle = sim.replica_manager.handle_stop_replica
+    sim.channel.handle_stop_replica = lambda b, ps, epoch, delete: (stops.append((sim.kernel.now, ps, delete)),
+                                                                    handle(b, ps, epoch, delete))
+    r = sim.run()
+    e = r.events
+    rejoined = e[(e.kind == "isr_expand") & e.detail.str.startswith("added 1;")]
+    assert not (set(rejoined.partition) - led_at_start)  # never a partition it followed
+    followed = sorted(set(held) - led_at_start)
+    assert sorted(p for _, ps, delete in stops if not delete for p in ps) == followed
+    # each StopReplica leaves when the controller has written what came before it, one trip later
+    first = 2000 + LATENCY + len(led_at_start) * w + LATENCY
+    if version == "0.10":
+        assert [t for t, _, _ in stops] == pytest.approx([first + i * w for i in range(len(followed))])
+    else:
+        assert [t for t, _, _ in stops] == pytest.approx([first])
+    # the shutdown's writes, then one more for each ISR it rejoined, when its session closed
+    assert r.summary["controller_busy_ms"] == pytest.approx((len(held) + rejoined.partition.nunique()) * w)
+
+
+@pytest.mark.parametrize("version,rejoins", [("2.8", True), ("3.9", False)])
+def test_a_shutting_down_broker_rejoins_what_it_led_only_before_kafka_14140(version, rejoins):
+    """What it led, the shutting-down broker follows from the new leader on; before 3.4 nothing stops the leader from
+    adding it back to the ISR, and the controller writes it out again when its session closes (one more write each);
+    from 3.4 (KAFKA-14140, KIP-841) the controller refuses an ISR that adds a broker in a controlled shutdown."""
+    sc = scenario(version, 900, target=1)
+    sc.pop("faults")
+    sc["broker"]["replica.lag.time.max.ms"] = 60000  # no leader shrinks an ISR on its own
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    w = Settings.of(load_scenario(sc)).controller.zookeeper_write_ms
+    r = simulate(sc)
+    e = r.events
+    rejoined = e[(e.kind == "isr_expand") & e.detail.str.startswith("added 1;")].partition.nunique()
+    assert rejoined == (led(900, 1) if rejoins else 0)
+    assert r.summary["controller_busy_ms"] == pytest.approx((900 + rejoined) * w)  # RF 3: it holds all 900
+
+
+def _shutdown_bookkeeping(n: int, full_walk: bool, monkeypatch) -> tuple:
+    """0.10's controlled shutdown of broker 1 (one partition, one batch, one LeaderAndIsr at a time), over n
+    partitions: each partition's unavailable time, the wall-clock one, and how many partitions the unavailability
+    bookkeeping evaluated. `full_walk`: every note() walks every partition (the plain path)."""
+    from kafkamodel.sim.results.measures import Availability
+    from kafkamodel.sim.simulation import Simulation
+
+    if full_walk:
+        plain = Availability.note
+        monkeypatch.setattr(Availability, "note", lambda self, indices=None: plain(self))
+    sc = scenario("0.10", n, target=1)
+    sc.pop("faults")
+    sc["operations"] = [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 1}]
+    sim = Simulation(load_scenario(sc))
+    calls = [0]
+    writable = sim.availability.writable
+
+    def counted(part):
+        calls[0] += 1
+        return writable(part)
+
+    sim.availability.writable = counted
+    sim.run()
+    monkeypatch.undo()
+    return [part.unavailable_ms for part in sim.partitions], sim.availability.wall_ms, calls[0]
+
+
+def test_unavailability_bookkeeping_looks_at_the_partitions_a_change_touched_and_agrees_with_a_full_walk(monkeypatch):
+    """Before 1.1 a controlled shutdown changes one partition at a time: the bookkeeping evaluates the partitions
+    each LeaderAndIsr or ISR change touched, not every partition per change, and gives what a walk over every
+    partition at every change gives, partition by partition."""
+    counts = {}
+    for n in (60, 600):
+        down, wall, counts[n] = _shutdown_bookkeeping(n, False, monkeypatch)
+        full_down, full_wall, full_calls = _shutdown_bookkeeping(n, True, monkeypatch)
+        assert down == full_down and wall == full_wall
+        assert any(down) and counts[n] < full_calls
+    # ten times the partitions: about ten times the evaluations (the full walk: about a hundred times)
+    assert counts[600] / counts[60] < 15
 
 
 # ---- the controller itself fails: ZooKeeper's controller broker vs KRaft's quorum --------------------------------

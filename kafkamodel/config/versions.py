@@ -316,6 +316,8 @@ class Mechanisms:
     # partitions brings fetch.min.bytes, answered with what is below the HW then, or when fetch.wait.max.ms passes
     static_member_order: bool = True  # 2.4 (KAFKA-8355, KAFKA-8356): range and roundrobin order static members by
     # group.instance.id (KIP-345's group.instance.id itself is 2.3: there they order every member by member id)
+    kip841: bool = False  # KRaft (KIP-841) and ZooKeeper from 3.4 (KAFKA-14140): the controller refuses an ISR that
+    # adds a broker it does not count live: fenced or offline, or in a controlled shutdown
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -339,4 +341,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         fetch_sessions=at_least(version, "1.1"),
         hw_completes_delayed_fetch=version != "0.8.1",
         static_member_order=at_least(version, "2.4"),
+        kip841=kraft or at_least(version, "3.4"),
     )

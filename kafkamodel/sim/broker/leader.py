@@ -106,7 +106,7 @@ class LeaderRole:
                     self.counters.isr_shrinks += 1
                     self.event(ISR_SHRINK, rep.partition, b, f"removed {sorted(out)}; isr now {sorted(rep.lead.isr)}")
                     self.leader_advance_high_watermark(rep)
-                    self.note_availability()
+                    self.note_availability((rep.partition,))
         self.timer(b, rule.check_every_ms, self.leader_shrink_isr, b)
 
     def leader_expand_isr(self, rep: Replica, f: int) -> None:
@@ -115,7 +115,7 @@ class LeaderRole:
             self.counters.isr_expands += 1
             self.event(ISR_EXPAND, rep.partition, rep.broker, f"added {f}; isr now {sorted(rep.lead.isr)}")
             self.leader_advance_high_watermark(rep)
-            self.note_availability()
+            self.note_availability((rep.partition,))
         elif f in rep.lead.sessions:  # refused: it asks again at the follower's next fetch
             rep.lead.sessions[f].retry_expand.add(rep.partition)
 

@@ -108,7 +108,7 @@ class ReplicaManager:
                 self.handle_update_metadata(b, metadata, broker_epoch, decided)
         else:  # the answer: the controller's RequestSendThread for b sends the next request, UpdateMetadata
             self.send(b, CONTROLLER, self.channel.leader_and_isr_answered, (b, metadata, decided, then))
-        self.note_availability()
+        self.note_availability([state[0] for state in states])  # only these partitions changed
 
     def handle_update_metadata(self, b: int, metadata: list, broker_epoch: int, decided: float,
                                every: bool = False) -> None:
@@ -151,15 +151,23 @@ class ReplicaManager:
             elif rep.is_leader or rep.leader != leader or epoch != rep.leader_epoch:
                 self.follower.become_follower_and_truncate(rep, leader, epoch)
 
-    def handle_stop_replica(self, b: int, p: int, broker_epoch: int) -> None:
-        """StopReplica (delete) after a reassignment removed broker b's replica: it stops leading and fetching."""
+    def handle_stop_replica(self, b: int, ps: tuple, broker_epoch: int, delete: bool) -> None:
+        """StopReplica for partitions `ps` reaches broker b. With delete (a reassignment removed its replicas) it
+        stops leading and fetching them; without (a controlled shutdown, for the partitions it follows) it removes
+        their fetchers only (ReplicaManager.stopReplicas: removeFetcherForPartitions), so it cannot rejoin their
+        ISRs before it stops."""
         if self.broker_epochs and broker_epoch != self.brokers[b].incarnation:
             return
-        rep = self.replicas[p][b]
-        self.leader.resign(rep)
-        self.follower.stop_fetching(rep)
-        rep.leader = -1
-        self.note_availability()
+        for p in ps:
+            rep = self.replicas[p][b]
+            if delete:
+                self.leader.resign(rep)
+                self.follower.stop_fetching(rep)
+                rep.leader = -1
+            elif not rep.is_leader:
+                self.follower.stop_fetching(rep)
+        if delete:
+            self.note_availability(ps)
 
     # ---- periodic tasks -------------------------------------------------------------------------------------------
 

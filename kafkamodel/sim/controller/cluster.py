@@ -63,7 +63,7 @@ class ControllerChannel:
     batches, each costs the controller its per-partition time, then goes out as one request per broker."""
 
     MESSAGES = ("leader_and_isr_answered",)
-    TIMERS = ("close_batch", "send_batch", "resend_state")
+    TIMERS = ("close_batch", "send_batch", "resend_state", "send_stop_replica")
 
     def __init__(self, sim, view: ClusterView, replica_manager):
         self.kernel = sim.kernel
@@ -159,10 +159,18 @@ class ControllerChannel:
             self.send(view.controller_broker, b, self.handle_update_metadata,
                       (b, metadata, view.broker_epoch[b], decided))
 
-    def send_stop_replica(self, b: int, p: int) -> None:
-        """StopReplica (with delete) to broker b for partition p: a reassignment removed its replica."""
+    def send_stop_replica(self, b: int, ps: tuple, delete: bool = True, at: float | None = None,
+                          epoch: int | None = None) -> None:
+        """StopReplica to broker b for partitions `ps`, one request: with delete, a reassignment removed its
+        replicas; without, it stops following them (a controlled shutdown). `at`: when the controller's thread
+        gets to it (it leaves then, after the requests sent before it; dropped if the controller lost its role)."""
         view = self.view
-        self.send(view.controller_broker, b, self.handle_stop_replica, (b, p, view.broker_epoch[b]))
+        if at is not None and at > self.kernel.now:
+            self.kernel.schedule(at, self.send_stop_replica, b, ps, delete, None, view.epoch)
+            return
+        if epoch is not None and (epoch != view.epoch or not view.active()):
+            return
+        self.send(view.controller_broker, b, self.handle_stop_replica, (b, ps, view.broker_epoch[b], delete))
 
     def send_state(self, b: int) -> None:
         """LeaderAndIsr for every partition broker b holds (the controller's channel resends on reconnect; a new

@@ -57,6 +57,8 @@ class ReplicationControl:
         self.rebalance = cfg.auto_leader_rebalance_enable and self.mode.preferred_leader_rebalance
         self.rebalance_every_ms = cfg.leader_imbalance_check_interval_ms
         self.imbalance = cfg.leader_imbalance_per_broker_percentage / 100.0
+        self.kip841 = sim.settings.kafka.kip841
+        self.shutting_down: set[int] = set()  # brokers in a controlled shutdown (shuttingDownBrokerIds) until fenced
         self.reassigning: dict[int, tuple] = {}  # partition -> its target replicas, while it moves
         self.reassigned = None  # set by operations: called with a partition once its move completed
 
@@ -72,6 +74,7 @@ class ReplicationControl:
         ISR: two batches, as Kafka's onBrokerFailure (OnlinePartition, then OfflineReplica) does."""
         died = self.brokers[b].unhealthy_since
         died = self.kernel.now if died is None else died
+        self.shutting_down.discard(b)
         led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
         for p in led:
             self.awaiting_leader.setdefault(p, died)
@@ -83,7 +86,10 @@ class ReplicationControl:
 
     def controlled_shutdown(self, b: int) -> tuple[float, int]:
         """ControlledShutdown from broker b (ZooKeeper's request; KRaft's heartbeat with wantShutDown): what it leads
-        moves to another live ISR member, then it leaves the other ISRs. A partition whose ISR has no other live
+        moves to another live ISR member, then it leaves the other ISRs. With ZooKeeper the partitions it follows
+        get StopReplica (without delete) first, so it stops fetching them and cannot rejoin their ISRs before it
+        stops (KafkaController.doControlledShutdown); a partition it led, it follows from the new leader's
+        LeaderAndIsr on and may rejoin, as in Kafka. A partition whose ISR has no other live
         member stays led by it (Kafka cannot move it: the answer's partitionsRemaining). Before 1.1 the ZooKeeper
         controller moved one partition at a time, each its own write and its own LeaderAndIsr
         (KafkaController.shutdownBroker); from 1.1 (KAFKA-5642) and in KRaft, two batches. Returns when the
@@ -91,8 +97,11 @@ class ReplicationControl:
         one_by_one = self.partition_at_a_time
         why = f"controlled shutdown of broker {b}"
         remaining = 0
+        self.shutting_down.add(b)
         if self.mode.keeps_isr:
-            for p in [p for p in self.partitions_of[b] if self.partitions[p].leader == b]:
+            led = [p for p in self.partitions_of[b] if self.partitions[p].leader == b]
+            followed = [p for p in self.partitions_of[b] if self.partitions[p].leader != b]
+            for p in led:
                 part = self.partitions[p]
                 if not any(r != b and r in self.live_brokers for r in part.isr):
                     remaining += 1
@@ -101,11 +110,14 @@ class ReplicationControl:
                 if one_by_one:
                     self.close_batch()
             self.close_batch()
-            for p in self.partitions_of[b]:
-                if self.partitions[p].leader != b:
-                    self.leave(self.partitions[p], b, why)
-                    if one_by_one:
-                        self.close_batch()
+            if not self.kraft and not one_by_one and followed:  # one request, once the leaderships are written
+                self.send_stop_replica(b, tuple(followed), delete=False, at=self.controller_done())
+            for p in followed:
+                if one_by_one:  # its own request, when the controller's thread gets to the partition
+                    self.send_stop_replica(b, (p,), delete=False, at=self.controller_done())
+                self.leave(self.partitions[p], b, why)
+                if one_by_one:
+                    self.close_batch()
             self.close_batch()
             self.note_availability()
         return self.controller_done(), remaining
@@ -122,6 +134,7 @@ class ReplicationControl:
     def registered(self, b: int, unclean_shutdown: bool) -> None:
         """Broker b registers. KIP-966: after an unclean shutdown its log may miss what it had acknowledged:
         it leaves every ISR and ELR."""
+        self.shutting_down.discard(b)
         if not (unclean_shutdown and self.unclean_shutdown_fencing):
             return
         for p in self.partitions_of[b]:
@@ -255,7 +268,7 @@ class ReplicationControl:
         for r in removing:
             self.partitions_of[r].remove(p)
             if r in self.live_brokers:
-                self.send_stop_replica(r, p)
+                self.send_stop_replica(r, (p,))
         self.note_availability()
         if self.reassigned is not None:
             self.reassigned(p)
@@ -272,14 +285,17 @@ class ReplicationControl:
     def alter_isr(self, rep: Replica, new_isr: set) -> bool:
         """A leader writes a new ISR to ZooKeeper (KRaft: AlterPartition to the controller); refused if it is not
         the current leader or cannot reach ZooKeeper; in KRaft, a growth is refused while the partition is
-        RECOVERING (KIP-704) or if it adds a fenced broker (ReplicationControlManager: INELIGIBLE_REPLICA)."""
+        RECOVERING (KIP-704); in KRaft (KIP-841) and with ZooKeeper from 3.4 (KAFKA-14140), if it adds a broker the
+        controller does not count live: fenced or offline, or in a controlled shutdown (INELIGIBLE_REPLICA; Kafka
+        checks the whole new ISR, the model the brokers it adds)."""
         part = self.partitions[rep.partition]
         if not self.reachable(rep.broker, CONTROLLER) or part.leader != rep.broker or part.leader_epoch != rep.leader_epoch:
             return False
         live = self.live_brokers
         added = new_isr.difference(part.isr)
-        if self.kraft and added and (part.recovering or not added <= live):
-            return False  # KIP-704 RECOVERING; KIP-841: a fenced or shut-down broker may not join an ISR
+        if added and ((self.kraft and part.recovering) or  # KIP-704 RECOVERING
+                      (self.kip841 and not (added <= live and self.shutting_down.isdisjoint(added)))):
+            return False  # KIP-841, KAFKA-14140: a fenced, offline or shutting-down broker may not join an ISR
         change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
                                   lambda r: r == part.leader or r in live, unclean=part.unclean,
                                   elr_enabled=self.elr_enabled, min_isr=part.min_isr)

@@ -283,11 +283,13 @@ class Recorder:
 class Availability:
     """How long partitions could not accept an acks=all write: per partition, and wall-clock (any of them).
 
-    Call ``note()`` after anything that can change a partition's writability
-    (the replication mode says what that is); ``close(end)`` at the end.
+    Call ``note()`` after anything that can change partitions' writability (the replication mode says what that
+    is): ``note()`` looks at every partition, ``note(indices)`` only at those partitions, for a change that touched
+    nothing else (a LeaderAndIsr request's partitions, one ISR change), so that a run whose changes come one
+    partition at a time does not walk every partition per change. ``close(end)`` at the end.
     """
 
-    __slots__ = ("kernel", "partitions", "writable", "since", "wall_ms")
+    __slots__ = ("kernel", "partitions", "writable", "since", "wall_ms", "down")
 
     def __init__(self, kernel, partitions, writable) -> None:
         self.kernel = kernel
@@ -295,19 +297,23 @@ class Availability:
         self.writable = writable  # Partition -> could it accept an acks=all write now?
         self.since: float | None = None  # start of the current stretch with some partition unwritable
         self.wall_ms = 0.0  # wall-clock time some partition could not accept an acks=all write
+        self.down = 0  # partitions unwritable now (those with an unavailable_since)
 
-    def note(self) -> None:
+    def note(self, indices=None) -> None:
         now = self.kernel.now
-        down = 0
+        down = self.down
         writable = self.writable
-        for part in self.partitions:
-            ok = writable(part)
-            if ok and part.unavailable_since is not None:
-                part.unavailable_ms += now - part.unavailable_since
-                part.unavailable_since = None
-            elif not ok and part.unavailable_since is None:
+        partitions = self.partitions
+        for part in partitions if indices is None else [partitions[i] for i in indices]:
+            if writable(part):
+                if part.unavailable_since is not None:
+                    part.unavailable_ms += now - part.unavailable_since
+                    part.unavailable_since = None
+                    down -= 1
+            elif part.unavailable_since is None:
                 part.unavailable_since = now
-            down += not ok
+                down += 1
+        self.down = down
         if down and self.since is None:
             self.since = now
         elif not down and self.since is not None:
@@ -319,6 +325,7 @@ class Availability:
             if part.unavailable_since is not None:
                 part.unavailable_ms += end - part.unavailable_since
                 part.unavailable_since = None
+        self.down = 0
         if self.since is not None:
             self.wall_ms += end - self.since
             self.since = None
