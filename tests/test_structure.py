@@ -59,6 +59,10 @@ COVERING_OVERRIDES = (
         {"at.ms": 500, "kind": "reassign", "topic": "orders", "partitions": [0], "replicas": [[3, 4, 1]],
          "throttle": 10000000},
         {"at.ms": 500, "kind": "remove_broker", "broker": 2}]}),
+    # a ZooKeeper-era controlled shutdown: StopReplica (no delete) for what the broker follows, as the controller
+    # gets to each partition
+    ("steady-state", {"duration.ms": 3000, "kafka.version": "1.0", "operations": [
+        {"at.ms": 500, "kind": "rolling_restart", "brokers": [0], "gate": {"wait.ms": 10}, "downtime.ms": 200}]}),
 )
 
 
