@@ -193,7 +193,7 @@ class Simulation:
 
     # ---- the run ---------------------------------------------------------------------------------------------------
 
-    @collector_paused()  # the state it builds is kept, and its event loop makes no cyclic garbage (test_collector)
+    @collector_paused()  # the state it builds is kept, and its event loop makes no cyclic garbage (tests/test_scale.py)
     def run(self) -> Result:
         settings = self.settings
         duration = settings.duration_ms

@@ -101,9 +101,8 @@ class Server:
             self.io_busy_ms[broker] += end - start
             runs = end if when_done else start
             if runs > now:
-                if transport.direct:  # transport.timer's direct case inline (the same time and order)
-                    at = now + (runs - now)
-                    heappush(self.heap, (at if at > now else now, next(self.seq), self.on_run, (end, handler, args)))
+                if transport.direct:  # transport.timer's direct case inline (the same time and order; runs > now)
+                    heappush(self.heap, (now + (runs - now), next(self.seq), self.on_run, (end, handler, args)))
                 else:
                     self.timer(broker, runs - now, self.on_run, end, handler, args)
                 return

@@ -7,7 +7,7 @@ that find nothing, each rescanning what was built so far: a
 CPU-seconds for its 300,000 replicas and logs) in them. Such phases run
 with the collector off. So does the event loop: its garbage (messages,
 answers, heap entries) is freed by reference counting as it goes, and it
-makes no reference cycles (every shipped scenario: ``tests/test_collector.py``),
+makes no reference cycles (every shipped scenario: ``tests/test_scale.py``),
 so a collection during it finds nothing and only rescans the cluster's state
 (many-partitions spent about a tenth of its CPU time in them). Whatever a run
 leaves behind is collected once the collector is back on.
