@@ -386,7 +386,8 @@ def _update_metadata_arrivals(version: str):
         handle(b, metadata, broker_epoch, decided, *every)
         arrivals.append((sim.kernel.now, b, decided, sorted(p for p, _, _ in metadata), before, cache[b][1]))
 
-    sim.channel.handle_update_metadata = spy
+    sim.channel.handle_update_metadata = spy  # what the controller sends
+    sim.replica_manager.handle_update_metadata = spy  # what a replica applies with its LeaderAndIsr (KRaft)
     result = sim.run()
     return sim, result, arrivals
 
@@ -419,12 +420,15 @@ def test_zookeeper_update_metadata_reaches_every_live_broker_and_a_replica_one_r
 def test_kraft_brokers_apply_the_metadata_log_replica_or_not_at_the_same_time():
     """KRaft: every registered broker replays the batch's records; a replica applies its partitions and its metadata
     cache together, so every live broker has p1's new leader one trip after the commit."""
-    sim, result, arrivals = _update_metadata_arrivals("4.1")
-    prop = sorted(sim.recorder.metadata_propagation_ms)
+    sim, _, arrivals = _update_metadata_arrivals("4.1")
     c = sim.settings.controller
     first = c.kraft_record_ms + c.kraft_commit_ms + LATENCY
-    assert prop[:4] == pytest.approx([first] * 4, abs=1e-9)  # p1's batch, brokers 0, 2, 3, 4
-    assert all(sim.replica_manager.metadata_leader[b][1] == sim.partitions[1].leader for b in (0, 2, 3, 4))
+    new_leader = sim.partitions[1].leader
+    # p1's election: the first batch after the crash that names p1 with its new leader, on every live broker
+    election = [a for a in arrivals if a[3] == [1] and a[5] == new_leader]
+    assert sorted(b for _, b, *_ in election) == [0, 2, 3, 4]  # replicas 2, 3 and non-replicas 0, 4 alike
+    for when, b, decided, *_ in election:
+        assert when - decided == pytest.approx(first, abs=1e-9)
 
 
 # ---- KRaft vs ZooKeeper at many partitions (docs/validation-sources.md section 5, rows Z1 and Z2) -----------------
@@ -457,9 +461,7 @@ def test_kraft_controlled_shutdown_and_recovery_grow_far_slower_with_the_partiti
     assert shutdown["4.1", n1] - shutdown["4.1", n0] == pytest.approx(held * kraft.kraft_record_ms)
     assert recovery["2.8", n1] - recovery["2.8", n0] == pytest.approx(led_more * zk.zookeeper_write_ms, abs=1e-6)
     assert recovery["4.1", n1] - recovery["4.1", n0] == pytest.approx(led_more * kraft.kraft_record_ms, abs=1e-6)
-    # the per-partition slopes differ by the settings' ratio (60 at the defaults): "far slower" is that ratio
-    ratio = zk.zookeeper_write_ms / kraft.kraft_record_ms
-    assert ratio >= 10
+    # "far slower": at the shipped defaults (zookeeper.write.ms 0.3 from 1.1, kraft.record.ms 0.005) KRaft's
+    # growth is under a tenth of ZooKeeper's, measured on the model's times
     for times in (shutdown, recovery):
-        assert times["2.8", n1] - times["2.8", n0] == pytest.approx(ratio * (times["4.1", n1] - times["4.1", n0]),
-                                                                     rel=1e-6)
+        assert times["4.1", n1] - times["4.1", n0] < (times["2.8", n1] - times["2.8", n0]) / 10

@@ -349,7 +349,7 @@ def test_a_second_estimate_reuses_every_detailed_run(tmp_path):
                                  configurations={"one_zone": ONE_ZONE}, windows=50))
     calls = []
 
-    def fake(scenario, topic, partition, replicas, pattern, returns):
+    def fake(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
         calls.append(pattern)
         return 7
 
@@ -437,13 +437,13 @@ from kafkamodel.campaign.durability.estimate import DetailedRunError, estimate  
 from kafkamodel.study.spec import stable_hash  # noqa: E402
 
 
-def _fake_measure(scenario, topic, partition, replicas, pattern, returns):
+def _fake_measure(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
     """Instead of the detailed model (module-level: the pool's processes import it): a number that depends on
     everything the run is given."""
     return int(stable_hash([scenario.to_dict(), topic, partition, list(replicas), pattern, list(returns)])[:6], 16) % 97
 
 
-def _failing_measure(scenario, topic, partition, replicas, pattern, returns):
+def _failing_measure(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
     if pattern[-1][0] == W.POWER_LOSS:
         raise RuntimeError("the disk\nis on fire")
     return 0
@@ -511,7 +511,7 @@ def _classes(spec):
     """The classes the estimator sends to the detailed model, by a measure that only records them."""
     seen = []
 
-    def record(scenario, topic, partition, replicas, pattern, returns):
+    def record(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
         seen.append(tuple((kind, len(hit)) for kind, hit in pattern))
         return 0
 

@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 
+from kafkamodel.campaign.durability import sweep as sweep_module
 from kafkamodel.campaign.durability import windows as W
 from kafkamodel.campaign.durability.estimate import detailed_overrides, groups_of, representative
 from kafkamodel.campaign.durability.run import run_durability
@@ -50,9 +51,16 @@ def test_a_detailed_runs_sweep_point_is_the_scenario_the_local_engine_simulates(
                                config.scenario["seed"])
         assert scenario_for(point) == config.scenario.with_overrides(extra)
         assert len(scenario_for(point)["faults"]) == len(replicas) and point.study == STUDY
+        # a class with a slow spell carries its factor to the engine's point as to measure
+        pattern, returns = representative(((W.SLOW, 1), (W.CRASH, 1)), len(replicas), spec.failures)
+        extra = detailed_overrides(config.scenario, replicas, pattern, returns, 30000.0)
+        point = detailed_point(spec.base, spec.base_path, config.name, config.overrides, extra,
+                               config.scenario["seed"])
+        assert scenario_for(point) == config.scenario.with_overrides(extra)
+        assert [f["factor"] for f in scenario_for(point)["faults"] if f["kind"] == "slow"] == [30000.0]
 
 
-def test_local_spark_and_papermill_write_the_same_durability_json(tmp_path, spark):
+def test_local_spark_and_papermill_write_the_same_durability_json(tmp_path, spark, monkeypatch):
     """The real detailed model on a tiny spec: in-process, as Spark tasks (the test session's one Spark session)
     and as papermill notebooks, the same durability.json, the same measured classes and the same kept answers;
     the engines leave one run folder per detailed run; a rerun on Spark runs nothing again."""
@@ -72,9 +80,12 @@ def test_local_spark_and_papermill_write_the_same_durability_json(tmp_path, spar
         runs = [p for p in (tmp_path / engine / "runs" / "sweep" / STUDY).iterdir() if not p.name.startswith(("_", "."))]
         assert len(runs) == len(out["local"][2]) == len(classes)
         assert all((r / "partitions.parquet").is_file() for r in runs)
-    # resumable: every answer kept, so a rerun starts no Spark job and gives the same file
-    said = []
-    run_durability(str(spec), tmp_path / "spark", progress=False, say=said.append, engine="spark", spark=spark)
+    # resumable: every answer kept, so a rerun runs nothing on the engine and gives the same file
+    def rerun(*args, **kwargs):
+        raise AssertionError("a rerun with every answer kept ran detailed runs again")
+
+    monkeypatch.setattr(sweep_module, "run_detailed", rerun)
+    run_durability(str(spec), tmp_path / "spark", progress=False, say=lambda line: None, engine="spark", spark=spark)
     assert (tmp_path / "spark" / "durability.json").read_text() == out["local"][0]
 
 

@@ -34,7 +34,7 @@ def _spec(tmp_path, **change):
     return path
 
 
-def _power_loss_loses(scenario, topic, partition, replicas, pattern, returns):
+def _power_loss_loses(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
     """Instead of the detailed model: a critical event ending in a power loss loses 7 records, any other none."""
     return 7 if pattern[-1][0] == W.POWER_LOSS else 0
 

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
 from ..paths import CAMPAIGNS, scenario_path, shipped_scenarios
-from ..study.spec import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, stable_hash
+from ..study.spec import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, point_of
 from ..study.specfile import load_spec_file
 from . import vocabulary
 from .properties import PROMISES
@@ -80,11 +80,9 @@ class Campaign:
         faults = setting.faults.schedule(self.seed, index) if faults is None else faults
         seed = vocabulary.run_seed(self.seed, index)
         overrides = {"name": f"{self.name}-{setting.name}", **setting.overrides, "faults": faults}
-        config_id = stable_hash({"study": self.name, "part": setting.name, "base": self.base,
-                           "overrides": list(overrides.items())})
-        return Point(self.name, setting.name, self.base, self.base_path, overrides,
-                     {"schedule": index, "promise": setting.promise}, seed, config_id,
-                     f"{setting.name}-{config_id}-s{seed}", records=False)  # verdicts read summaries only
+        return point_of(self.name, setting.name, self.base, self.base_path, overrides,
+                        {"schedule": index, "promise": setting.promise}, seed,
+                        records=False)  # verdicts read summaries only
 
     def sweep(self, schedules: int | None = None) -> "CampaignSweep":
         """The campaign as a study kit sweep: a part per setting, a point per schedule."""

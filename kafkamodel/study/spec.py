@@ -141,6 +141,15 @@ class Point:
         return cls(**{k: d[k] for k in fields if k in d})
 
 
+def point_of(study: str, part: str, base: str, base_path: str, overrides: dict, columns: dict, seed: int,
+             records: bool = True) -> Point:
+    """The Point of a run: its configuration id hashes study, part, base and overrides (in order), its run id is
+    ``<part>-<config_id>-s<seed>`` (the study kit's sweeps, the campaign's schedules, durability's detailed runs)."""
+    config_id = stable_hash({"study": study, "part": part, "base": base, "overrides": list(overrides.items())})
+    return Point(study, part, base, base_path, overrides, columns, seed, config_id, f"{part}-{config_id}-s{seed}",
+                 records)
+
+
 @dataclass(frozen=True)
 class Spec:
     study: str
@@ -186,11 +195,8 @@ class Spec:
                 for name, value in combo.items():
                     overrides.update(self.params[name].overrides(value))
                 columns = {name: _column_value(value, self.kinds[name]) for name, value in combo.items()}
-                config_id = stable_hash({"study": self.study, "part": part.name, "base": part.base,
-                                   "overrides": list(overrides.items())})
-                for seed in seeds:
-                    out.append(Point(self.study, part.name, part.base, base_path, overrides, columns, seed,
-                                     config_id, f"{part.name}-{config_id}-s{seed}", part.record_latency))
+                out.extend(point_of(self.study, part.name, part.base, base_path, overrides, columns, seed,
+                                    part.record_latency) for seed in seeds)
         return out
 
 

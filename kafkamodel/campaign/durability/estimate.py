@@ -191,8 +191,12 @@ def measure(scenario, topic: str, partition: int, replicas: tuple, pattern: tupl
     from ...sim.simulation import simulate
 
     result = simulate(scenario.with_overrides(detailed_overrides(scenario, replicas, pattern, returns, slow_factor)))
-    rows = result.partitions
-    row = rows[(rows.topic == topic) & (rows.partition == partition)]
+    return records_lost(result.partitions, topic, partition)
+
+
+def records_lost(partitions, topic: str, partition: int) -> int:
+    """`topic`-`partition`'s acked_records_lost in a run's partitions table (in-process or read back)."""
+    row = partitions[(partitions.topic == topic) & (partitions.partition == partition)]
     return int(row.acked_records_lost.iloc[0])
 
 
@@ -260,17 +264,17 @@ def representative(steps: tuple, n: int, failures: Failures) -> tuple[tuple, tup
 
 
 def _cache_file(cache: Path, args: tuple) -> tuple[Path, dict]:
-    scenario, topic, partition, replicas, pattern, returns, *factor = args
+    scenario, topic, partition, replicas, pattern, returns, factor = args
     ran = {"scenario": scenario.to_dict(), "topic": topic, "partition": partition, "replicas": list(replicas),
            "pattern": pattern, "returns": list(returns)}
-    if factor:  # only a run with a slow spell has one (the other runs keep their names)
-        ran["broker.slow.factor"] = factor[0]
+    if factor is not None:  # only a run with a slow spell has one (the other runs keep their names)
+        ran["broker.slow.factor"] = factor
     return cache / f"{stable_hash(ran)}.json", ran
 
 
 def cached(cache: Path | None, args: tuple) -> int | None:
     """The answer kept in `cache` for the detailed run `args` (scenario, topic, partition, replicas, pattern,
-    returns), or None: not run yet (or a file we cannot read: it is run again)."""
+    returns, slow factor or None), or None: not run yet (or a file we cannot read: it is run again)."""
     if cache is None:
         return None
     path, _ = _cache_file(cache, args)
@@ -413,8 +417,8 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
     for key, (config, g) in sorted(todo.items(), key=lambda kv: kv[0]):
         topic, partition, replicas = g.partitions[0]
         pattern, returns = representative(key[2], len(g.zones), spec.failures)
-        slow = (spec.failures.slow_factor,) if any(kind in (W.SLOW, W.SLOW_LEADER) for kind, _ in pattern) else ()
-        jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns, *slow)))
+        slow = spec.failures.slow_factor if any(kind in (W.SLOW, W.SLOW_LEADER) for kind, _ in pattern) else None
+        jobs.append((key, (config.scenario, topic, partition, replicas, pattern, returns, slow)))
     on_engine = None
     if engine != "local":
         if cache is None:
@@ -425,9 +429,9 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
             from .sweep import detailed_point, run_detailed
 
             points = []
-            for key, (scenario, topic, partition, replicas, pattern, returns, *slow) in todo:
+            for key, (scenario, topic, partition, replicas, pattern, returns, slow) in todo:
                 config = by_config[key[0]]
-                extra = detailed_overrides(scenario, replicas, pattern, returns, *slow)
+                extra = detailed_overrides(scenario, replicas, pattern, returns, slow)
                 points.append((key, detailed_point(spec.base, spec.base_path, config.name, config.overrides, extra,
                                                    scenario["seed"]), topic, partition))
             return run_detailed(points, engine=engine, root=cache / "sweep", workers=workers, progress=progress,

@@ -43,12 +43,12 @@ from ...paths import SHIPPED
 from ...study.spec import SpecError, named
 from ...study.specfile import load_spec_file
 from ..spec import base_scenario, campaign_path
+from .markov import MINUTES_PER_YEAR
 
 DURABILITY = SHIPPED / "data" / "durability"  # shipped durability specs
 TOP_KEYS = ("scenario", "configurations", "failures", "seed", "windows")
 MS_PER_YEAR = 365.25 * 24 * 3600 * 1000.0
 HOURS_PER_YEAR = 365.25 * 24
-MINUTES_PER_YEAR = HOURS_PER_YEAR * 60
 ONE_ZONE = "cluster"  # the zone of a scenario without racks
 
 # key -> (default, unit, per zone?); the sources of the defaults are in docs/durability.md

@@ -19,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...study.spec import DEFAULT_POINT_NOTEBOOK, Point, Spec, StudyError, stable_hash
+from ...study import engines
+from ...study.spec import DEFAULT_POINT_NOTEBOOK, Point, Spec, StudyError, point_of
 from ...study.sweep import run_sweeps
 
 STUDY = "durability"  # the sweep's study name: its run folders go to <root>/durability/
-ENGINES = ("local", "papermill", "spark")  # local: in-process, or a process pool (--workers)
+ENGINES = ("local", *engines.ENGINES)  # local: in-process, or a process pool (--workers)
 
 
 def check_durability_engine(engine) -> str:
@@ -48,10 +49,8 @@ def detailed_point(base: str, base_path: str, configuration: str, overrides: dic
     """The sweep point of one detailed run: `base` (as written, its file `base_path`) with the configuration's
     `overrides`, then `extra` (the class's faults and duration.ms), on the scenario's `seed`: the scenario
     ``estimate.measure`` simulates (``configuration.scenario.with_overrides(extra)``)."""
-    merged = {**overrides, **extra}
-    config_id = stable_hash({"study": STUDY, "part": configuration, "base": base, "overrides": list(merged.items())})
-    return Point(STUDY, configuration, base, base_path, merged, {}, seed, config_id,
-                 f"{configuration}-{config_id}-s{seed}", records=False)  # the partitions table is enough
+    return point_of(STUDY, configuration, base, base_path, {**overrides, **extra}, {}, seed,
+                    records=False)  # the partitions table is enough
 
 
 def run_detailed(todo: list, *, engine: str, root: Path, workers: int | None, progress: bool, master=None,
@@ -60,10 +59,11 @@ def run_detailed(todo: list, *, engine: str, root: Path, workers: int | None, pr
     lost} for the runs that finished, {key: Exception} for those that failed)."""
     import pyarrow.parquet as pq
 
-    points = [p for _, p, _, _ in todo]
-    parts = tuple(dict.fromkeys(p.part for p in points))  # only the names matter: run_sweeps reads the points
+    from .estimate import records_lost
+
+    points = tuple(p for _, p, _, _ in todo)  # (no parts: DetailedSweep's points are given)
     sweep = DetailedSweep(STUDY, "durability detailed runs", "acknowledged records lost per class of critical "
-                          "events", None, DEFAULT_POINT_NOTEBOOK, {}, {}, parts, "active", "", 100, "", given=tuple(points))
+                          "events", None, DEFAULT_POINT_NOTEBOOK, {}, {}, (), "active", "", 100, "", given=points)
     (outcome,) = run_sweeps([sweep], workers=workers, timeout=timeout, runs=root, progress=progress, engine=engine,
                             master=master, spark=spark)
     failed = dict(outcome.failed)
@@ -74,6 +74,5 @@ def run_detailed(todo: list, *, engine: str, root: Path, workers: int | None, pr
             continue
         table = pq.read_table(Path(root) / STUDY / point.run_id / "partitions.parquet",
                               columns=["topic", "partition", "acked_records_lost"]).to_pandas()
-        row = table[(table.topic == topic) & (table.partition == partition)]
-        got[key] = int(row.acked_records_lost.iloc[0])
+        got[key] = records_lost(table, topic, partition)
     return got, failures

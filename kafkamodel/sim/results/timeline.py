@@ -27,8 +27,8 @@ class Timeline:
             leader = part.leader
             if leader >= 0 and up[leader]:
                 rep = replicas[part.index][leader]
-                add((now, part.topic, part.number, leader, part.leader_epoch, rep.log.log_end_offset,
-                     rep.high_watermark, len(part.isr)))
+                leo, hw = rep.log.log_end_offset, rep.high_watermark
             else:
-                add((now, part.topic, part.number, leader, part.leader_epoch, -1, -1, len(part.isr)))
+                leo = hw = -1
+            add((now, part.topic, part.number, leader, part.leader_epoch, leo, hw, len(part.isr)))
         self.kernel.schedule(now + self.interval, self.sample)

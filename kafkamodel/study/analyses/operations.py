@@ -8,13 +8,12 @@ import math
 
 import pandas as pd
 
-from .. import plots
-from ..present import Table
-from ..tables import Aggregates
-from ..present import number
+from ...config.settings import Settings
 from ...sim.controller.placement import assign
-from .common import (choice, fmt, interval_method, mean_and_interval, num, part_scenario, part_settings, seconds,
-                     value)
+from .. import plots
+from ..present import Table, number
+from ..tables import Aggregates
+from .common import choice, fmt, interval_method, mean_and_interval, num, part_scenario, part_settings, seconds, value
 
 P99 = "produce_latency_ms_p99"
 P999 = "produce_latency_ms_p999"
@@ -214,15 +213,16 @@ def setup_text(agg: Aggregates) -> str:
             f"each broker down {seconds(3000)} in the roll.")
 
 
-def _words(n: int) -> str:
-    return {2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}.get(n, str(n))
+def _choices(agg: Aggregates, param: str) -> dict:
+    """The named choices of a swept `param`, in the spec's order."""
+    return agg.spec["params"][param]["choices"]
 
 
 def rolling_intro(agg: Aggregates) -> str:
     """The rolling-restart section's text, from the part's settings."""
-    s = part_scenario(agg, "rolling_restart", gate=str(rolling(agg)["gate"].iloc[0]))
+    s = part_scenario(agg, "rolling_restart", gate=next(iter(_choices(agg, "gate"))))  # (each gate: one downtime)
     op = s["operations"][0]
-    return (f"{_words(s['brokers'])} brokers restarted one after another (each down for {seconds(op['downtime.ms'])}, "
+    return (f"{s['brokers']} brokers restarted one after another (each down for {seconds(op['downtime.ms'])}, "
             "`downtime.ms`), behind each gate, with and without `controlled.shutdown.enable`. Bars: mean over seeds; "
             "whiskers: the interval over seeds. In the table the produce p99 and errors are those of the records and "
             "batches sent during the roll.")
@@ -233,8 +233,8 @@ def reassign_intro(agg: Aggregates) -> str:
     s = part_scenario(agg, "reassign", throttle="none")
     op = s["operations"][0]
     topic = next(t for t in s["topics"] if t["name"] == op["topic"])
-    racks = tuple(s["racks"][i % len(s["racks"])] for i in range(s["brokers"])) if s.get("racks") else ()
-    before = assign(topic["partitions"], topic["replication.factor"], s["brokers"], racks)
+    settings = Settings.of(s)
+    before = assign(topic["partitions"], topic["replication.factor"], settings.brokers, settings.racks)
     moves = "; ".join(f"partition {p} moves from brokers {','.join(map(str, before[p]))} to {','.join(map(str, r))}"
                       for p, r in zip(op["partitions"], op["replicas"]))
     mbps = s["network"].get("bandwidth.mbps")
@@ -249,8 +249,7 @@ def reassign_intro(agg: Aggregates) -> str:
 
 def preferred_intro(agg: Aggregates) -> str:
     """The preferred-leader section's text: which broker bounces, when it is slowed and by how much."""
-    p = preferred(agg)
-    s = part_scenario(agg, "preferred_leader", election="preferred", lag=str(max(p["lag"], key=float)))
+    s = part_scenario(agg, "preferred_leader", election="preferred", lag=max(_choices(agg, "lag"), key=float))
     ops = {o["kind"]: o for o in s["operations"]}
     slow = next(f for f in s["faults"] if f["kind"] == "slow")
     return (f"Broker {ops['controlled_shutdown']['broker']} is shut down (controlled) at "
