@@ -172,18 +172,20 @@ def test_a_broker_decompresses_each_compressed_batch_it_validates():
     assert lo * 0.99 <= cpu_ms <= hi * 1.01
 
 
-@pytest.mark.parametrize("version, crc_gb_per_s", [("0.10", 2.2), ("0.11", None)])
-def test_before_0_11_a_broker_checks_a_pure_java_crc32_of_every_message_it_appends(version, crc_gb_per_s):
+@pytest.mark.parametrize("version, crc_gb_per_s, brokers", [("0.10", 2.2, 1), ("0.11", None, 1), ("0.10", 2.2, 2)])
+def test_before_0_11_a_broker_checks_a_pure_java_crc32_of_every_message_it_appends(version, crc_gb_per_s, brokers):
     # message formats v0/v1: Log.append checks each message's CRC32 with a pure-Java slicing-by-8 CRC32
     # (kafka.utils.Crc32, then common.utils.Crc32), about 2.2 GB/s (Hadoop's PureJavaCrc32 benchmark, apache/hadoop
     # PR 8349); v2 (0.11, KIP-98) checks one CRC32C per batch instead. With every other cost zero, the broker's CPU
-    # time is the appended bytes at that speed, and nothing from 0.11
+    # time is the appended bytes at that speed, and nothing from 0.11. Two brokers, RF 2: each leads two partitions
+    # and follows the other two, so its leader's and its fetcher's checks together cover every byte once
     from shipped import ZERO_COSTS
 
     scenario_costs = {k: v for k, v in ZERO_COSTS.items() if k != "crc32.kib.us"}  # the version's default
     scenario_costs["gc.young.mib"] = 1e6
+    topics = [{"name": "t", "partitions": 4, "replication.factor": brokers}]
     s = one_broker(2000, 10000.0, {"cores": 4, "disk.write.mib.per.s": None}, costs=scenario_costs,
-                   **{"kafka.version": version})
+                   **{"kafka.version": version, "brokers": brokers, "topics": topics})
     cpu_ms = s["broker_cpu_utilization_max"] * 4 * 10000.0
     if crc_gb_per_s is None:
         assert cpu_ms == 0.0
