@@ -322,7 +322,7 @@ COSTS: dict[str, Key] = {
 # takes its default from kafka.version (versions.DEFAULTS); the zookeeper.* keys exist in ZooKeeper mode only, the
 # kraft.* keys in KRaft mode only.
 CONTROLLER: dict[str, Key] = {
-    "zookeeper.write.ms": Key(0.3, optional(number(lo=0)), "ZooKeeper: controller time per partition state change (election, ISR change) it writes to ZooKeeper: serial synchronous writes before 1.1 (5 ms, Rao 2015), pipelined from 1.1 (KAFKA-5642: 0.3 ms, Rao 2018)"),
+    "zookeeper.write.ms": Key(0.3, optional(number(lo=0)), "ZooKeeper: controller time per partition state change (election, ISR change) it writes to ZooKeeper: serial synchronous writes before 1.1 (3.9 ms: between Rao 2015's 5 ms and Rao 2018's 3 ms on 1.0.0), pipelined from 1.1 (KAFKA-5642: 0.3 ms, Rao 2018)"),
     "zookeeper.read.ms": Key(0.14, optional(number(lo=0)), "ZooKeeper: a new controller's time per partition to read its state before it acts (0.28 ms before 1.1, 0.14 ms from 1.1: Rao 2018, 100K partitions in 28 s, then 14 s)"),
     "kraft.record.ms": Key(0.005, optional(number(lo=0)), "KRaft: the active controller's time per partition change record (in memory; assumed)"),
     "kraft.commit.ms": Key(2, optional(number(lo=0)), "KRaft: a batch of records committed to the metadata log by the controller quorum (assumed: a round trip and an fsync)"),
