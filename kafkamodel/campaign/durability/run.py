@@ -82,7 +82,8 @@ def engine_words(engine: str, workers: int, master: str | None, spark=None) -> s
         where = spark.sparkContext.master if spark is not None else master or "local[*]"
         return f"as Spark tasks ({where})"
     what = "notebook kernel" if engine == "papermill" else "worker process"
-    return f"{workers} {what}" + ("s" if workers > 1 else "") + (" (papermill)" if engine == "papermill" else "")
+    plural = ("es" if what.endswith("s") else "s") if workers > 1 else ""
+    return f"{workers} {what}{plural}" + (" (papermill)" if engine == "papermill" else "")
 
 
 def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | None = None,
