@@ -196,13 +196,17 @@ def answers(agg: Aggregates) -> str:
         line += (f"; at {fmt(float(slowest['throttle']))} B/s, below the partition's ingress (at least "
                  f"{fmt(ingress)} B/s), the new replica never catches up and the move never finishes")
     lines.append(line + ".")
+    slow, calm = _lags(agg)
+    factor = number(_slow_fault(agg)["factor"])
     lines.append(
-        f"- A preferred-leader election onto a replica whose fetches are 20x slower: produce p99 over the run "
-        f"{fmt(value(p, P99, lag='20', election='preferred'))} ms with it, {fmt(value(p, P99, lag='20', election='none'))} ms "
+        f"- A preferred-leader election onto a replica whose fetches are {factor}x slower: produce p99 over the run "
+        f"{fmt(value(p, P99, lag=slow, election='preferred'))} ms with it, "
+        f"{fmt(value(p, P99, lag=slow, election='none'))} ms "
         f"without (the slow replica, in the ISR, holds every acks=all write back as a follower too; "
-        f"{fmt(value(p, P99, lag='1', election='none'))} ms when it is not slow); the election adds a transient: p99.9 "
-        f"{fmt(value(p, P999, lag='20', election='preferred'))} ms vs {fmt(value(p, P999, lag='20', election='none'))} ms "
-        f"({fmt(value(p, P999, lag='1', election='preferred'))} vs {fmt(value(p, P999, lag='1', election='none'))} ms "
+        f"{fmt(value(p, P99, lag=calm, election='none'))} ms when it is not slow); the election adds a transient: p99.9 "
+        f"{fmt(value(p, P999, lag=slow, election='preferred'))} ms vs "
+        f"{fmt(value(p, P999, lag=slow, election='none'))} ms "
+        f"({fmt(value(p, P999, lag=calm, election='preferred'))} vs {fmt(value(p, P999, lag=calm, election='none'))} ms "
         f"onto a replica that is not slow).")
     return "\n".join(lines)
 
@@ -216,6 +220,18 @@ def setup_text(agg: Aggregates) -> str:
 def _choices(agg: Aggregates, param: str) -> dict:
     """The named choices of a swept `param`, in the spec's order."""
     return agg.spec["params"][param]["choices"]
+
+
+def _lags(agg: Aggregates) -> tuple[str, str]:
+    """The preferred-leader part's slowest lag choice and its calmest (the one where the replica is not slow)."""
+    lags = _choices(agg, "lag")
+    return max(lags, key=float), min(lags, key=float)
+
+
+def _slow_fault(agg: Aggregates) -> dict:
+    """The `slow` fault of the preferred-leader part at its slowest lag (its factor and start)."""
+    s = part_scenario(agg, "preferred_leader", election="preferred", lag=_lags(agg)[0])
+    return next(f for f in s["faults"] if f["kind"] == "slow")
 
 
 def rolling_intro(agg: Aggregates) -> str:
@@ -249,9 +265,9 @@ def reassign_intro(agg: Aggregates) -> str:
 
 def preferred_intro(agg: Aggregates) -> str:
     """The preferred-leader section's text: which broker bounces, when it is slowed and by how much."""
-    s = part_scenario(agg, "preferred_leader", election="preferred", lag=max(_choices(agg, "lag"), key=float))
+    s = part_scenario(agg, "preferred_leader", election="preferred", lag=_lags(agg)[0])
     ops = {o["kind"]: o for o in s["operations"]}
-    slow = next(f for f in s["faults"] if f["kind"] == "slow")
+    slow = _slow_fault(agg)
     return (f"Broker {ops['controlled_shutdown']['broker']} is shut down (controlled) at "
             f"{seconds(ops['controlled_shutdown']['at.ms'])} and restarted at {seconds(ops['restart']['at.ms'])}; at "
             f"{seconds(ops['preferred_leader_election']['at.ms'])} `kafka-leader-election --election-type PREFERRED` "
