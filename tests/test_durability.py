@@ -91,6 +91,9 @@ def _spec(tmp_path, failures, **top):
      "failures.broker.crash.per.year", "a broker would crash again before it restarts"),
     ({"machine.failure.per.year": 400, "machine.replace.hours": 24},
      "failures.machine.failure.per.year", "a machine would fail again before it is replaced"),
+    ({"machine.crash.per.year": -0.1}, "failures.machine.crash.per.year", "must be a rate >= 0"),
+    ({"machine.crash.per.year": 400, "broker.restart.ms": 86400000},
+     "failures.machine.crash.per.year", "a machine would crash again before its broker restarts"),
     ({"zone.power.loss.per.year": {"d": 1}}, "failures.zone.power.loss.per.year.d", "no zone 'd'"),
     ({"broker.crash.per.yaer": 1}, "failures.broker.crash.per.yaer", "broker.crash.per.year"),
     ({"zone.outage.hours": 0}, "failures.zone.outage.hours", "must be a duration > 0"),
@@ -260,8 +263,8 @@ def test_intervals_cover_the_markov_value_nine_times_in_ten():
 
 from kafkamodel.cli import main  # noqa: E402
 
-NO_FAILURES = {"broker.crash.per.year": 0, "machine.failure.per.year": 0, "zone.power.loss.per.year": 0,
-               "zone.outage.per.year": 0}
+NO_FAILURES = {"broker.crash.per.year": 0, "machine.crash.per.year": 0, "machine.failure.per.year": 0,
+               "zone.power.loss.per.year": 0, "zone.outage.per.year": 0}
 LOW = {"producers[0].rate.per.s": 200}
 ONE_ZONE = {**LOW, "racks": ["a"], "network.links": []}
 
@@ -320,6 +323,38 @@ def test_zone_power_loss_loses_without_fsync_in_one_zone_only(tmp_path):
     assert fsync["loss_probability_per_partition_year"] == 0 and fsync["acked_records_lost_per_year"] == 0
     assert fsync["loss_probability_per_partition_year_high"] > 0
     assert three["loss_probability_per_partition_year"] < 1e-6 * one["loss_probability_per_partition_year"]
+
+
+def test_a_machine_crash_is_a_power_loss_of_its_broker_alone(tmp_path):
+    """machine.crash.per.year only: each crash takes one broker's page cache (its unflushed tail), not its disk,
+    and no other broker's. RF 1: every crash loses acknowledged records, so P = 1 - exp(-rate) per partition-year,
+    and an fsync per message keeps them all (0, with a bound); RF 3 in one zone, at the rate where a zone's power
+    loss loses every time (the test above), loses only when crashes of all three brokers overlap (Kafka's rules:
+    the others in sync hold every acknowledged record), orders of magnitude more rarely."""
+    rate = 2.0
+    rf1 = {**LOW, "topics[0].replication.factor": 1, "broker.min.insync.replicas": 1}
+    rows = _run(tmp_path, {"rf1": rf1, "rf1_fsync": {**rf1, "broker.log.flush.interval.messages": 1},
+                           "one_zone": ONE_ZONE}, {"machine.crash.per.year": rate})
+    one, fsync, zone = rows["rf1"], rows["rf1_fsync"], rows["one_zone"]
+    assert one["loss_probability_per_partition_year_low"] <= -math.expm1(-rate) <= one["loss_probability_per_partition_year_high"]
+    assert one["acked_records_lost_per_year"] > 0
+    assert fsync["loss_probability_per_partition_year"] == 0 and fsync["acked_records_lost_per_year"] == 0
+    assert fsync["loss_probability_per_partition_year_high"] > 0
+    assert zone["loss_probability_per_partition_year"] < 1e-6 * one["loss_probability_per_partition_year"]
+
+
+def test_a_machine_crash_hits_one_broker_and_a_zone_power_loss_every_broker_of_the_zone():
+    """The sampler's processes: a machine crash is one broker's power loss at machine.crash.per.year each; a zone's
+    power loss hits every broker of the zone up at that instant. A window opens at the sum of every process's rate."""
+    zones = ["a", "a", "b"]
+    rates = W.Rates(0.0, 1e-5, 0.0, 1e-3, {"a": 0.3, "b": 0.0}, {}, 1e-3, machine_crash=2.0)
+    procs = W._processes(zones, rates, [None] * 3)
+    assert sorted((r, kind, hit) for r, kind, hit in procs) == sorted(
+        [(2.0, W.POWER_LOSS, (0,)), (2.0, W.POWER_LOSS, (1,)), (2.0, W.POWER_LOSS, (2,)), (0.3, W.POWER_LOSS, (0, 1))])
+    assert W.healthy_rate(zones, rates) == pytest.approx(3 * 2.0 + 0.3)
+    down = [(0, W.POWER_LOSS, 1.0), None, None]  # broker 0 is down: no crash of it, and zone a's loss hits broker 1 only
+    assert sorted(W._processes(zones, rates, down)) == sorted(
+        [(2.0, W.POWER_LOSS, (1,)), (2.0, W.POWER_LOSS, (2,)), (0.3, W.POWER_LOSS, (1,))])
 
 
 def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):

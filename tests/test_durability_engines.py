@@ -19,8 +19,8 @@ from kafkamodel.study.point import scenario_for
 # one zone, acks=1: every critical class goes to the detailed model (Kafka's rules decide none of them); power
 # losses and crashes only, 2 windows: three classes, a few seconds each
 ONE_ZONE_ACKS1 = {"producers[0].rate.per.s": 200, "racks": ["a"], "network.links": [], "producers[0].acks": 1}
-FAILURES = {"broker.crash.per.year": 2, "machine.failure.per.year": 0, "zone.power.loss.per.year": 2.0,
-            "zone.outage.per.year": 0}
+FAILURES = {"broker.crash.per.year": 2, "machine.crash.per.year": 0, "machine.failure.per.year": 0,
+            "zone.power.loss.per.year": 2.0, "zone.outage.per.year": 0}
 
 
 def _spec(tmp_path, configurations=None, **top):

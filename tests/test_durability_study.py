@@ -15,7 +15,7 @@ from kafkamodel.campaign.durability import windows as W
 from kafkamodel.campaign.durability.estimate import estimate
 from kafkamodel.campaign.durability.study import main, run_study
 
-RATES = {"broker.crash.per.year": 1, "broker.restart.ms": 60000, "machine.failure.per.year": 0.04,
+RATES = {"broker.crash.per.year": 1, "machine.crash.per.year": 0, "broker.restart.ms": 60000, "machine.failure.per.year": 0.04,
          "machine.replace.hours": 24, "zone.outage.per.year": 0.5, "zone.outage.hours": 6}
 SOURCES = {k: "assumption: test" for k in [*RATES, "zone.power.loss.per.year"]}
 

@@ -106,7 +106,8 @@ def rates_of(f: Failures, zones: list | None = None) -> W.Rates:
     return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
                    dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years,
                    pause=f.pause_per_year, pause_years=f.pause_years, slow=f.slow_per_year,
-                   slow_years=f.slow_years, partition=partition, partition_years=f.partition_years)
+                   slow_years=f.slow_years, partition=partition, partition_years=f.partition_years,
+                   machine_crash=f.machine_crash_per_year)
 
 
 def needed_in_sync(scenario) -> int:

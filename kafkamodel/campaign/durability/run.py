@@ -34,6 +34,9 @@ ASSUMPTIONS = (
     "A broker that is down has no further failure until it is back; back, it is in sync again.",
     "A zone power loss takes every broker of the zone down for broker.restart.ms; a zone outage isolates them "
     "for zone.outage.hours (modelled as the isolate fault).",
+    "A machine crash (machine.crash.per.year) is a power loss of one broker: its page cache (what it had not "
+    "flushed) is gone, its disk kept, and it is back after broker.restart.ms; a process crash "
+    "(broker.crash.per.year) keeps the page cache.",
     "A broker pause (broker.pause.per.year, 0 unless the spec sets it) takes the broker out of the ISR for "
     "broker.pause.ms with its log and page cache kept (the pause fault in the detailed model); a pause shorter "
     "than the session timeout and replica.lag.time.max.ms changes nothing in Kafka, so this is conservative.",

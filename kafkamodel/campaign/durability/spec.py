@@ -8,6 +8,8 @@
       rf3_min1: {broker.min.insync.replicas: 1}
     failures:                          # rates per broker or per zone and year; every key optional (defaults below)
       broker.crash.per.year: 1         #   process crashes (the log survives: the page cache outlives a process)
+      machine.crash.per.year: 2        #   machine crashes or reboots: the page cache is lost (unflushed data gone),
+                                       #   the disk kept; back after broker.restart.ms (a power loss of one broker)
       broker.restart.ms: 60000         #   back after this
       machine.failure.per.year: 0.04   #   the machine is replaced: the broker returns with an EMPTY disk
       machine.replace.hours: 24        #   ... this long after (its catch-up from the leaders follows)
@@ -54,6 +56,7 @@ ONE_ZONE = "cluster"  # the zone of a scenario without racks
 # key -> (default, unit, per zone?); the sources of the defaults are in docs/durability.md
 FAILURES: dict[str, tuple[float, str, bool]] = {
     "broker.crash.per.year": (1.0, "per broker and year", False),
+    "machine.crash.per.year": (2.0, "per broker and year", False),
     "broker.restart.ms": (60000.0, "ms", False),
     "machine.failure.per.year": (0.04, "per broker and year", False),
     "machine.replace.hours": (24.0, "hours", False),
@@ -95,6 +98,7 @@ class Failures:
     slow_factor: float = 10.0  # the slow fault's factor in the detailed run
     partition_per_year: Mapping[str, float] = field(default_factory=dict)  # zone -> rate of being cut off
     partition_years: float = 10.0 / MINUTES_PER_YEAR
+    machine_crash_per_year: float = 0.0  # machine crashes per broker: its page cache lost, its disk kept
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,8 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
     outage_years = values["zone.outage.hours"] / HOURS_PER_YEAR
     down = (("broker.crash.per.year", values["broker.crash.per.year"], restart_years, "broker.restart.ms",
              "a broker would crash again before it restarts"),
+            ("machine.crash.per.year", values["machine.crash.per.year"], restart_years, "broker.restart.ms",
+             "a machine would crash again before its broker restarts"),
             ("machine.failure.per.year", values["machine.failure.per.year"], replace_years, "machine.replace.hours",
              "a machine would fail again before it is replaced"),
             ("broker.pause.per.year", values["broker.pause.per.year"], values["broker.pause.ms"] / MS_PER_YEAR,
@@ -243,4 +249,4 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
                     {k: raw.get(k, FAILURES[k][0]) for k in FAILURES}, values["broker.pause.per.year"],
                     values["broker.pause.ms"] / MS_PER_YEAR, values["broker.slow.per.year"],
                     values["broker.slow.ms"] / MS_PER_YEAR, values["broker.slow.factor"],
-                    values["zone.partition.per.year"], partition_years)
+                    values["zone.partition.per.year"], partition_years, values["machine.crash.per.year"])

@@ -5,6 +5,9 @@ A partition's ``n`` replicas sit on ``n`` brokers, replica ``i`` in zone
 
 * ``crash`` of a broker that is up (the process restarts after
   ``broker.restart.ms``; its log survives);
+* ``power_loss`` of one broker that is up: its machine crashes or reboots
+  (the page cache is lost: unflushed data gone; the disk kept; back after
+  ``broker.restart.ms``), at ``machine.crash.per.year``;
 * ``disk_loss``: its machine fails (back after ``machine.replace.hours`` with an
   empty disk);
 * ``power_loss`` of a zone: every up broker in it at once (unflushed data gone;
@@ -108,6 +111,7 @@ class Rates:
     slow_years: float = 0.0  # each this long
     partition: dict = field(default_factory=dict)  # zone -> per year: cut from the other zones
     partition_years: float = 0.0  # each this long
+    machine_crash: float = 0.0  # per broker: a power loss of its machine alone (page cache lost, disk kept)
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,8 @@ def _processes(zones: Sequence[str], rates: Rates, down: list,
             out.append((rates.pause, PAUSE, (i,)))
         if rates.slow > 0 and (slow is None or slow[i] is None):
             out.append((rates.slow, SLOW, (i,)))
+        if rates.machine_crash > 0:  # last: with none the draws are those of the process without it
+            out.append((rates.machine_crash, POWER_LOSS, (i,)))
     for zone in sorted(set(zones)):
         hit = tuple(i for i in up if zones[i] == zone)
         if not hit:
