@@ -67,6 +67,14 @@ failure multiplies ``L`` by ``1 / beta``, a stretch of length ``d`` without
 one by ``exp((beta - 1) rate d)``. Then E[f] = E_biased[f L] for every
 quantity, and the estimates are renewal-reward ratios over cycles.
 
+**The first event** of a window is drawn from a defensive mixture: half at
+the processes' rates, half uniformly over them (``FIRST_MIX``), weighted by
+its likelihood ratio (at most 2). Frequent, harmless window openers (a
+broker's crash, its machine's) would otherwise leave a rare one (a zone's
+power loss) a few windows in a hundred; drawn this way it opens one in
+every few, and no weight can exceed 2 (Hesterberg's defensive importance
+sampling).
+
 Slow spells are not biased (``UNBIASED``: drawn at their own rates inside a
 window, ``beta`` computed from the other processes, the likelihood ratio
 unchanged by them). A slow broker keeps running and its spell outlasts many
@@ -91,6 +99,7 @@ SLOW, SLOW_LEADER, ZONE_PARTITION = "slow", "slow_leader", "zone_partition"
 KEEP_LOG = (CRASH, ISOLATE, PAUSE, SLOW, SLOW_LEADER, ZONE_PARTITION)  # kinds that leave the log (and page cache) whole
 BIAS = 1.0  # c: expected further failures before the next return, under the biased measure
 UNBIASED = (SLOW,)  # drawn at their own rates inside a window (see the module's docstring)
+FIRST_MIX = 0.5  # share of first events drawn uniformly over the processes (``_first``)
 
 
 @dataclass(frozen=True)
@@ -196,8 +205,7 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
     first = True
     while True:
         if first:
-            pick = rng.random() * total
-            dt = 0.0
+            (r, kind, hit), weight = _first(procs, total, rng)
         else:
             back = min([d[2] for d in down if d is not None] + [x[1] for x in slow if x is not None])
             procs = _processes(zones, rates, down, slow)
@@ -233,7 +241,7 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
             else:
                 weight /= beta
                 pick = rng.random() * total
-        if first or not plain:
+        if not first and not plain:
             r, kind, hit = _pick(procs, pick)
         first = False
         leaders = [next(iter(_in_sync(lay, k, down, slow)), None) for k, lay in enumerate(layouts)]
@@ -249,6 +257,19 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
             if leaders[k] in hit or (leaders[k] is not None and not _in_sync(lay, k, down, slow)):
                 on, slowed = [down[i] for i in lay], [slow[i] for i in lay]
                 w.criticals.append(Critical(_pattern(on, slowed, k), _returns(on, slowed), weight, w.exposure, k))
+
+
+def _first(procs: list, total: float, rng: np.random.Generator) -> tuple:
+    """A window's first event, drawn from the defensive mixture (1 - FIRST_MIX) x the rates + FIRST_MIX x uniform
+    over the processes, so that a rare kind (a zone's power loss among frequent crashes) opens a fair share of
+    the windows; returns the process and the likelihood ratio of the choice, p / q <= 1 / (1 - FIRST_MIX)."""
+    u, share, acc = rng.random(), FIRST_MIX / len(procs), 0.0
+    for proc in procs:
+        q = (1.0 - FIRST_MIX) * proc[0] / total + share
+        acc += q
+        if u < acc:
+            break
+    return proc, (proc[0] / total) / q
 
 
 def _pick(procs: list, pick: float, beta: float = 1.0) -> tuple:
