@@ -199,7 +199,11 @@ def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
     assert again.runs.equals(out.runs)
 
 
-def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path):
+@pytest.mark.parametrize("tasks_per_slot", [spark_engine.TASKS_PER_SLOT, 1], ids=["a task a run", "3 runs a task"])
+def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path,
+                                                                                            monkeypatch, tasks_per_slot):
+    monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", tasks_per_slot)
+    assert spark_engine.task_count(6, 2) == (6 if tasks_per_slot > 1 else 2)
     root, spec, out = tiny
     uri = (tmp_path / "runs").as_uri()  # the runs dataset at a file: URI: no run folders
     on_spark = run_campaign(spec, engine="spark", spark=spark, runs=uri, processed=tmp_path / "processed",
