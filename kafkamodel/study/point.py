@@ -51,9 +51,12 @@ def scenario_for(point: "Point | Mapping", base_text: str | None = None) -> Scen
     else:
         path = Path(point.base_path)
         try:  # the file's text is the key: an edited base is read again
-            base = _base_scenario(path.read_text(encoding="utf-8"), str(path))
+            text = path.read_text(encoding="utf-8")
+        except TimeoutError:  # the point's deadline (an OSError too)
+            raise
         except (OSError, UnicodeDecodeError):
-            base = load_scenario(path)  # its own one-line error
+            text = None
+        base = load_scenario(path) if text is None else _base_scenario(text, str(path))  # unreadable: its own error
     return base.with_overrides({**point.overrides, "seed": point.seed})
 
 

@@ -3,8 +3,8 @@
 The points to run become a DataFrame (run id, the point as JSON, its base
 scenario's YAML, where its run folder goes), a partition per point while
 there are few of them per task slot, else batches of up to
-``POINTS_PER_TASK`` points (``task_count``): a task costs tens of
-milliseconds of CPU beyond its points, as much as a small point's model
+``POINTS_PER_TASK`` points (``task_count``): a task costs ~56 ms of CPU
+beyond its points, a third of a campaign run's event loop
 (docs/performance.md, *Campaign runs*), while enough tasks per slot stay to
 balance the last ones. Each point in a task is run, published and timed on
 its own, so a point that fails costs that point alone.
