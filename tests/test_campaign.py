@@ -26,6 +26,7 @@ from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
 from kafkamodel.cli import main
 from kafkamodel.paths import CAMPAIGNS
+from kafkamodel.study.engines import spark as spark_engine
 from kafkamodel.study.point import run_point
 
 SAFETY = CAMPAIGNS / "safety.yaml"
@@ -198,7 +199,11 @@ def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
     assert again.runs.equals(out.runs)
 
 
-def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path):
+@pytest.mark.parametrize("tasks_per_slot", [spark_engine.TASKS_PER_SLOT, 1], ids=["a task a run", "3 runs a task"])
+def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path,
+                                                                                            monkeypatch, tasks_per_slot):
+    monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", tasks_per_slot)
+    assert spark_engine.task_count(6, 2) == (6 if tasks_per_slot > 1 else 2)
     root, spec, out = tiny
     uri = (tmp_path / "runs").as_uri()  # the runs dataset at a file: URI: no run folders
     on_spark = run_campaign(spec, engine="spark", spark=spark, runs=uri, processed=tmp_path / "processed",
@@ -208,6 +213,25 @@ def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on
     assert sorted(d.name for d in study.iterdir() if not d.name.startswith((".", "_"))) == \
         ["events", "files", "partitions", "summary", "timeline"]
     assert on_spark.runs.equals(out.runs)  # the same verdicts, read from the dataset
+    assert [(s.setting, s.faults, s.amount) for s, _ in on_spark.examples] == \
+        [(s.setting, s.faults, s.amount) for s, _ in out.examples]
+
+
+def test_the_tiny_campaign_on_spark_in_shared_tasks_writes_papermills_run_folders(tiny, spark, tmp_path, monkeypatch):
+    root, spec, out = tiny
+    monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", 1)  # 6 runs on local[2]: 3 a task, as 10,000 share 25
+    assert spark_engine.task_count(6, 2) == 2
+    on_spark = run_campaign(spec, engine="spark", spark=spark, runs=tmp_path / "runs", processed=tmp_path / "processed",
+                            report=False, progress=False, say=lambda line: None)
+    assert len(on_spark.sweep.ran) == 6 and not on_spark.sweep.failed
+    assert on_spark.runs.equals(out.runs)  # the same verdicts
+    mine, theirs = tmp_path / "runs" / "campaigns" / "tiny", root / "runs" / "campaigns" / "tiny"
+    for row in out.runs.itertuples():  # every file of every run, byte for byte, but the engine's own timing
+        files = sorted(p.name for p in (theirs / row.run_id).iterdir() if p.name != "timing.json")
+        assert files == sorted(p.name for p in (mine / row.run_id).iterdir() if p.name != "timing.json")
+        for name in files:
+            assert (mine / row.run_id / name).read_bytes() == (theirs / row.run_id / name).read_bytes(), name
+        assert json.loads((mine / row.run_id / "timing.json").read_text())["engine"] == "spark"
     assert [(s.setting, s.faults, s.amount) for s, _ in on_spark.examples] == \
         [(s.setting, s.faults, s.amount) for s, _ in out.examples]
 

@@ -325,3 +325,29 @@ def test_study_reports_its_wall_time_by_phase():
 
     outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
     assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"
+
+
+def test_a_points_base_scenario_is_read_once_per_process_and_again_when_edited(tmp_path, monkeypatch):
+    from kafkamodel.study import point as point_module
+    from kafkamodel.study.spec import point_of
+
+    parsed = []
+    load = point_module.load_scenario
+    monkeypatch.setattr(point_module, "load_scenario", lambda source: parsed.append(source) or load(source))
+    base = tmp_path / "base.yaml"
+    base.write_text("name: base\nduration.ms: 2000\nbrokers: 3\n")
+
+    def scenario(seed, isr):
+        return point_module.scenario_for(point_of("s", "p", "base", str(base), {"broker.min.insync.replicas": isr},
+                                                  {}, seed))
+
+    a, b = scenario(1, 1), scenario(2, 2)
+    assert len(parsed) == 1  # the second point's base came from the first's parse
+    assert (a["seed"], b["seed"]) == (1, 2)
+    assert (a["broker"]["min.insync.replicas"], b["broker"]["min.insync.replicas"]) == (1, 2)
+    assert scenario(1, 1) == a and len(parsed) == 1  # a point's overrides left the shared base as it was
+    base.write_text("name: base\nduration.ms: 3000\nbrokers: 3\n")  # an edited base is read again
+    assert scenario(1, 1)["duration.ms"] == 3000 and len(parsed) == 2
+    base.write_text("name: [base\nbrokers: 3\n")  # and a broken one is the file's own error, not a cached copy
+    with pytest.raises(Exception, match=re.escape(f"{base}: line 2 not valid YAML")):
+        scenario(1, 1)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from kafkamodel.paths import ROOT
+from kafkamodel.study.engines import spark as spark_engine
 from kafkamodel.study.aggregate import aggregate
 from kafkamodel.study.point import deadline, execute_point
 from kafkamodel.study.specfile import load_spec
@@ -77,7 +78,37 @@ def test_both_engines_write_the_same_runs_and_aggregate_alike(spark, tmp_path):
     assert again.skipped == 4 and not again.ran
 
 
-def test_a_point_that_raises_in_its_task_is_recorded_and_the_others_complete(spark, tmp_path):
+def _spy_task_count(monkeypatch) -> list:
+    """The engine's task counts, one per job, as it cuts them."""
+    counted, count = [], spark_engine.task_count
+
+    def spy(points, slots):
+        counted.append(count(points, slots))
+        return counted[-1]
+
+    monkeypatch.setattr(spark_engine, "task_count", spy)
+    return counted
+
+
+def test_points_share_tasks_only_when_every_slot_keeps_enough_tasks():
+    assert spark_engine.TASKS_PER_SLOT == 16 and spark_engine.POINTS_PER_TASK == 25  # the numbers below assume these
+    # make campaign: 10,000 schedules on local[2]: 400 tasks of 25 points (a task per point cost ~56 ms of CPU each)
+    assert spark_engine.task_count(10_000, 2) == 400
+    # 200 points on 2 slots: 200 // 32 = 6 points a task, 34 tasks (33 of 6 and the rest)
+    assert spark_engine.task_count(200, 2) == 34
+    # fewer than 16 points a slot: a task each, as before
+    assert spark_engine.task_count(31, 2) == 31 and spark_engine.task_count(63, 4) == 63 and spark_engine.task_count(1, 2) == 1
+    # a cluster of 100 slots: 10,000 points give each slot 16 tasks of 6 points (the last slot's share shorter)
+    assert spark_engine.task_count(10_000, 100) == 1667
+    # at most MAX_TASKS tasks, however many points
+    assert spark_engine.task_count(10_000_000, 2) == spark_engine.MAX_TASKS
+
+
+@pytest.mark.parametrize("tasks_per_slot", [spark_engine.TASKS_PER_SLOT, 1], ids=["a task a point", "2 points a task"])
+def test_a_point_that_raises_in_its_task_is_recorded_and_the_others_complete(spark, tmp_path, monkeypatch,
+                                                                             tasks_per_slot):
+    monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", tasks_per_slot)  # 1: 4 points on 2 slots, 2 a task
+    tasks = _spy_task_count(monkeypatch)
     spec = _spec(tmp_path)
     study_dir = tmp_path / "runs" / "engines"
     study_dir.mkdir(parents=True)
@@ -93,6 +124,7 @@ def test_a_point_that_raises_in_its_task_is_recorded_and_the_others_complete(spa
     assert record["run_id"] == broken and "NotADirectoryError" in record["error"]
     assert record["point"]["columns"] == {"acks": spec.points()[1].columns["acks"]}
     assert f"FAILED {broken}: NotADirectoryError" in "\n".join(outcome.lines())
+    assert tasks == [4 if tasks_per_slot > 1 else 2]  # the point that failed shared its task with another
     assert not [d for d in study_dir.iterdir() if d.name.startswith(".") and d.name != ".lock"]  # no staging left
 
     # once the cause is gone, the next sweep runs only that point and forgets the failure

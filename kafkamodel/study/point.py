@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
@@ -45,8 +46,26 @@ def scenario_for(point: "Point | Mapping", base_text: str | None = None) -> Scen
     cannot read the driver's files; else it is read from ``base_path``.
     """
     point = as_point(point)
-    base = load_scenario(base_text if base_text is not None else Path(point.base_path))
+    if base_text is not None:
+        base = _base_scenario(base_text, None)
+    else:
+        path = Path(point.base_path)
+        try:  # the file's text is the key: an edited base is read again
+            text = path.read_text(encoding="utf-8")
+        except TimeoutError:  # the point's deadline (an OSError too)
+            raise
+        except (OSError, UnicodeDecodeError):
+            text = None
+        base = load_scenario(path) if text is None else _base_scenario(text, str(path))  # unreadable: its own error
     return base.with_overrides({**point.overrides, "seed": point.seed})
+
+
+@lru_cache(maxsize=16)
+def _base_scenario(text: str, path: str | None) -> Scenario:
+    """A base scenario parsed and checked once per process however many points run on it (a Scenario is
+    immutable; a point's overrides make a new one): ~1.3 ms a point, docs/performance.md. `path` names it
+    in errors."""
+    return load_scenario(Path(path) if path is not None else text)
 
 
 def run_point(point: "Point | Mapping", base_text: str | None = None):

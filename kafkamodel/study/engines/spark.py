@@ -1,8 +1,13 @@
 """The Spark engine for sweeps: each point a Spark task that runs the model directly (no notebook kernel).
 
 The points to run become a DataFrame (run id, the point as JSON, its base
-scenario's YAML, where its run folder goes), one partition per point, so
-tasks balance across executors and a failure costs one point.
+scenario's YAML, where its run folder goes), a partition per point while
+there are few of them per task slot, else batches of up to
+``POINTS_PER_TASK`` points (``task_count``): a task costs ~56 ms of CPU
+beyond its points, a third of a campaign run's event loop
+(docs/performance.md, *Campaign runs*), while enough tasks per slot stay to
+balance the last ones. Each point in a task is run, published and timed on
+its own, so a point that fails costs that point alone.
 ``mapInArrow`` runs ``execute_point`` (``run_point`` + ``write_point``, the
 code the papermill engine's notebook calls) on the executors into a hidden
 staging folder beside the final one, and publishes it with one rename: the
@@ -37,7 +42,9 @@ from pathlib import Path
 
 from ..point import publish_point
 
-MAX_TASKS = 10_000  # one point per task up to this many; beyond, points share tasks
+MAX_TASKS = 10_000  # at most this many tasks in one job
+POINTS_PER_TASK = 25  # at most this many points share a task ...
+TASKS_PER_SLOT = 16  # ... and only when every task slot still gets this many tasks
 POLL_S = 0.5  # progress bar refresh
 RESULT_FIELDS = (("run_id", "string"), ("ok", "boolean"), ("error", "string"), ("model_s", "double"),
                  ("write_s", "double"))
@@ -75,6 +82,20 @@ def slots(sc) -> int | None:
     return None
 
 
+def task_count(points: int, slots: int | None) -> int:
+    """Spark tasks for `points` points on `slots` task slots: one per point while a slot would get fewer than
+    TASKS_PER_SLOT of them, else batches of up to POINTS_PER_TASK points (at most MAX_TASKS tasks). A batch of
+    consecutive points is a few schedules or seeds of one configuration, alike in cost, and at least
+    TASKS_PER_SLOT tasks a slot keep the last ones short beside the sweep."""
+    per_task = max(1, min(POINTS_PER_TASK, points // (TASKS_PER_SLOT * max(slots or 1, 1))))
+    return max(1, min(MAX_TASKS, -(-points // per_task)))
+
+
+def _task_slots(sc) -> int:
+    """The task slots tasks are cut for: a local master's, else the cluster's default parallelism."""
+    return slots(sc) or sc.defaultParallelism
+
+
 def _point_rows(sc, jobs: list) -> tuple[list, object]:
     """The package shipped to the executors, and the points as rows (run id, point JSON, its base scenario's
     YAML, where it goes) with their schema: executors need neither the repository nor its data."""
@@ -99,22 +120,24 @@ def run_on_spark(spark, jobs: list, *, timeout: float, replace: bool, progress: 
     sc = spark.sparkContext
     rows, schema = _point_rows(sc, jobs)
     study_of = {point["run_id"]: study for study, point, _, _ in jobs}
-    points = spark.createDataFrame(sc.parallelize(rows, min(len(rows), MAX_TASKS)), schema)
+    tasks = task_count(len(rows), _task_slots(sc))
+    points = spark.createDataFrame(sc.parallelize(rows, tasks), schema)
     out_schema = ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
     results = points.mapInArrow(_task(timeout, replace), out_schema)
 
     bar = progress_bar(len(rows), "sweep (spark)", disable=not progress)
     try:
-        collected = _collect(sc, results, bar)
+        collected = _collect(sc, results, bar, len(rows), tasks)
     finally:
         bar.close()
     for row in collected:
         on_result(study_of[row["run_id"]], row.asDict())
 
 
-def _collect(sc, frame, bar) -> list:
-    """frame.collect() in a job group of its own on a thread, the bar advanced by its completed tasks from
-    where it stands; the job is cancelled if this thread is interrupted."""
+def _collect(sc, frame, bar, points: int, tasks: int) -> list:
+    """frame.collect() in a job group of its own on a thread, the bar advanced from where it stands by the
+    points of its completed tasks (`points` over `tasks` partitions of nearly equal size); the job is cancelled
+    if this thread is interrupted."""
     from pyspark import InheritableThread
 
     group = f"kafkamodel-sweep-{uuid.uuid4().hex[:8]}"
@@ -133,7 +156,7 @@ def _collect(sc, frame, bar) -> list:
         worker.start()
         while worker.is_alive():
             worker.join(POLL_S)
-            done = start + _completed_tasks(sc, group)
+            done = start + min(tasks, _completed_tasks(sc, group)) * points // tasks
             if done > bar.n:
                 bar.update(done - bar.n)
     except BaseException:
@@ -221,10 +244,11 @@ def run_dataset(spark, jobs: list, storage, *, timeout: float, progress: bool, o
         size = max(CHUNK_MIN, -(-len(rows) // CHUNKS))
         for at in range(0, len(rows), size):
             chunk = rows[at:at + size]
-            points = spark.createDataFrame(sc.parallelize(chunk, len(chunk)), schema)
+            tasks = task_count(len(chunk), _task_slots(sc))
+            points = spark.createDataFrame(sc.parallelize(chunk, tasks), schema)
             out = points.mapInArrow(_dataset_task(timeout), envelope).persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                meta = _collect(sc, out.drop("data"), bar)
+                meta = _collect(sc, out.drop("data"), bar, len(chunk), tasks)
                 writes = [(study, study_uri, table) for study, study_uri in where.items() for table in TABLES
                           if any(m["study"] == study and m["table"] == table for m in meta)]
 
