@@ -117,7 +117,9 @@ def run_durability(spec, out, *, progress: bool = True, say=None, runs: Path | N
     details = {
         "spec": str(loaded.source), "scenario": loaded.base, "seed": loaded.seed, "windows": loaded.windows,
         "failures": dict(loaded.failures.given),
-        "method": "failure biasing (importance sampling with likelihood-ratio weights) over renewal cycles; "
+        "method": "failure biasing (importance sampling with likelihood-ratio weights) over renewal cycles, each "
+                  "window's first event from a defensive mixture (half at the rates, half uniform over the "
+                  "processes); "
                   "95% intervals by the delta method (Student's t), widened to Garwood's Poisson interval on the "
                   "count of windows that lose when that count is small; zero losses: rule-of-three upper bound; "
                   "per cluster-year: the first loss in any partition, its point from the same process over every broker, "
