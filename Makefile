@@ -53,8 +53,8 @@ campaign: $(STAMP)
 	$(PY) -m kafkamodel campaign $(CAMPAIGN) --engine spark --master 'local[*]' --schedules $(SCHEDULES)
 
 ## durability: the durability study (data/durability/studies/durability.yaml: configurations x failure-rate
-## profiles) -> reports/durability.html and durability.json; 150 windows: up to ~1,500 detailed runs, 35-45 min
-## on 2 shared cores by the measured rate (docs/durability.md), not part of `make study`; resumable (the detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows; WORKERS=N
+## profiles) -> reports/durability.html and durability.json; 150 windows: 977 detailed runs, 13 min measured cold
+## on 2 quiet cores (docs/durability.md), not part of `make study`; resumable (the detailed runs are kept in data/runs/durability/); WINDOWS=N overrides the spec's failure windows; WORKERS=N
 ## processes for the detailed runs (default: cores); ENGINE=spark (MASTER=local[2]) or ENGINE=papermill runs them as
 ## the campaign's sweep points (default here: local, a process pool; the same numbers)
 durability: $(STAMP)
