@@ -357,6 +357,36 @@ def test_a_machine_crash_hits_one_broker_and_a_zone_power_loss_every_broker_of_t
         [(2.0, W.POWER_LOSS, (1,)), (2.0, W.POWER_LOSS, (2,)), (0.3, W.POWER_LOSS, (1,))])
 
 
+def test_a_windows_first_event_is_weighted_back_to_the_processes_rates():
+    """The first event's defensive mixture: each process drawn with (1 - m) x its share of the rates + m / count,
+    and weighted by p / q, so the weighted frequencies are the rates' shares (unbiased) and no weight exceeds
+    1 / (1 - m). Six brokers in three zones at the default rates: the zones' power losses are 0.6 of 20.34 events a
+    year (3%), so by the rates alone they would open 3% of the windows; by the mixture, over twice as many."""
+    zones = ["a", "b", "c", "a", "b", "c"]
+    rates = W.Rates(1.0, 1e-5, 0.04, 1e-3, {z: 0.2 for z in "abc"}, {z: 0.5 for z in "abc"}, 1e-3, machine_crash=2.0)
+    procs = W._processes(zones, rates, [None] * 6)
+    total = sum(r for r, _, _ in procs)
+    rng = np.random.default_rng(7)
+    n = 200_000
+    drawn, weighted, top = {}, {}, 0.0
+    for _ in range(n):
+        proc, weight = W._first(procs, total, rng)
+        key = (proc[1], proc[2])
+        drawn[key] = drawn.get(key, 0) + 1
+        weighted[key] = weighted.get(key, 0.0) + weight
+        top = max(top, weight)
+    m = W.FIRST_MIX
+    assert top <= 1 / (1 - m) + 1e-12
+    for r, kind, hit in procs:
+        p, q = r / total, (1 - m) * r / total + m / len(procs)
+        sd = math.sqrt(q * (1 - q) / n)
+        assert abs(drawn[(kind, hit)] / n - q) < 5 * sd, (kind, hit)
+        assert weighted[(kind, hit)] / n == pytest.approx(p, abs=5 * sd * p / q)
+    power = sum(drawn[(k, h)] for _, k, h in procs if k == W.POWER_LOSS and len(h) == 2) / n
+    assert total == pytest.approx(6 * (1.0 + 0.04 + 2.0) + 3 * (0.2 + 0.5))
+    assert power > 2 * (3 * 0.2 / total)
+
+
 def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
     spec = _spec(tmp_path, {"zone.outage.per.year": {"z": 1}})
     out = tmp_path / "out"
