@@ -141,13 +141,20 @@ class Point:
         return cls(**{k: d[k] for k in fields if k in d})
 
 
+def points_of(study: str, part: str, base: str, base_path: str, overrides: dict, columns: dict, seeds,
+              records: bool = True) -> list[Point]:
+    """The Points of one configuration's runs, a seed each: its configuration id hashes study, part, base and
+    overrides (in order), a run id is ``<part>-<config_id>-s<seed>`` (the study kit's sweeps, the campaign's
+    schedules, durability's detailed runs)."""
+    config_id = stable_hash({"study": study, "part": part, "base": base, "overrides": list(overrides.items())})
+    return [Point(study, part, base, base_path, overrides, columns, seed, config_id, f"{part}-{config_id}-s{seed}",
+                  records) for seed in seeds]
+
+
 def point_of(study: str, part: str, base: str, base_path: str, overrides: dict, columns: dict, seed: int,
              records: bool = True) -> Point:
-    """The Point of a run: its configuration id hashes study, part, base and overrides (in order), its run id is
-    ``<part>-<config_id>-s<seed>`` (the study kit's sweeps, the campaign's schedules, durability's detailed runs)."""
-    config_id = stable_hash({"study": study, "part": part, "base": base, "overrides": list(overrides.items())})
-    return Point(study, part, base, base_path, overrides, columns, seed, config_id, f"{part}-{config_id}-s{seed}",
-                 records)
+    """The Point of one run (``points_of`` with one seed)."""
+    return points_of(study, part, base, base_path, overrides, columns, (seed,), records)[0]
 
 
 @dataclass(frozen=True)
@@ -195,8 +202,8 @@ class Spec:
                 for name, value in combo.items():
                     overrides.update(self.params[name].overrides(value))
                 columns = {name: _column_value(value, self.kinds[name]) for name, value in combo.items()}
-                out.extend(point_of(self.study, part.name, part.base, base_path, overrides, columns, seed,
-                                    part.record_latency) for seed in seeds)
+                out.extend(points_of(self.study, part.name, part.base, base_path, overrides, columns, seeds,
+                                     part.record_latency))
         return out
 
 

@@ -233,16 +233,10 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
                 if all(d is None for d in down) and all(x is None for x in slow):
                     return w
                 continue
-            if plain:  # the forced failures drawn at beta x their rates, the others at theirs
-                pick = rng.random() * now
-                r, kind, hit = _pick(procs, pick, beta)
-                if kind not in UNBIASED:
-                    weight /= beta
-            else:
+            # the forced failures drawn at beta x their rates, the others at theirs
+            r, kind, hit = _pick(procs, rng.random() * now, beta)
+            if kind not in UNBIASED:
                 weight /= beta
-                pick = rng.random() * total
-        if not first and not plain:
-            r, kind, hit = _pick(procs, pick)
         first = False
         leaders = [next(iter(_in_sync(lay, k, down, slow)), None) for k, lay in enumerate(layouts)]
         for i in hit:

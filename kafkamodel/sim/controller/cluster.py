@@ -146,18 +146,16 @@ class ControllerChannel:
         for request in requests:
             self._send(request, decided, metadata)
             with_state.add(request[0])
-        controller, view = self.view.controller_broker, self.view
         for b in brokers:
             if b not in with_state:
-                self.send(controller, b, self.handle_update_metadata, (b, metadata, view.broker_epoch[b], decided))
+                self._send_metadata(b, metadata, decided)
 
     def leader_and_isr_answered(self, b: int, metadata: list, decided: float, epoch: int) -> None:
         """ZooKeeper: broker b answered a LeaderAndIsr; its RequestSendThread sends the next request queued for
         it, the batch's UpdateMetadata (dropped if this controller lost the role meanwhile)."""
         view = self.view
         if epoch == view.epoch and view.active() and b in view.live_brokers:
-            self.send(view.controller_broker, b, self.handle_update_metadata,
-                      (b, metadata, view.broker_epoch[b], decided))
+            self._send_metadata(b, metadata, decided)
 
     def send_stop_replica(self, b: int, ps: tuple, delete: bool = True, at: float | None = None,
                           epoch: int | None = None) -> None:
@@ -188,8 +186,7 @@ class ControllerChannel:
         pending, in_flight = self.pending, self.in_flight
         now = self.kernel.now
         every = [p for p in range(len(self.partitions)) if p not in pending and p not in in_flight]
-        self.send(view.controller_broker, b, self.handle_update_metadata,
-                  (b, self._metadata(every), view.broker_epoch[b], now, True))
+        self._send_metadata(b, self._metadata(every), now, every=True)
         ps = [p for p in self.partitions_of[b] if p not in pending and p not in in_flight]
         self._send(self._request(b, ps), now, (), answered=False)
 
@@ -204,6 +201,12 @@ class ControllerChannel:
         now (what a client's metadata request reads)."""
         partitions = self.partitions
         return [(p, partitions[p].leader, partitions[p].leader_epoch) for p in ps]
+
+    def _send_metadata(self, b: int, metadata: list, decided: float, every: bool = False) -> None:
+        """UpdateMetadata to broker b's current incarnation (`every`: all partitions, a (re)registration's)."""
+        view = self.view
+        self.send(view.controller_broker, b, self.handle_update_metadata,
+                  (b, metadata, view.broker_epoch[b], decided, every))
 
     def _send(self, request: tuple, decided: float, metadata: list, answered: bool = True) -> None:
         """LeaderAndIsr to a broker, with the metadata it applies with it (KRaft), or that follows its answer

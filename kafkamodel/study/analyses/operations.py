@@ -197,7 +197,7 @@ def answers(agg: Aggregates) -> str:
                  f"{fmt(ingress)} B/s), the new replica never catches up and the move never finishes")
     lines.append(line + ".")
     slow, calm = _lags(agg)
-    factor = number(_slow_fault(agg)["factor"])
+    factor = number(_slowest(agg)[1]["factor"])
     lines.append(
         f"- A preferred-leader election onto a replica whose fetches are {factor}x slower: produce p99 over the run "
         f"{fmt(value(p, P99, lag=slow, election='preferred'))} ms with it, "
@@ -211,12 +211,6 @@ def answers(agg: Aggregates) -> str:
     return "\n".join(lines)
 
 
-def setup_text(agg: Aggregates) -> str:
-    s = part_settings(agg, "rolling_restart")
-    return (f"{s.brokers} brokers, RF 3, min.insync.replicas 2, acks=all at {fmt(s.producers[0].rate_per_s)} records/s; "
-            f"each broker down {seconds(3000)} in the roll.")
-
-
 def _choices(agg: Aggregates, param: str) -> dict:
     """The named choices of a swept `param`, in the spec's order."""
     return agg.spec["params"][param]["choices"]
@@ -228,10 +222,10 @@ def _lags(agg: Aggregates) -> tuple[str, str]:
     return max(lags, key=float), min(lags, key=float)
 
 
-def _slow_fault(agg: Aggregates) -> dict:
-    """The `slow` fault of the preferred-leader part at its slowest lag (its factor and start)."""
+def _slowest(agg: Aggregates) -> tuple[dict, dict]:
+    """The preferred-leader part's scenario at its slowest lag, with the election, and its `slow` fault."""
     s = part_scenario(agg, "preferred_leader", election="preferred", lag=_lags(agg)[0])
-    return next(f for f in s["faults"] if f["kind"] == "slow")
+    return s, next(f for f in s["faults"] if f["kind"] == "slow")
 
 
 def rolling_intro(agg: Aggregates) -> str:
@@ -265,9 +259,8 @@ def reassign_intro(agg: Aggregates) -> str:
 
 def preferred_intro(agg: Aggregates) -> str:
     """The preferred-leader section's text: which broker bounces, when it is slowed and by how much."""
-    s = part_scenario(agg, "preferred_leader", election="preferred", lag=_lags(agg)[0])
+    s, slow = _slowest(agg)
     ops = {o["kind"]: o for o in s["operations"]}
-    slow = _slow_fault(agg)
     return (f"Broker {ops['controlled_shutdown']['broker']} is shut down (controlled) at "
             f"{seconds(ops['controlled_shutdown']['at.ms'])} and restarted at {seconds(ops['restart']['at.ms'])}; at "
             f"{seconds(ops['preferred_leader_election']['at.ms'])} `kafka-leader-election --election-type PREFERRED` "
