@@ -156,3 +156,18 @@ def study_reports(aggregated, tmp_path_factory) -> Path:
         report(spec, processed=processed.parent, reports=out, timeout=300, index=False)
     write_index(out)
     return out
+
+
+@pytest.fixture
+def task_counts(monkeypatch) -> list:
+    """The Spark engine's task counts, one per job, as it cuts them (study.engines.spark.task_count, spied)."""
+    from kafkamodel.study.engines import spark as spark_engine
+
+    counted, count = [], spark_engine.task_count
+
+    def spy(points, slots):
+        counted.append(count(points, slots))
+        return counted[-1]
+
+    monkeypatch.setattr(spark_engine, "task_count", spy)
+    return counted

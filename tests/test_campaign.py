@@ -201,14 +201,15 @@ def test_a_tiny_campaign_runs_judges_shrinks_and_resumes(tiny, tmp_path):
 
 @pytest.mark.parametrize("tasks_per_slot", [spark_engine.TASKS_PER_SLOT, 1], ids=["a task a run", "3 runs a task"])
 def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on_papermill(tiny, spark, tmp_path,
-                                                                                            monkeypatch, tasks_per_slot):
+                                                                                            monkeypatch, task_counts,
+                                                                                            tasks_per_slot):
     monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", tasks_per_slot)
-    assert spark_engine.task_count(6, 2) == (6 if tasks_per_slot > 1 else 2)
     root, spec, out = tiny
     uri = (tmp_path / "runs").as_uri()  # the runs dataset at a file: URI: no run folders
     on_spark = run_campaign(spec, engine="spark", spark=spark, runs=uri, processed=tmp_path / "processed",
                             report=False, progress=False, say=lambda line: None)
     assert len(on_spark.sweep.ran) == 6 and not on_spark.sweep.failed
+    assert task_counts == [6 if tasks_per_slot > 1 else 2]  # the job as the engine cut it: 6 runs on local[2]
     study = tmp_path / "runs" / "campaigns" / "tiny"
     assert sorted(d.name for d in study.iterdir() if not d.name.startswith((".", "_"))) == \
         ["events", "files", "partitions", "summary", "timeline"]
@@ -217,13 +218,14 @@ def test_the_tiny_campaign_on_spark_into_a_runs_dataset_judges_and_shrinks_as_on
         [(s.setting, s.faults, s.amount) for s, _ in out.examples]
 
 
-def test_the_tiny_campaign_on_spark_in_shared_tasks_writes_papermills_run_folders(tiny, spark, tmp_path, monkeypatch):
+def test_the_tiny_campaign_on_spark_in_shared_tasks_writes_papermills_run_folders(tiny, spark, tmp_path, monkeypatch,
+                                                                                  task_counts):
     root, spec, out = tiny
     monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", 1)  # 6 runs on local[2]: 3 a task, as 10,000 share 25
-    assert spark_engine.task_count(6, 2) == 2
     on_spark = run_campaign(spec, engine="spark", spark=spark, runs=tmp_path / "runs", processed=tmp_path / "processed",
                             report=False, progress=False, say=lambda line: None)
     assert len(on_spark.sweep.ran) == 6 and not on_spark.sweep.failed
+    assert task_counts == [2]  # the job as the engine cut it
     assert on_spark.runs.equals(out.runs)  # the same verdicts
     mine, theirs = tmp_path / "runs" / "campaigns" / "tiny", root / "runs" / "campaigns" / "tiny"
     for row in out.runs.itertuples():  # every file of every run, byte for byte, but the engine's own timing

@@ -62,7 +62,8 @@ def test_zookeeper_re_election_time_grows_linearly_with_the_partitions_the_dead_
         s = simulate(sc).summary
         assert s["leader_election_time_ms_max"] == pytest.approx(6000 + led(n, 1) * write + LATENCY, abs=1e-6)
         assert s["partition_unavailable_ms_max"] == pytest.approx(s["leader_election_time_ms_max"], abs=1e-6)
-    assert write == (3.9 if version == "0.10" else 0.3)  # sqrt(Rao 2015 x Rao 2018 on 1.0.0); KAFKA-5642 (1.1)
+    # before 1.1 between its two sources, Rao 2015's 5 ms and Rao 2018's 3 ms on 1.0.0 (their geometric mean)
+    assert write == (pytest.approx(math.sqrt(5.0 * 3.0), abs=0.05) if version == "0.10" else 0.3)
 
 
 def test_kraft_re_election_time_is_nearly_flat_in_the_partitions():
@@ -154,7 +155,7 @@ def test_a_fenced_broker_may_not_join_an_isr():
     assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
 
 
-@pytest.mark.parametrize("version,refused", [("2.8", False), ("3.9", True), ("4.1", True)])
+@pytest.mark.parametrize("version,refused", [("3.3", False), ("3.4", True), ("4.1", True)])
 def test_a_broker_in_controlled_shutdown_may_join_an_isr_only_before_kafka_14140(version, refused):
     """KIP-841 (KRaft) and KAFKA-14140 (ZooKeeper from 3.4): the controller refuses an ISR that adds a broker in a
     controlled shutdown, until its session closes; before 3.4 a ZooKeeper-era leader writes it back."""
@@ -166,9 +167,11 @@ def test_a_broker_in_controlled_shutdown_may_join_an_isr_only_before_kafka_14140
     rep = sim.replicas[part.index][0]
     part.isr, rep.lead.isr = (0,), {0}
     sim.replication.shutting_down.add(1)
-    assert sim.replication.alter_isr(rep, {0, 1}) is not refused and (part.isr == (0,)) is refused
+    assert sim.replication.alter_isr(rep, {0, 1}) is not refused and part.isr == ((0,) if refused else (0, 1))
+    part.isr, rep.lead.isr = (0,), {0}
     sim.replication.fence(1)  # its session closed: no longer shutting down (and no longer live)
-    assert 1 not in sim.replication.shutting_down
+    sim.cluster.live_brokers.add(1)  # back, registered again: it may join
+    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
 
 
 # ---- the campaign's KIP-966 counterexample and the fence order ---------------------------------------------------
@@ -249,7 +252,7 @@ def test_a_zookeeper_controlled_shutdown_stops_the_fetchers_of_the_partitions_th
     r = sim.run()
     e = r.events
     rejoined = e[(e.kind == "isr_expand") & e.detail.str.startswith("added 1;")]
-    assert not (set(rejoined.partition) - led_at_start)  # never a partition it followed
+    assert set(rejoined.partition) == led_at_start  # before 3.4 every partition it led, never one it followed
     followed = sorted(set(held) - led_at_start)
     assert sorted(p for _, ps, delete in stops if not delete for p in ps) == followed
     # each StopReplica leaves when the controller has written what came before it, one trip later
@@ -262,7 +265,7 @@ def test_a_zookeeper_controlled_shutdown_stops_the_fetchers_of_the_partitions_th
     assert r.summary["controller_busy_ms"] == pytest.approx((len(held) + rejoined.partition.nunique()) * w)
 
 
-@pytest.mark.parametrize("version,rejoins", [("2.8", True), ("3.9", False)])
+@pytest.mark.parametrize("version,rejoins", [("3.3", True), ("3.4", False)])
 def test_a_shutting_down_broker_rejoins_what_it_led_only_before_kafka_14140(version, rejoins):
     """What it led, the shutting-down broker follows from the new leader on; before 3.4 nothing stops the leader from
     adding it back to the ISR, and the controller writes it out again when its session closes (one more write each);
@@ -461,7 +464,6 @@ def test_kraft_controlled_shutdown_and_recovery_grow_far_slower_with_the_partiti
     assert shutdown["4.1", n1] - shutdown["4.1", n0] == pytest.approx(held * kraft.kraft_record_ms)
     assert recovery["2.8", n1] - recovery["2.8", n0] == pytest.approx(led_more * zk.zookeeper_write_ms, abs=1e-6)
     assert recovery["4.1", n1] - recovery["4.1", n0] == pytest.approx(led_more * kraft.kraft_record_ms, abs=1e-6)
-    # "far slower": at the shipped defaults (zookeeper.write.ms 0.3 from 1.1, kraft.record.ms 0.005) KRaft's
-    # growth is under a tenth of ZooKeeper's, measured on the model's times
-    for times in (shutdown, recovery):
-        assert times["4.1", n1] - times["4.1", n0] < (times["2.8", n1] - times["2.8", n0]) / 10
+    # so "far slower" is the ratio of the two per-partition costs, by the equalities above: at the shipped
+    # defaults (zookeeper.write.ms 0.3 from 1.1, kraft.record.ms 0.005) under a tenth
+    assert kraft.kraft_record_ms < zk.zookeeper_write_ms / 10

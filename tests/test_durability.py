@@ -345,46 +345,40 @@ def test_a_machine_crash_is_a_power_loss_of_its_broker_alone(tmp_path):
 
 def test_a_machine_crash_hits_one_broker_and_a_zone_power_loss_every_broker_of_the_zone():
     """The sampler's processes: a machine crash is one broker's power loss at machine.crash.per.year each; a zone's
-    power loss hits every broker of the zone up at that instant. A window opens at the sum of every process's rate."""
+    power loss hits every broker of the zone up at that instant."""
     zones = ["a", "a", "b"]
     rates = W.Rates(0.0, 1e-5, 0.0, 1e-3, {"a": 0.3, "b": 0.0}, {}, 1e-3, machine_crash=2.0)
     procs = W._processes(zones, rates, [None] * 3)
     assert sorted((r, kind, hit) for r, kind, hit in procs) == sorted(
         [(2.0, W.POWER_LOSS, (0,)), (2.0, W.POWER_LOSS, (1,)), (2.0, W.POWER_LOSS, (2,)), (0.3, W.POWER_LOSS, (0, 1))])
-    assert W.healthy_rate(zones, rates) == pytest.approx(3 * 2.0 + 0.3)
     down = [(0, W.POWER_LOSS, 1.0), None, None]  # broker 0 is down: no crash of it, and zone a's loss hits broker 1 only
     assert sorted(W._processes(zones, rates, down)) == sorted(
         [(2.0, W.POWER_LOSS, (1,)), (2.0, W.POWER_LOSS, (2,)), (0.3, W.POWER_LOSS, (1,))])
 
 
 def test_a_windows_first_event_is_weighted_back_to_the_processes_rates():
-    """The first event's defensive mixture: each process drawn with (1 - m) x its share of the rates + m / count,
-    and weighted by p / q, so the weighted frequencies are the rates' shares (unbiased) and no weight exceeds
-    1 / (1 - m). Six brokers in three zones at the default rates: the zones' power losses are 0.6 of 20.34 events a
-    year (3%), so by the rates alone they would open 3% of the windows; by the mixture, over twice as many."""
+    """The first event's defensive mixture: each of the 24 processes (six brokers in three zones: crash, machine
+    crash, disk loss each; power loss and outage per zone) drawn with (1 - m) x its share of the rates + m / 24,
+    and weighted by p / q, computed here from the rates, so that weighted the draws are at the rates."""
     zones = ["a", "b", "c", "a", "b", "c"]
     rates = W.Rates(1.0, 1e-5, 0.04, 1e-3, {z: 0.2 for z in "abc"}, {z: 0.5 for z in "abc"}, 1e-3, machine_crash=2.0)
     procs = W._processes(zones, rates, [None] * 6)
     total = sum(r for r, _, _ in procs)
     rng = np.random.default_rng(7)
     n = 200_000
-    drawn, weighted, top = {}, {}, 0.0
+    assert len(procs) == 24 and total == pytest.approx(6 * (1.0 + 0.04 + 2.0) + 3 * (0.2 + 0.5))
+    drawn, weights = {}, {}
     for _ in range(n):
         proc, weight = W._first(procs, total, rng)
         key = (proc[1], proc[2])
         drawn[key] = drawn.get(key, 0) + 1
-        weighted[key] = weighted.get(key, 0.0) + weight
-        top = max(top, weight)
-    m = W.FIRST_MIX
-    assert top <= 1 / (1 - m) + 1e-12
+        weights.setdefault(key, set()).add(weight)
+    m = 0.5  # half uniform (W.FIRST_MIX)
     for r, kind, hit in procs:
-        p, q = r / total, (1 - m) * r / total + m / len(procs)
-        sd = math.sqrt(q * (1 - q) / n)
-        assert abs(drawn[(kind, hit)] / n - q) < 5 * sd, (kind, hit)
-        assert weighted[(kind, hit)] / n == pytest.approx(p, abs=5 * sd * p / q)
-    power = sum(drawn[(k, h)] for _, k, h in procs if k == W.POWER_LOSS and len(h) == 2) / n
-    assert total == pytest.approx(6 * (1.0 + 0.04 + 2.0) + 3 * (0.2 + 0.5))
-    assert power > 2 * (3 * 0.2 / total)
+        p, q = r / total, (1 - m) * r / total + m / 24
+        assert abs(drawn[(kind, hit)] / n - q) < 5 * math.sqrt(q * (1 - q) / n), (kind, hit)
+        (weight,) = weights[(kind, hit)]
+        assert weight == pytest.approx(p / q, rel=1e-12) and weight <= 2
 
 
 def test_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
@@ -425,12 +419,17 @@ def test_a_second_estimate_reuses_every_detailed_run(tmp_path):
     assert [e.row() for e in first] == [e.row() for e in again]
 
 
-def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of_magnitude(tmp_path):
+def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of_magnitude(tmp_path, monkeypatch):
     """Machine failures only, RF 3 in three zones, acks=all: the verb's loss probability per partition-year (failure
     process + the detailed model's run of "three disks lost") holds the chain's value within its 95% interval for
     rates from 0.05 to 5 per broker-year. The chain's rebuilds are exponential, the estimator's fixed: to first
     order in lam r both give 3 lam^3 r^2 (first failure 3 lam, second within r: 2 lam r, third while both are
     down: lam r / 2), and lam r <= 0.014 here."""
+    from kafkamodel.campaign.durability import estimate as E
+
+    raw = []  # the cluster sampler's own estimate, before within_partition_bounds keeps it inside the partitions'
+    bounds = E.within_partition_bounds
+    monkeypatch.setattr(E, "within_partition_bounds", lambda cluster, parts: raw.append(cluster) or bounds(cluster, parts))
     r = 24 / (365.25 * 24)
     for lam in (0.05, 0.5, 5.0):
         spec = _spec(tmp_path, {**NO_FAILURES, "machine.failure.per.year": lam, "machine.replace.hours": 24},
@@ -444,11 +443,12 @@ def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of
         cluster = details["loss_probability_per_cluster_year"]
         expected = -math.expm1(-_replica_sets(load_durability(spec)) * markov.loss_rate_per_year(3, lam, r))
         assert cluster["low"] <= expected <= cluster["high"], (lam, cluster, expected)
-        # the cluster sampler's own point (its bounds above follow from the partitions'): within the partition
-        # estimate's relative half-width of the chain's value (measured: 1.3-1.4% below, half-width ~4%)
+        # the cluster sampler's own rate, as drawn (the row's point is kept inside the partitions' bounds, so it
+        # cannot show it): within the partition estimate's relative half-width of the chain's rate
+        rate = _replica_sets(load_durability(spec)) * markov.loss_rate_per_year(3, lam, r)
         half = (row["loss_probability_per_partition_year_high"] - row["loss_probability_per_partition_year_low"]) / 2
-        assert cluster["p"] == pytest.approx(expected, rel=half / row["loss_probability_per_partition_year"]), (
-            lam, cluster, expected)
+        assert raw[-1].rate == pytest.approx(rate, rel=half / row["loss_probability_per_partition_year"]), (
+            lam, raw[-1], rate)
 
 
 def _replica_sets(spec) -> int:
@@ -622,7 +622,7 @@ def test_a_slow_spell_then_the_leaders_crash_comes_at_the_rate_of_the_formula(n)
     est = W.loss_rate(W.sample(["a", "b", "c"][:n], rates, 1, 3000, 21), alone)
     exact = _slow_then_crash_rate(n - 1)
     assert est.low <= exact <= est.high, (est, exact)
-    assert est.high - est.low < exact
+    assert est.high - est.low < 0.5 * exact  # measured: 15% (RF 2), 37% (RF 3)
 
 
 def test_a_slow_leader_keeps_the_leadership_and_an_isr_of_itself():

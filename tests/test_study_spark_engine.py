@@ -78,18 +78,6 @@ def test_both_engines_write_the_same_runs_and_aggregate_alike(spark, tmp_path):
     assert again.skipped == 4 and not again.ran
 
 
-def _spy_task_count(monkeypatch) -> list:
-    """The engine's task counts, one per job, as it cuts them."""
-    counted, count = [], spark_engine.task_count
-
-    def spy(points, slots):
-        counted.append(count(points, slots))
-        return counted[-1]
-
-    monkeypatch.setattr(spark_engine, "task_count", spy)
-    return counted
-
-
 def test_points_share_tasks_only_when_every_slot_keeps_enough_tasks():
     assert spark_engine.TASKS_PER_SLOT == 16 and spark_engine.POINTS_PER_TASK == 25  # the numbers below assume these
     # make campaign: 10,000 schedules on local[2]: 400 tasks of 25 points (a task per point cost ~56 ms of CPU each)
@@ -106,9 +94,9 @@ def test_points_share_tasks_only_when_every_slot_keeps_enough_tasks():
 
 @pytest.mark.parametrize("tasks_per_slot", [spark_engine.TASKS_PER_SLOT, 1], ids=["a task a point", "2 points a task"])
 def test_a_point_that_raises_in_its_task_is_recorded_and_the_others_complete(spark, tmp_path, monkeypatch,
-                                                                             tasks_per_slot):
+                                                                             task_counts, tasks_per_slot):
     monkeypatch.setattr(spark_engine, "TASKS_PER_SLOT", tasks_per_slot)  # 1: 4 points on 2 slots, 2 a task
-    tasks = _spy_task_count(monkeypatch)
+    tasks = task_counts
     spec = _spec(tmp_path)
     study_dir = tmp_path / "runs" / "engines"
     study_dir.mkdir(parents=True)
