@@ -219,7 +219,7 @@ def test_a_batch_whose_kernel_dies_keeps_what_it_finished(tmp_path, monkeypatch)
     study_dir = tmp_path / "runs" / "killme"
     study_dir.mkdir(parents=True)
 
-    def dies(notebook, executed, parameters, timeout, clean):
+    def dies(notebook, executed, parameters, timeout, clean, reuse=False):
         point_module.execute_batch(parameters["points"][:1], parameters["study_dir"], outcomes=parameters["outcomes"])
         Path(executed).write_text("{}")
         raise RuntimeError("Kernel died before replying to execute_request")
@@ -231,6 +231,50 @@ def test_a_batch_whose_kernel_dies_keeps_what_it_finished(tmp_path, monkeypatch)
     assert (study_dir / points[0]["run_id"] / "summary.json").is_file()
     assert (study_dir / "_failed" / f"{points[1]['run_id']}.ipynb").is_file()
     assert not [d for d in study_dir.iterdir() if d.name.startswith(".")]
+
+
+def test_a_worker_runs_its_batches_on_one_kernel_and_a_failed_batch_gets_a_fresh_one(tmp_path, monkeypatch):
+    """papermill_batch keeps the worker's kernel between batches (one start, the same kernel process for the
+    second batch), and a batch whose execution fails shuts that kernel down: the next batch starts another."""
+    import papermill
+    import psutil
+
+    from kafkamodel.study.engines import papermill as engine
+
+    points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
+    study_dir = tmp_path / "runs" / "killme"
+    study_dir.mkdir(parents=True)
+    monkeypatch.setattr(engine, "_kernel", None)
+    real, kernels = papermill.execute_notebook, []
+
+    def watched(*args, **kwargs):  # the kernel process each execution ran on
+        out = real(*args, **kwargs)
+        kernels.append(kwargs["km"].provisioner.process.pid)
+        return out
+
+    monkeypatch.setattr(papermill, "execute_notebook", watched)
+    try:
+        assert [r["ok"] for r in engine.papermill_batch(points[:1], str(study_dir), 300, False)] == [True]
+        assert [r["ok"] for r in engine.papermill_batch(points[1:2], str(study_dir), 300, False)] == [True]
+        assert len(kernels) == 2 and kernels[0] == kernels[1] and psutil.pid_exists(kernels[0])
+
+        def fails_after(*args, **kwargs):  # the execution ends in an error once the batch ran
+            watched(*args, **kwargs)
+            raise RuntimeError("Kernel died before replying to execute_request")
+
+        monkeypatch.setattr(papermill, "execute_notebook", fails_after)
+        rows = engine.papermill_batch(points[2:3], str(study_dir), 300, False)
+        assert [r["ok"] for r in rows] == [True]  # it had published its point before the error
+        assert kernels[2] == kernels[0] and engine._kernel is None
+        assert not psutil.pid_exists(kernels[0]) or psutil.Process(kernels[0]).status() == psutil.STATUS_ZOMBIE
+
+        monkeypatch.setattr(papermill, "execute_notebook", watched)
+        assert [r["ok"] for r in engine.papermill_batch(points[3:4], str(study_dir), 300, False)] == [True]
+        assert kernels[3] != kernels[0]
+    finally:
+        engine._drop_kernel()
+    for p in points:
+        assert (study_dir / p["run_id"] / "summary.json").is_file()
 
 
 FAILING_NOTEBOOK = """

@@ -2,12 +2,16 @@
 
 Points are run in batches: one execution of ``01_sweep_batch.ipynb`` runs a
 chunk of a study's points (``kafkamodel.study.point.execute_batch``), each
-published as it finishes, so kernel starts scale with the batches, not the
-points, and a run folder holds exactly what the Spark engine writes. A spec
-that names its own ``point_notebook`` gets one execution of it per point,
-whose executed notebook is kept in the run folder. A kernel that never
-answers its first request (the machine's problem, not the point's) is started
-once more.
+published as it finishes, and a run folder holds exactly what the Spark engine
+writes. Each worker process keeps one kernel for every batch it executes
+(papermill runs the notebook on that kernel), so kernel starts scale with the
+workers, not with the batches or the points; a batch that fails in any way
+(the kernel died, a cell raised or ran past its time) shuts its kernel down,
+and the worker's next batch starts a fresh one. A spec that names its own
+``point_notebook`` gets one execution of it per point, on a kernel of its own,
+whose executed notebook is kept in the run folder. A kernel that never answers
+its first request (the machine's problem, not the point's) is started once
+more.
 """
 
 from __future__ import annotations
@@ -37,8 +41,39 @@ KERNEL_RETRIES = 1  # starts of a fresh kernel for such a point before it counts
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over TCP without encryption" but not "KeyboardInterrupt caught in kernel" at shutdown
 
 
-def _execute(notebook, executed: Path, parameters: dict, timeout: float, clean) -> int:
-    """papermill.execute_notebook, started once more if the kernel never answers; returns the restarts."""
+_kernel = None  # this worker process's kernel for batches (a jupyter_client AsyncKernelManager), once started
+
+
+def _batch_kernel():
+    """The kernel manager this worker runs its batches on: papermill (nbclient) starts its kernel at the first
+    batch and, since the manager is not its own, leaves it running for the next."""
+    global _kernel
+    if _kernel is None:
+        import multiprocessing.util
+        from jupyter_client.manager import AsyncKernelManager
+
+        _kernel = AsyncKernelManager(kernel_name="python3")
+        # a pool's worker ends through multiprocessing (os._exit: no atexit), which runs its finalizers
+        multiprocessing.util.Finalize(None, _drop_kernel, exitpriority=10)
+    return _kernel
+
+
+def _drop_kernel() -> None:
+    """Shut this worker's batch kernel down (after a failed batch, and when the worker ends)."""
+    global _kernel
+    km, _kernel = _kernel, None
+    if km is not None and km.has_kernel:
+        import asyncio
+
+        try:
+            asyncio.run(km.shutdown_kernel(now=True))
+        except Exception:  # it is gone already: nothing left to stop
+            pass
+
+
+def _execute(notebook, executed: Path, parameters: dict, timeout: float, clean, reuse: bool = False) -> int:
+    """papermill.execute_notebook, started once more if the kernel never answers; returns the restarts.
+    `reuse`: on this worker's batch kernel (``_batch_kernel``), dropped if the execution fails in any way."""
     import papermill as pm
 
     logging.getLogger("papermill").setLevel(logging.ERROR)
@@ -49,10 +84,15 @@ def _execute(notebook, executed: Path, parameters: dict, timeout: float, clean) 
                 str(notebook), str(executed), parameters=parameters,
                 execution_timeout=timeout, progress_bar=False, log_output=False, kernel_name="python3",
                 request_save_on_cell_execute=False, cwd=str(ROOT), extra_arguments=KERNEL_ARGS,
+                **({"km": _batch_kernel()} if reuse else {}),
             )
             return restarts
-        except RuntimeError as exc:  # the kernel never started: the machine's problem, not the point's
-            if restarts >= KERNEL_RETRIES or not str(exc).startswith(KERNEL_START_FAILURES):
+        except BaseException as exc:
+            if reuse:  # a kernel that failed a batch (dead, busy past a timeout, or never up) serves no other
+                _drop_kernel()
+            # the kernel never started: the machine's problem, not the point's
+            if (not isinstance(exc, RuntimeError) or restarts >= KERNEL_RETRIES
+                    or not str(exc).startswith(KERNEL_START_FAILURES)):
                 raise
             restarts += 1
             clean()
@@ -79,13 +119,14 @@ def papermill_batch(points: list, study_dir: str, timeout: float, replace: bool)
     try:
         restarts = _execute(BATCH_NOTEBOOK, executed, {"points": points, "study_dir": str(target), "replace": replace,
                                                        "timeout": timeout, "outcomes": str(outcomes)},
-                            timeout * len(points) + BATCH_GRACE_S, clean)
+                            timeout * len(points) + BATCH_GRACE_S, clean, reuse=True)
     except Exception as exc:  # the batch stopped: what it finished stands, the rest failed
         error = error_line(exc)
     wall = time.perf_counter() - t0
     try:
         rows = [json.loads(line) for line in outcomes.read_text().splitlines()] if outcomes.is_file() else []
-        # the kernel's start and the batch's imports, shared by its points (timing.json keeps each point's own)
+        # papermill's own time (and the worker's first batch: the kernel's start and imports), shared by the batch's
+        # points (timing.json keeps each point's own)
         share = (wall - sum(r.get("total_s", 0.0) for r in rows)) / len(points)
         for r in rows:
             if r["ok"]:
