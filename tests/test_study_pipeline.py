@@ -364,6 +364,64 @@ def test_spark_starts_beside_the_sweep(monkeypatch):
             get()
 
 
+def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_path, monkeypatch):
+    """run_study hands each study to Spark's aggregation as its last point comes in: the first study's
+    aggregation and report start before the sweep returns; their lines wait for the sweep's own lines; a failed
+    aggregation is counted and the other studies are still reported."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkamodel.study import aggregate as aggregate_module, pipeline, report as report_module
+    from kafkamodel.study import spark as spark_module
+    from kafkamodel.study.sweep import SweepOutcome
+
+    class Session:
+        def stop(self):
+            pass
+
+    studies = ("acks_durability", "zones", "requests")
+    first, second, third = [s.study for s in all_specs() if s.study in studies]  # in the order run_study sweeps
+    aggregated, reported, said = threading.Event(), [], []
+
+    def sweeps(specs, *, on_study, **kwargs):
+        assert [s.study for s in specs] == [first, second, third]
+        outcomes = [SweepOutcome(s.study, 1, ran=["r"], wall_s=1.0) for s in specs]
+        on_study(outcomes[0])
+        assert aggregated.wait(10)  # the first study is aggregated while this sweep is still going
+        assert reported == [first]
+        on_study(outcomes[1])
+        on_study(outcomes[2])
+        return outcomes
+
+    def fake_aggregate(spec, **kwargs):
+        if spec.study == second:
+            raise RuntimeError("no runs")
+        line = f"{spec.study}: aggregated"
+        if spec.study == first:
+            aggregated.set()
+        return type("Outcome", (), {"line": lambda self: line})()
+
+    def fake_report(spec, **kwargs):
+        reported.append(spec.study)
+        return type("Outcome", (), {"line": lambda self: f"{spec.study}: reported"})()
+
+    monkeypatch.setattr(spark_module, "build_spark", lambda master, app_name: Session())
+    monkeypatch.setattr(sweep_module, "run_sweeps", sweeps)
+    monkeypatch.setattr(aggregate_module, "aggregate", fake_aggregate)
+    monkeypatch.setattr(report_module, "report", fake_report)
+    monkeypatch.setattr(report_module, "write_index", lambda reports, specs: Path(reports) / "index.html")
+    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    outcome = pipeline.run_study(studies=studies, runs=tmp_path / "runs",
+                                 processed=tmp_path / "processed", reports=tmp_path / "reports", say=said.append,
+                                 progress=False)
+    sweep_lines = [line for line in said if "points:" in line]
+    assert len(sweep_lines) == 3 and said.index(sweep_lines[-1]) < said.index(f"{first}: aggregated")
+    assert outcome.lines.index(f"{first}: aggregated") > outcome.lines.index(sweep_lines[-1])
+    assert any(line.startswith(f"{second}: aggregation failed: no runs") for line in said)
+    assert sorted(reported) == sorted([first, third]) and outcome.failed_points == 1
+    assert set(outcome.phases) == {"sweep", "aggregate after the sweep", "reports after the last aggregate"}
+
+
 def test_study_reports_its_wall_time_by_phase():
     from kafkamodel.study.pipeline import StudyOutcome
 

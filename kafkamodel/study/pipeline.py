@@ -76,8 +76,7 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
               reports: Path | None = None, engine: str = "papermill", studies=(), say=None,
               keep: str = "needed") -> StudyOutcome:
     """Sweep, aggregate and report every shipped study (or only `studies`, by name), then write the index."""
-    from .aggregate import aggregate
-    from .report import report, write_index
+    from .report import write_index
     from .spark import check_java, check_master
     from .sweep import check_engine, check_folder, check_keep, check_runs, check_timeout, check_workers, run_sweeps
 
@@ -103,51 +102,113 @@ def run_study(*, scale: float = 1.0, workers: int | None = None, timeout: float 
     total = sum(len(s.points(scale)) for s in active)
     say(f"study: {len(active)} studies, {total} runs at scale {scale:g} "
         f"({', '.join(s.study for s in specs if s.is_pending) or 'none'} pending)")
-    with spark_starting(master, "kafkamodel study") as session:
+    with spark_starting(master, "kafkamodel study") as session, Aggregating(
+            say, outcome, session, runs=runs, processed=processed, reports=reports, timeout=timeout,
+            workers=max(1, min(check_workers(workers), REPORT_WORKERS, len(specs)))) as aggregating:
+        for spec in specs:
+            if spec.is_pending:  # its placeholder report needs no sweep
+                aggregating.report(spec)
+        by_name = {spec.study: spec for spec in active}
         t_sweep = time.perf_counter()
+        # each study is aggregated (and then reported) as soon as its last point is in, while the others sweep
         sweeps = run_sweeps(active, scale=scale, workers=workers, timeout=timeout, runs=runs, progress=progress,
-                            engine=engine, spark=session() if engine == "spark" else None, keep=keep)
+                            engine=engine, spark=session() if engine == "spark" else None, keep=keep,
+                            on_study=lambda o: aggregating.put(by_name[o.study]))
         outcome.phases["sweep"] = time.perf_counter() - t_sweep
         for s in sweeps:
             outcome.lines += s.lines()
             outcome.failed_points += len(s.failed)
             for line in s.lines():
                 say(line)
-        say("aggregating on Spark, reporting each study as its aggregates are ready ...")
-        t_aggregate = time.perf_counter()
-        spark = session()
-        # reports in worker processes (a report is a notebook kernel, papermill is not thread-safe), each started as
-        # soon as its study is aggregated: the notebooks run while Spark aggregates the next studies
-        pool = ProcessPoolExecutor(max_workers=max(1, min(check_workers(workers), REPORT_WORKERS, len(specs))),
-                                   mp_context=multiprocessing.get_context("spawn"))
-        pending = {}
-        try:
-            for spec in specs:
-                if spec.is_pending:
-                    pending[pool.submit(report, spec, processed=processed, reports=reports, timeout=timeout,
-                                        index=False)] = spec.study
-                    continue
-                try:
-                    line = aggregate(spec, spark=spark, runs=runs, processed=processed).line()
-                    pending[pool.submit(report, spec, processed=processed, reports=reports, timeout=timeout,
-                                        index=False)] = spec.study
-                except Exception as exc:  # one study's problem must not hide the others' reports
-                    line = f"{spec.study}: aggregation failed: {' '.join(str(exc).split())[:300]}"
-                    outcome.failed_points += 1
-                outcome.lines.append(line)
-                say(line)
-            outcome.phases["aggregate"] = time.perf_counter() - t_aggregate
-            for future in as_completed(pending):
-                try:
-                    line = future.result().line()
-                except Exception as exc:
-                    line = f"{pending[future]}: report failed: {' '.join(str(exc).split())[:300]}"
-                    outcome.failed_points += 1
-                outcome.lines.append(line)
-                say(line)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        aggregating.sweep_done()
+    outcome.phases.update(aggregating.phases)
+    t_index = time.perf_counter()
     outcome.index = write_index(reports, every)
-    outcome.phases["reports after the last aggregate"] = time.perf_counter() - t_aggregate - outcome.phases["aggregate"]
+    outcome.phases["reports after the last aggregate"] += time.perf_counter() - t_index
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+class Aggregating:
+    """Spark aggregation on a thread of its own, each study as it is handed over (``put``), in that order; each
+    aggregated study's report notebook goes to a pool of report workers at once. Lines wait until the sweep's
+    progress bar is gone (``sweep_done``), then are said as they come. Leaving the block waits for every
+    aggregation and report, and records the phases after the sweep."""
+
+    def __init__(self, say, outcome: StudyOutcome, session, *, runs, processed, reports, timeout, workers):
+        import queue
+
+        self.say, self.outcome, self.session = say, outcome, session
+        self.where = {"runs": runs, "processed": processed}
+        self.report_args = {"processed": processed, "reports": reports, "timeout": timeout, "index": False}
+        self.workers = workers
+        self.queue: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.held: list | None = []  # lines said once the sweep is done (None: say them now)
+        self.pending: dict = {}  # report future -> study
+        self.phases: dict = {}
+
+    def __enter__(self):
+        self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self.thread = threading.Thread(target=self._work, name="aggregate", daemon=True)
+        self.thread.start()
+        return self
+
+    def put(self, spec) -> None:
+        self.queue.put(spec)
+
+    def report(self, spec) -> None:
+        from .report import report
+
+        with self.lock:
+            self.pending[self.pool.submit(report, spec, **self.report_args)] = spec.study
+
+    def sweep_done(self) -> None:
+        with self.lock:
+            held, self.held = self.held, None
+            self.t_sweep_done = time.perf_counter()
+        self.say("aggregating on Spark, reporting each study as its aggregates are ready ...")
+        for line in held:
+            self._line(line)
+
+    def _line(self, line: str, failed: bool = False) -> None:
+        with self.lock:
+            self.outcome.failed_points += failed
+            if self.held is not None:
+                self.held.append(line)
+                return
+            self.outcome.lines.append(line)
+        self.say(line)
+
+    def _work(self) -> None:
+        from .aggregate import aggregate
+
+        for spec in iter(self.queue.get, None):
+            try:
+                line = aggregate(spec, spark=self.session(), **self.where).line()
+                self.report(spec)
+                failed = False
+            except Exception as exc:  # one study's problem must not hide the others' reports
+                line, failed = f"{spec.study}: aggregation failed: {' '.join(str(exc).split())[:300]}", True
+            self._line(line, failed)
+
+    def __exit__(self, *exc) -> None:
+        self.queue.put(None)
+        try:
+            self.thread.join()
+            if exc[0] is not None:
+                return
+            if self.held is not None:  # the sweep did not finish: what the aggregation said is still owed
+                self.sweep_done()
+            done = time.perf_counter()
+            self.phases["aggregate after the sweep"] = done - self.t_sweep_done
+            for future in as_completed(list(self.pending)):
+                try:
+                    line = future.result().line()
+                    failed = False
+                except Exception as exc:
+                    line, failed = f"{self.pending[future]}: report failed: {' '.join(str(exc).split())[:300]}", True
+                self._line(line, failed)
+            self.phases["reports after the last aggregate"] = time.perf_counter() - done
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)

@@ -139,14 +139,15 @@ def check_keep(keep) -> str:
 
 def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = None, timeout: float = 600.0,
                resume: bool = True, runs: Path | None = None, progress: bool = True, engine: str = "papermill",
-               master: str | None = None, spark=None, keep: str = "needed") -> list[SweepOutcome]:
+               master: str | None = None, spark=None, keep: str = "needed", on_study=None) -> list[SweepOutcome]:
     """Run every point of these studies not finished yet, on one engine shared by all of them.
 
     papermill: a pool of `workers` processes. spark: tasks on `spark` (a
     session given, left running) or on a session started on `master` and
     stopped here. `keep`: ``needed`` writes the per-record table only for
     parts that pool record latency, ``all`` for every point (runs finished
-    earlier are not rewritten).
+    earlier are not rewritten). `on_study(outcome)`: called once a study has every point's result (a study with
+    nothing left to run, once the engine starts), while the others may still run.
     """
     scale, workers, timeout = check_scale(scale), check_workers(workers), check_timeout(timeout)
     engine, keep = check_engine(engine), check_keep(keep)
@@ -165,7 +166,7 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
         plans.append((spec, spec.points(scale), nb))
     if isinstance(runs, str) and engine == "spark":
         return _dataset_sweeps(plans, runs, spark=spark, master=master, timeout=timeout, resume=resume,
-                               progress=progress, keep=keep)
+                               progress=progress, keep=keep, on_study=on_study)
     dataset = isinstance(runs, str)  # papermill into the runs dataset at a file: URI: the layout Spark writes
     if dataset:
         own = [spec.study for spec, _, nb in plans if Path(nb).name != DEFAULT_POINT_NOTEBOOK]
@@ -187,15 +188,15 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
                 else:
                     jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"},
                                  f"{runs}/{spec.study}" if dataset else str(study_dir), str(nb)))
-        if jobs:
-            _run(jobs, outcomes, engine=engine, spark=spark, master=master, workers=min(workers, len(jobs)),
-                 timeout=timeout, replace=not resume, progress=progress)
+        _run(jobs, outcomes, engine=engine, spark=spark, master=master, workers=min(workers, len(jobs)),
+             timeout=timeout, replace=not resume, progress=progress, on_study=on_study)
         for outcome in outcomes.values():  # again: a killed sweep's kernels (own sessions) may outlive it by ~1 s
             clean_staging(outcome.folder)
     return [outcomes[s.study] for s in active]
 
 
-def _dataset_sweeps(plans, runs: str, *, spark, master, timeout, resume, progress, keep) -> list[SweepOutcome]:
+def _dataset_sweeps(plans, runs: str, *, spark, master, timeout, resume, progress, keep,
+                    on_study=None) -> list[SweepOutcome]:
     """run_sweeps with the runs dataset at the URI `runs` (the Spark engine; ``kafkamodel.study.dataset``)."""
     from .dataset import Storage
     from .spark import spark_session
@@ -219,18 +220,25 @@ def _dataset_sweeps(plans, runs: str, *, spark, master, timeout, resume, progres
                 else:
                     jobs.append((spec.study, {**p.to_dict(), "records": p.records or keep == "all"}, study_uri,
                                  str(nb)))
-        if jobs:
-            _run(jobs, outcomes, engine="spark", spark=spark, master=master, workers=1, timeout=timeout,
-                 replace=not resume, progress=progress, storage=storage)
+        _run(jobs, outcomes, engine="spark", spark=spark, master=master, workers=1, timeout=timeout,
+             replace=not resume, progress=progress, storage=storage, on_study=on_study)
     return [outcomes[spec.study] for spec, _, _ in plans]
 
 
-def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, progress, storage=None) -> None:
-    """Hand the jobs to the engine; tally each point's result into its study's outcome."""
+def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, progress, storage=None,
+         on_study=None) -> None:
+    """Hand the jobs to the engine (if any); tally each point's result into its study's outcome, and tell
+    `on_study` of each study as its last result comes in."""
     remaining = {s: 0 for s in outcomes}
     for study, *_ in jobs:
         remaining[study] += 1
     clock = {"started": time.perf_counter()}
+    on_study = on_study or (lambda outcome: None)
+    for study, left in remaining.items():
+        if not left:  # finished before this sweep
+            on_study(outcomes[study])
+    if not jobs:
+        return
 
     def on_result(study: str, r: dict) -> None:
         outcome = outcomes[study]
@@ -245,6 +253,7 @@ def _run(jobs, outcomes, *, engine, spark, master, workers, timeout, replace, pr
         remaining[study] -= 1
         if remaining[study] == 0:
             outcome.wall_s = time.perf_counter() - clock["started"]
+            on_study(outcome)
 
     def on_start(slots) -> None:  # the engine is up: its start is paid once, not per point
         for outcome in outcomes.values():
