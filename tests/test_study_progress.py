@@ -63,3 +63,21 @@ def test_a_terminal_gets_tqdms_live_bar_and_disabled_means_silent():
     bar.update(5)
     bar.close()
     assert quiet.getvalue() == ""
+
+
+def test_the_time_left_follows_the_mean_pace_not_the_last_burst():
+    """Points complete in bursts (a batch's 20 at once): after 10 runs in 10 s then 10 more in the next second,
+    90 - 20 = 80 runs are left at the mean pace of 20 runs in 11 s: 44 s, not the burst's 8 s."""
+    for file in (io.StringIO(), Terminal()):
+        clock = {"now": 0.0}
+        bar = progress_bar(100, "sweep", file=file)
+        bar._time = lambda: clock["now"]  # tqdm's own clock
+        bar.start_t = bar.last_print_t = 0.0
+        for at in (10.0, 11.0):
+            clock["now"] = at
+            bar.update(10)
+        pace = bar.format_dict
+        left = (pace["total"] - pace["n"]) / (pace["n"] / pace["elapsed"])
+        assert pace["rate"] is None and round(left) == 44  # no moving average: tqdm takes n / elapsed
+        assert "00:44" in tqdm.format_meter(**pace)
+        bar.close()

@@ -19,6 +19,9 @@ from tqdm import tqdm
 
 EVERY_S = 10.0  # a log line at least this often while work completes
 EVERY_PCT = 10.0  # ... and at each such step of the total
+# the time left from the mean pace since the start: work completes in bursts (a batch of points, a Spark task's
+# points), and tqdm's default moving average of the recent pace swung a study's estimate from 00:00 to an hour
+SMOOTHING = 0.0
 LOG_FORMAT = "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt} {unit}s [{elapsed} elapsed, {remaining} left{postfix}]"
 
 
@@ -44,7 +47,7 @@ class LineBar(tqdm):
         self.every_s, self.every_pct = float(every_s), float(every_pct)
         self._printed_at: float | None = None  # when the last line was written
         self._printed_n = -1  # the count it showed
-        kwargs.update(mininterval=0, miniters=1, bar_format=LOG_FORMAT)
+        kwargs.update(mininterval=0, miniters=1, bar_format=LOG_FORMAT, smoothing=SMOOTHING)
         super().__init__(*args, file=_Lines(file or sys.stderr), **kwargs)
 
     def _step(self, n: float) -> int:
@@ -78,5 +81,6 @@ def progress_bar(total: int, desc: str, *, unit: str = "run", disable: bool = Fa
     stream = file or sys.stderr
     is_tty = getattr(stream, "isatty", lambda: False)()
     if is_tty:
-        return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=disable, dynamic_ncols=True)
+        return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=disable, dynamic_ncols=True,
+                    smoothing=SMOOTHING)
     return LineBar(total=total, desc=desc, unit=unit, file=stream, disable=disable)
