@@ -70,18 +70,15 @@ def test_zookeeper_keeps_the_last_isr_member_so_its_empty_disk_is_elected():
 import math  # noqa: E402
 
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 from kafkamodel.campaign.durability import markov, windows as W  # noqa: E402
 from kafkamodel.campaign.durability.spec import load_durability  # noqa: E402
 from kafkamodel.study.spec import SpecError  # noqa: E402
+from tests.durability_specs import NO_FAILURES, write_spec  # noqa: E402
 
 
 def _spec(tmp_path, failures, **top):
-    data = {"scenario": "three-zones", "configurations": {"rf3_min2": {}}, "failures": failures, **top}
-    path = tmp_path / "d.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_spec(tmp_path, **{"configurations": {"rf3_min2": {}}, "failures": failures, **top})
 
 
 @pytest.mark.parametrize("failures, field, rule", [
@@ -263,8 +260,6 @@ def test_intervals_cover_the_markov_value_nine_times_in_ten():
 
 from kafkamodel.cli import main  # noqa: E402
 
-NO_FAILURES = {"broker.crash.per.year": 0, "machine.crash.per.year": 0, "machine.failure.per.year": 0,
-               "zone.power.loss.per.year": 0, "zone.outage.per.year": 0}
 LOW = {"producers[0].rate.per.s": 200}
 ONE_ZONE = {**LOW, "racks": ["a"], "network.links": []}
 
@@ -640,7 +635,7 @@ def test_a_slow_leader_keeps_the_leadership_and_an_isr_of_itself():
 
 
 RF2_MIN1 = {**LOW, "topics[0].replication.factor": 2, "broker.min.insync.replicas": 1}
-NO_NIC = {"hardware.broker.nic.gbps": None}  # see test_a_slow_leader_acknowledges_alone_over_a_nic
+NO_NIC = {"hardware.broker.nic.gbps": None}  # the NIC model off (test_a_slow_leader_acknowledges_alone...)
 
 
 def test_a_slow_spell_then_the_leaders_crash_loses_with_unclean_election(tmp_path):
@@ -681,17 +676,13 @@ def _slow_leader_then_its_crash(**overrides) -> int:
     return measure(scenario, topic, partition, replicas, ((W.SLOW_LEADER, (0,)), (W.CRASH, (0,))), (0,), 100000.0)
 
 
-def test_a_slow_leader_acknowledges_alone_over_a_nic():
-    """The same over the profile's NIC: a slowed fetch is late after the wire, so it does not hold the slow
-    broker's NIC queue, and the producer's requests still reach the leader and are acknowledged."""
-    assert _slow_leader_then_its_crash() > 0
-
-
-def test_a_slow_leader_acknowledges_alone_then_its_crash_loses_with_unclean_election():
+@pytest.mark.parametrize("nic", [{}, NO_NIC], ids=["over the profile's NIC", "without the NIC model"])
+def test_a_slow_leader_acknowledges_alone_then_its_crash_loses_with_unclean_election(nic):
     """Kafka's slow leader: its follower's fetches crawl, the leader shrinks the ISR to itself after
     replica.lag.time.max.ms and, under min.insync.replicas 1, acknowledges alone; its crash then elects the
-    follower uncleanly and those records are lost (without the NIC model too)."""
-    assert _slow_leader_then_its_crash(**NO_NIC) > 0
+    follower uncleanly and those records are lost. Over the profile's NIC too: a slowed fetch is late after the
+    wire, so it does not hold the slow broker's NIC queue, and the producer's requests still reach the leader."""
+    assert _slow_leader_then_its_crash(**nic) > 0
 
 
 def test_a_slow_follower_leaves_the_isr_after_replica_lag_time_max_ms():

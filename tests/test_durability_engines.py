@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from kafkamodel.campaign.durability import sweep as sweep_module
 from kafkamodel.campaign.durability import windows as W
@@ -15,20 +14,17 @@ from kafkamodel.campaign.durability.spec import load_durability
 from kafkamodel.campaign.durability.sweep import STUDY, detailed_point
 from kafkamodel.cli import main
 from kafkamodel.study.point import scenario_for
+from tests.durability_specs import NO_FAILURES, write_spec
 
 # one zone, acks=1: every critical class goes to the detailed model (Kafka's rules decide none of them); power
 # losses and crashes only, 2 windows: three classes, a few seconds each
 ONE_ZONE_ACKS1 = {"producers[0].rate.per.s": 200, "racks": ["a"], "network.links": [], "producers[0].acks": 1}
-FAILURES = {"broker.crash.per.year": 2, "machine.crash.per.year": 0, "machine.failure.per.year": 0,
-            "zone.power.loss.per.year": 2.0, "zone.outage.per.year": 0}
+FAILURES = {**NO_FAILURES, "broker.crash.per.year": 2, "zone.power.loss.per.year": 2.0}
 
 
 def _spec(tmp_path, configurations=None, **top):
-    data = {"scenario": "three-zones", "configurations": configurations or {"one_zone": ONE_ZONE_ACKS1},
-            "failures": FAILURES, "windows": 2, "seed": 7, **top}
-    path = tmp_path / "d.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_spec(tmp_path, **{"configurations": configurations or {"one_zone": ONE_ZONE_ACKS1},
+                                   "failures": FAILURES, "windows": 2, "seed": 7, **top})
 
 
 def _kept(folder):
