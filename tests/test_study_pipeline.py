@@ -381,13 +381,13 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
 
     studies = ("acks_durability", "zones", "requests")
     first, second, third = [s.study for s in all_specs() if s.study in studies]  # in the order run_study sweeps
-    aggregated, reported, said = threading.Event(), [], []
+    aggregated, first_reported, reported, said = threading.Event(), threading.Event(), [], []
 
     def sweeps(specs, *, on_study, **kwargs):
         assert [s.study for s in specs] == [first, second, third]
         outcomes = [SweepOutcome(s.study, 1, ran=["r"], wall_s=1.0) for s in specs]
         on_study(outcomes[0])
-        assert aggregated.wait(10)  # the first study is aggregated while this sweep is still going
+        assert aggregated.wait(10) and first_reported.wait(10)  # while this sweep is still going
         assert reported == [first]
         on_study(outcomes[1])
         on_study(outcomes[2])
@@ -403,6 +403,8 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
 
     def fake_report(spec, **kwargs):
         reported.append(spec.study)
+        if spec.study == first:
+            first_reported.set()
         return type("Outcome", (), {"line": lambda self: f"{spec.study}: reported"})()
 
     monkeypatch.setattr(spark_module, "build_spark", lambda master, app_name: Session())
@@ -420,6 +422,45 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     assert any(line.startswith(f"{second}: aggregation failed: no runs") for line in said)
     assert sorted(reported) == sorted([first, third]) and outcome.failed_points == 1
     assert set(outcome.phases) == {"sweep", "aggregate after the sweep", "reports after the last aggregate"}
+
+
+def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path, monkeypatch):
+    """The sweep's error (an interrupt, a refused folder) comes out at once, not after the aggregation the
+    aggregation thread is in the middle of."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkamodel.study import aggregate as aggregate_module, pipeline, spark as spark_module
+    from kafkamodel.study.sweep import SweepOutcome
+
+    class Session:
+        def stop(self):
+            pass
+
+    started, release = threading.Event(), threading.Event()
+
+    def sweeps(specs, *, on_study, **kwargs):
+        on_study(SweepOutcome(specs[0].study, 1))
+        assert started.wait(10)
+        raise RuntimeError("interrupted")
+
+    def slow_aggregate(spec, **kwargs):
+        started.set()
+        release.wait(30)
+        raise RuntimeError("released")
+
+    monkeypatch.setattr(spark_module, "build_spark", lambda master, app_name: Session())
+    monkeypatch.setattr(sweep_module, "run_sweeps", sweeps)
+    monkeypatch.setattr(aggregate_module, "aggregate", slow_aggregate)
+    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(RuntimeError, match="interrupted"):
+            pipeline.run_study(studies=("zones",), runs=tmp_path / "runs", processed=tmp_path / "processed",
+                               reports=tmp_path / "reports", say=lambda line: None, progress=False)
+        assert time.perf_counter() - t0 < 10
+    finally:
+        release.set()
 
 
 def test_study_reports_its_wall_time_by_phase():

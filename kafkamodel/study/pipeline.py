@@ -195,9 +195,9 @@ class Aggregating:
     def __exit__(self, *exc) -> None:
         self.queue.put(None)
         try:
-            self.thread.join()
-            if exc[0] is not None:
+            if exc[0] is not None:  # interrupted or failed: the thread (a daemon) is not waited for
                 return
+            self.thread.join()
             if self.held is not None:  # the sweep did not finish: what the aggregation said is still owed
                 self.sweep_done()
             done = time.perf_counter()

@@ -147,7 +147,7 @@ def run_sweeps(specs: list[Spec], *, scale: float = 1.0, workers: int | None = N
     stopped here. `keep`: ``needed`` writes the per-record table only for
     parts that pool record latency, ``all`` for every point (runs finished
     earlier are not rewritten). `on_study(outcome)`: called once a study has every point's result (a study with
-    nothing left to run, once the engine starts), while the others may still run.
+    nothing left to run: at once), while the others may still run.
     """
     scale, workers, timeout = check_scale(scale), check_workers(workers), check_timeout(timeout)
     engine, keep = check_engine(engine), check_keep(keep)
