@@ -635,7 +635,7 @@ def test_a_slow_leader_keeps_the_leadership_and_an_isr_of_itself():
 
 
 RF2_MIN1 = {**LOW, "topics[0].replication.factor": 2, "broker.min.insync.replicas": 1}
-NO_NIC = {"hardware.broker.nic.gbps": None}  # the NIC model off (test_a_slow_leader_acknowledges_alone...)
+NO_NIC = {"hardware.broker.nic.gbps": None}  # the NIC model off
 
 
 def test_a_slow_spell_then_the_leaders_crash_loses_with_unclean_election(tmp_path):

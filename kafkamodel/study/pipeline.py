@@ -189,7 +189,7 @@ class Aggregating:
                 self.report(spec)
                 failed = False
             except Exception as exc:  # one study's problem must not hide the others' reports
-                line, failed = f"{spec.study}: aggregation failed: {' '.join(str(exc).split())[:300]}", True
+                line, failed = _failed(spec.study, "aggregation", exc), True
             self._line(line, failed)
 
     def __exit__(self, *exc) -> None:
@@ -207,8 +207,13 @@ class Aggregating:
                     line = future.result().line()
                     failed = False
                 except Exception as exc:
-                    line, failed = f"{self.pending[future]}: report failed: {' '.join(str(exc).split())[:300]}", True
+                    line, failed = _failed(self.pending[future], "report", exc), True
                 self._line(line, failed)
             self.phases["reports after the last aggregate"] = time.perf_counter() - done
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _failed(study: str, what: str, exc: Exception) -> str:
+    """The line for a study whose aggregation or report failed: its error on one line (at most 300 characters)."""
+    return f"{study}: {what} failed: {' '.join(str(exc).split())[:300]}"

@@ -209,7 +209,6 @@ def window(zones: Sequence[str], rates: Rates, needed: int, rng: np.random.Gener
         else:
             back = min([d[2] for d in down if d is not None] + [x[1] for x in slow if x is not None])
             procs = _processes(zones, rates, down, slow)
-            total = sum(r for r, _, _ in procs)
             plain = sum(r for r, kind, _ in procs if kind in UNBIASED)  # drawn at their own rates
             forced = sum(r for r, kind, _ in procs if kind not in UNBIASED)  # biased (all of them without slow)
             span = back - t

@@ -42,19 +42,20 @@ KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]  # ERROR hides "running over 
 
 
 _kernel = None  # this worker process's kernel for batches (a jupyter_client AsyncKernelManager), once started
+_finalizer = None  # the worker's exit shuts it down (registered once)
 
 
 def _batch_kernel():
     """The kernel manager this worker runs its batches on: papermill (nbclient) starts its kernel at the first
     batch and, since the manager is not its own, leaves it running for the next."""
-    global _kernel
+    global _kernel, _finalizer
     if _kernel is None:
         import multiprocessing.util
         from jupyter_client.manager import AsyncKernelManager
 
         _kernel = AsyncKernelManager(kernel_name="python3")
-        # a pool's worker ends through multiprocessing (os._exit: no atexit), which runs its finalizers
-        multiprocessing.util.Finalize(None, _drop_kernel, exitpriority=10)
+        if _finalizer is None:  # a pool's worker ends through multiprocessing (os._exit: no atexit), which runs it
+            _finalizer = multiprocessing.util.Finalize(None, _drop_kernel, exitpriority=10)
     return _kernel
 
 
