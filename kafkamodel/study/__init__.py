@@ -7,8 +7,8 @@ One module per job:
 * ``point``: running one point (``run_point(point) -> Result``), the pure unit every engine calls;
 * ``sweep``: planning a sweep (validate, lock, skip finished runs) and tallying its outcome;
 * ``runs``: run folders: staging, publishing, the study lock, failure records, timing;
-* ``engines``: ``papermill`` (a notebook per point in worker processes) and ``spark`` (a Spark task per
-  point); ``ship``: the package as --py-files for Spark executors;
+* ``engines``: ``papermill`` (notebooks of a batch of points, one kernel per worker process) and ``spark``
+  (Spark tasks of a batch of points); ``ship``: the package as --py-files for Spark executors;
 * ``spark``: the one helper that builds a Spark session;
 * ``aggregate``: per-configuration statistics over seeds, on Spark;
 * ``tables``: reading the aggregates back (notebooks);

@@ -156,7 +156,9 @@ class Storage:
         try:
             for uri in study_uris:
                 missing, at = [], uri
-                while not self.exists(at) and "/" in at.split("://", 1)[1].strip("/"):
+                # stop at the filesystem's root (a bucket, a namenode): s3a's root without a path is not a Path
+                # its FileSystem accepts ("path must be absolute"), and the root is never made
+                while "/" in at.split("://", 1)[1].strip("/") and not self.exists(at):
                     missing.append(at)
                     at = at.rsplit("/", 1)[0]
                 if missing:
