@@ -24,17 +24,10 @@ import pytest
 from kafkamodel.paths import CAMPAIGNS, ROOT
 from kafkamodel.study.point import execute_point
 from kafkamodel.study.specfile import load_spec
+from tests.test_study_spark_engine import SPEC  # the engines' spec: two acks settings x two seeds
 
 pytestmark = pytest.mark.slow
 
-SPEC = """\
-study: engines
-notebook: 00_explore.ipynb
-base: acks1-leader-crash
-seeds: 2
-grid:
-  producers[*].acks: [1, all]
-"""
 BUCKET = "kafkamodel"
 SAFETY = CAMPAIGNS / "safety.yaml"
 # hadoop-aws 3.3.1 reads these as plain numbers; the Hadoop 3.5 client PySpark ships defaults them with units
