@@ -156,8 +156,8 @@ class Storage:
         try:
             for uri in study_uris:
                 missing, at = [], uri
-                # stop at the filesystem's root (a bucket, a namenode): s3a's root without a path is not a Path
-                # its FileSystem accepts ("path must be absolute"), and the root is never made
+                # stop below the filesystem's root (a bucket, a namenode), which is never made: S3A refuses
+                # to look at s3a://bucket, a root without a path ("path must be absolute")
                 while "/" in at.split("://", 1)[1].strip("/") and not self.exists(at):
                     missing.append(at)
                     at = at.rsplit("/", 1)[0]
