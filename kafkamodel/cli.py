@@ -444,8 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def sweep_options(p: argparse.ArgumentParser, scale: bool = True) -> None:
         p.add_argument("--engine", default="papermill",
-                       help=f"{ENGINES}: papermill runs notebooks of up to 20 points each on one kernel per worker "
-                            "process, spark runs Spark tasks of up to 25 points each")
+                       help=f"{ENGINES}: papermill runs a notebook per batch of points, on one kernel per worker "
+                            "process; spark a Spark task per batch of points")
         p.add_argument("--master", help="Spark master URL for the Spark work (default: local[*])")
         p.add_argument("--workers", type=_positive_int("--workers"), help="papermill worker processes (default: cores)")
         p.add_argument("--timeout", type=_seconds("--timeout"), default=600.0,
