@@ -39,18 +39,20 @@ test-browser: $(STAMP)
 ## test-slow: the long tests (more hypothesis examples), bounded; the object-store test runs when `make s3a-jars`
 ## has fetched its jars (skipped, saying so, when not)
 S3A_JARS := .cache/s3a-jars
+S3A_VERSION := 1.4.5
+S3A_JAR_NAMES := hadoop-aws-3.3.1.jar aws-java-sdk-bundle-1.11.901.jar
 test-slow: $(STAMP)
 	KAFKAMODEL_S3A_JARS=$${KAFKAMODEL_S3A_JARS:-$(CURDIR)/$(S3A_JARS)} $(PY) -m pytest -m slow
 
 ## s3a-jars: hadoop-aws and the AWS SDK for the object-store test (tests/test_object_store.py), taken from the
 ## PyPI package that carries them (sagemaker-pyspark 1.4.5, 181 MB; Maven Central is not needed)
-s3a-jars: $(S3A_JARS)/hadoop-aws-3.3.1.jar
-$(S3A_JARS)/hadoop-aws-3.3.1.jar: $(STAMP)
+s3a-jars: $(S3A_JARS)/.fetched
+$(S3A_JARS)/.fetched: | $(STAMP)
 	rm -rf $(S3A_JARS).tmp && mkdir -p $(S3A_JARS).tmp
-	$(PY) -m pip download --quiet --no-deps --no-binary :all: --dest $(S3A_JARS).tmp sagemaker-pyspark==1.4.5
-	tar -xzf $(S3A_JARS).tmp/sagemaker_pyspark-1.4.5.tar.gz -C $(S3A_JARS).tmp --strip-components=3 \
-		sagemaker_pyspark-1.4.5/deps/jars/hadoop-aws-3.3.1.jar sagemaker_pyspark-1.4.5/deps/jars/aws-java-sdk-bundle-1.11.901.jar
-	mkdir -p $(S3A_JARS) && mv $(S3A_JARS).tmp/*.jar $(S3A_JARS)/ && rm -rf $(S3A_JARS).tmp
+	$(PY) -m pip download --quiet --no-deps --dest $(S3A_JARS).tmp sagemaker-pyspark==$(S3A_VERSION)
+	tar -xzf $(S3A_JARS).tmp/sagemaker_pyspark-$(S3A_VERSION).tar.gz -C $(S3A_JARS).tmp --strip-components=3 \
+		$(addprefix sagemaker_pyspark-$(S3A_VERSION)/deps/jars/,$(S3A_JAR_NAMES))
+	mkdir -p $(S3A_JARS) && mv $(S3A_JARS).tmp/*.jar $(S3A_JARS)/ && rm -rf $(S3A_JARS).tmp && touch $@
 
 ## validation: the validation set (data/validation/): published measurements of real Kafka vs the model ->
 ## reports/validation.html and validation.json; then README.md's table from them

@@ -21,15 +21,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kafkamodel.paths import CAMPAIGNS, ROOT
+from kafkamodel.paths import ROOT
 from kafkamodel.study.point import execute_point
 from kafkamodel.study.specfile import load_spec
+from tests.test_campaign import spec_file  # the shipped safety campaign's spec, copied
 from tests.test_study_spark_engine import SPEC  # the engines' spec: two acks settings x two seeds
 
 pytestmark = pytest.mark.slow
 
 BUCKET = "kafkamodel"
-SAFETY = CAMPAIGNS / "safety.yaml"
 # hadoop-aws 3.3.1 reads these as plain numbers; the Hadoop 3.5 client PySpark ships defaults them with units
 # ("60s", "64M"), which 3.3.1 cannot parse. The values are Hadoop 3.3's own defaults.
 NUMERIC = {
@@ -96,16 +96,20 @@ def s3(tmp_path):
         server.stop()
 
 
-def _kit(conf: Path, *args: str) -> subprocess.CompletedProcess:
-    """The kit's command line with Spark configured by `conf` (spark-defaults.conf), as a user configures it."""
-    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
-    return subprocess.run([sys.executable, "-m", "kafkamodel", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+def _python(conf: Path, *args: str) -> subprocess.CompletedProcess:
+    """This Python with Spark configured by `conf` (spark-defaults.conf), as a user configures it."""
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env={**os.environ, "SPARK_CONF_DIR": str(conf)},
+                          capture_output=True, text=True, timeout=600)
 
 
 def _keys(client, prefix: str) -> list[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+def _run_id(key: str) -> str:
+    """The run a key of a partitioned table belongs to (``.../run_id=<id>/part-...``)."""
+    return key.split("run_id=", 1)[1].split("/", 1)[0]
 
 
 def _table(client, prefix: str) -> pd.DataFrame:
@@ -114,7 +118,7 @@ def _table(client, prefix: str) -> pd.DataFrame:
     for key in _keys(client, prefix):
         if key.endswith(".parquet"):
             frame = pd.read_parquet(io.BytesIO(client.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
-            frames.append(frame.assign(run_id=key.split("run_id=", 1)[1].split("/", 1)[0]))
+            frames.append(frame.assign(run_id=_run_id(key)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -125,18 +129,18 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
     spec = load_spec(tmp_path / "spec" / "engines.yaml")
     runs = f"s3a://{BUCKET}/kafkamodel/runs"  # two levels that do not exist yet: made by the kit, not the root
 
-    done = _kit(conf, "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark", "--master", "local[2]",
-                "--runs", runs, "--timeout", "120")
+    sweep = ("-m", "kafkamodel", "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark",
+             "--master", "local[2]", "--runs", runs, "--timeout", "120")
+    done = _python(conf, *sweep)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
-    resumed = _kit(conf, "sweep", str(tmp_path / "spec" / "engines.yaml"), "--engine", "spark", "--master", "local[2]",
-                   "--runs", runs)
+    resumed = _python(conf, *sweep)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "engines: 4 points: 0 ran, 4 already done, 0 failed" in resumed.stdout  # found by listing the bucket
 
     # what is in the bucket, read without the kit: a summary partition per run, and the summary.json text a run
     # executed here in a run folder holds, byte for byte
-    summaries = {k.split("run_id=", 1)[1].split("/", 1)[0] for k in _keys(client, "kafkamodel/runs/engines/summary/")}
+    summaries = {_run_id(k) for k in _keys(client, "kafkamodel/runs/engines/summary/")}
     assert summaries == {p.run_id for p in spec.points()}
     files = _table(client, "kafkamodel/runs/engines/files/").set_index("run_id")
     for point in spec.points():
@@ -146,12 +150,10 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
     assert not _keys(client, "kafkamodel/runs/engines/_failed/")
     assert not [k for k in _keys(client, "kafkamodel/") if "kafkamodel-probe" in k]  # the write check cleaned up
 
-    aggregated = subprocess.run(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
-         "aggregate; print(aggregate(sys.argv[1], master='local[2]', runs=sys.argv[2], "
-         "processed=Path(sys.argv[3])).line())", str(tmp_path / "spec" / "engines.yaml"), runs,
-         str(tmp_path / "processed")],
-        cwd=ROOT, env={**os.environ, "SPARK_CONF_DIR": str(conf)}, capture_output=True, text=True, timeout=600)
+    aggregated = _python(conf, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
+                         "aggregate; print(aggregate(sys.argv[1], master='local[2]', runs=sys.argv[2], "
+                         "processed=Path(sys.argv[3])).line())", str(tmp_path / "spec" / "engines.yaml"), runs,
+                         str(tmp_path / "processed"))
     assert aggregated.returncode == 0, aggregated.stderr[-3000:]
     assert "engines: 4 runs -> 2 configurations" in aggregated.stdout
     stats = pd.read_parquet(tmp_path / "processed" / "engines" / "stats")
@@ -164,21 +166,18 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
 
     # the fault campaign: one schedule per setting, its runs in the bucket, its verdicts read back from there; the
     # same verdicts as the same schedules run here on papermill into run folders
-    spec_file = tmp_path / "safety.yaml"
-    spec_file.write_text(SAFETY.read_text())
+    safety = spec_file(tmp_path)
     script = ("import sys; from pathlib import Path; from kafkamodel.campaign.run import run_campaign; "
               "out = run_campaign(Path(sys.argv[1]), schedules=1, engine=sys.argv[2], master='local[2]', "
               "runs=sys.argv[3] if '://' in sys.argv[3] else Path(sys.argv[3]), processed=Path(sys.argv[4]), "
               "report=False, progress=False, say=lambda line: None); print(chr(10).join(out.lines()))")
     verdicts = {}
     for engine, where in (("spark", f"s3a://{BUCKET}/campaign"), ("papermill", str(tmp_path / "campaign-runs"))):
-        done = subprocess.run([sys.executable, "-c", script, str(spec_file), engine, where,
-                               str(tmp_path / f"processed-{engine}")],
-                              cwd=ROOT, env={**os.environ, "SPARK_CONF_DIR": str(conf)}, capture_output=True,
-                              text=True, timeout=600)
+        done = _python(conf, "-c", script, str(safety), engine, where, str(tmp_path / f"processed-{engine}"))
         assert done.returncode == 0, done.stderr[-3000:]
         assert "1 schedules x 4 settings = 4 runs: 4 ran, 0 already done, 0 failed" in done.stdout, done.stdout
         verdicts[engine] = [line for line in done.stdout.splitlines() if line.startswith("  ")]
     assert len(verdicts["spark"]) == 4 and verdicts["spark"] == verdicts["papermill"]
-    assert {k.split("run_id=", 1)[1].split("/", 1)[0] for k in _keys(client, "campaign/campaigns/safety/summary/")} \
-        == {d.name for d in (tmp_path / "campaign-runs" / "campaigns" / "safety").iterdir() if not d.name.startswith((".", "_"))}
+    folders = (tmp_path / "campaign-runs" / "campaigns" / "safety").iterdir()
+    assert {_run_id(k) for k in _keys(client, "campaign/campaigns/safety/summary/")} == \
+        {d.name for d in folders if not d.name.startswith((".", "_"))}

@@ -67,7 +67,7 @@ def test_a_terminal_gets_tqdms_live_bar_and_disabled_means_silent():
 
 def test_the_time_left_follows_the_mean_pace_not_the_last_burst():
     """Points complete in bursts (a batch's 20 at once): after 10 runs in 10 s then 10 more in the next second,
-    90 - 20 = 80 runs are left at the mean pace of 20 runs in 11 s: 44 s, not the burst's 8 s."""
+    100 - 20 = 80 runs are left at the mean pace of 20 runs in 11 s: 44 s, not the burst's 8 s."""
     for file in (io.StringIO(), Terminal()):
         clock = {"now": 0.0}
         bar = progress_bar(100, "sweep", file=file)

@@ -3,10 +3,10 @@
 ``run_sweeps`` expands every spec (validating it), locks each study's run
 folder, skips finished runs, clears a killed sweep's leftovers, and gives the
 rest to one engine shared by all the studies (``engines.papermill``: a
-notebook per batch of points, one kernel per worker process; ``engines.spark``:
-a Spark task per batch of points). Both publish the same run folders and record failures alike
-(``runs``); here each point's result is tallied into its study's
-``SweepOutcome``. So a run folder is complete or absent; a re-run skips
+notebook per batch of points, one kernel per worker process;
+``engines.spark``: a Spark task per batch of points). Both publish the same
+run folders and record failures alike (``runs``); here each point's result is
+tallied into its study's ``SweepOutcome``. So a run folder is complete or absent; a re-run skips
 finished runs; a killed sweep loses only what was in flight; a failed point
 is recorded under ``_failed/`` and retried on the next sweep.
 """
