@@ -13,6 +13,14 @@ Four cases (docs/design.md's targets):
   with null keys, 60 simulated seconds: under 2 CPU-minutes. Run once (no
   warm-up run, no memory trace: its memory is the partitions' state, not
   records').
+* ``production``: a production-sized cluster (issue 39): 12 brokers in three
+  racks, 3,000 partitions of RF 3, six producers of 300k keyed 1 KiB
+  records/s each (linger.ms 5, batch.size 64 KiB, acks=all, Kafka 3.7),
+  10 simulated seconds: at most 45 CPU-seconds and 1.5 GiB. Run once, in a
+  fresh process whose peak resident memory is read from the OS (tracemalloc
+  would slow a run this size several times over). ``production-60s``: the
+  same for 60 simulated seconds (at most 5 CPU-minutes and 2 GiB), beside the
+  10-second run's peak, to show memory flat in the duration.
 
 Speed is CPU time (process time), the median of repeats; memory is the peak
 traced by tracemalloc during one extra run (NumPy reports its buffers to it),
@@ -73,6 +81,79 @@ def partitions_100k():
     })
 
 
+def production(duration_ms: float = 10_000.0):
+    """12 brokers in three racks, 3,000 partitions of RF 3, six producers of 300k keyed 1 KiB records/s
+    (linger.ms 5, batch.size 64 KiB, acks=all), Kafka 3.7 (KRaft), on the default broker machine."""
+    return load_scenario({
+        "name": "bench-production", "seed": 7, "kafka.version": "3.7", "duration.ms": duration_ms,
+        "brokers": 12, "racks": ["a", "b", "c"],
+        "topics": [{"name": "events", "partitions": 3000, "replication.factor": 3}],
+        "producers": [{"topic": "events", "rate.per.s": 300_000, "instances": 6, "acks": "all", "linger.ms": 5,
+                       "batch.size": 65536, "record.size.bytes": 1024, "keys": {"cardinality": 1_000_000}}],
+    })
+
+
+# the production cases: name, simulated ms, CPU-seconds at most, peak resident GiB at most
+PRODUCTION = (("production", 10_000.0, 45.0, 1.5), ("production-60s", 60_000.0, 300.0, 2.0))
+
+
+def _production_child(duration_ms: float, conn) -> None:
+    """Run the production case in this (fresh) process and send back its CPU time, summary and peak RSS."""
+    import resource
+
+    scenario = production(duration_ms)
+    t0 = time.process_time()
+    summary = simulate(scenario).summary
+    cpu = time.process_time() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    conn.send((cpu, summary, peak))
+    conn.close()
+
+
+def measure_production(duration_ms: float) -> tuple[float, dict, int]:
+    """CPU seconds, summary and peak resident bytes of one production run in a fresh process."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_production_child, args=(duration_ms, child))
+    proc.start()
+    child.close()
+    try:
+        result = parent.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"the production run ended without a result (exit code {proc.exitcode})") from None
+    proc.join()
+    return result
+
+
+def run_production(names: list[str]) -> bool:
+    """The production cases asked for; each line with its target."""
+    ok = True
+    peaks = {}
+    for name, duration, cpu_target, gib_target in PRODUCTION:
+        if name not in names:
+            continue
+        cpu, s, peak = measure_production(duration)
+        peaks[name] = peak
+        met_cpu, met_mem = cpu <= cpu_target, peak <= gib_target * 2**30
+        ok = ok and met_cpu and met_mem
+        sent = s["records_sent"]
+        print(f"{name}: {duration / 1000:g} simulated s, {sent:,} records, {s['batches']:,} batches, "
+              f"{s['produce_requests']:,} produce requests, {s['fetch_requests']:,} fetches")
+        print(f"  cpu seconds: {cpu:.1f} (target <= {cpu_target:g}: {'met' if met_cpu else 'NOT MET'}) -> "
+              f"{sent / cpu:,.0f} records per cpu-second")
+        print(f"  peak resident memory: {peak / 2**30:.2f} GiB (target <= {gib_target:g}: "
+              f"{'met' if met_mem else 'NOT MET'})")
+        print(f"  produce latency p50 {s['produce_latency_ms_p50']:.2f} ms, p99 {s['produce_latency_ms_p99']:.2f} ms; "
+              f"e2e p99 {s['e2e_latency_ms_p99']:.2f} ms")
+    if len(peaks) == 2:
+        short, long = peaks["production"], peaks["production-60s"]
+        print(f"  peak memory 60 s / 10 s: {long / short:.2f}")
+    return ok
+
+
 # name, scenario, target kind ("rate": records per CPU-second at least; "cpu": CPU-seconds at most), target,
 # repeats at most (None: as asked), memory traced (bytes per record)
 CASES = (
@@ -105,6 +186,11 @@ def measure(scenario, repeats: int, memory: bool = True) -> tuple[list[float], d
 def run_bench(records: int = 600_000, repeats: int = 5, cases: list[str] | None = None) -> int:
     """Every case (or the named ones): CPU time, records per CPU-second, bytes per record, against the targets."""
     ok = True
+    production_cases = [n for n, *_ in PRODUCTION if cases and n in cases]
+    if production_cases:
+        ok = run_production(production_cases)
+        if all(c in production_cases for c in cases):
+            return 0 if ok else 1
     for name, make, kind, target, most, memory in CASES:
         if cases and name not in cases:
             continue

@@ -543,8 +543,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench = verbs.add_parser("bench", help="simulated records per CPU-second and bytes per record (--sweep: engines)")
     bench.add_argument("--records", type=_positive_int("--records"), default=600_000, help="records in the steady-state run")
     bench.add_argument("--repeats", type=_positive_int("--repeats"), default=5, help="timed repeats (the median is reported)")
-    bench.add_argument("--case", action="append", choices=("steady-state", "one-partition", "many-partitions", "100k-partitions"),
-                       help="only this case (repeatable; default: all four)")
+    bench.add_argument("--case", action="append",
+                       choices=("steady-state", "one-partition", "many-partitions", "100k-partitions", "production",
+                                "production-60s"),
+                       help="only this case (repeatable; default: the first four; production and production-60s, "
+                            "minutes each, run only when named)")
     bench.add_argument("--sweep", action="store_true",
                        help="instead: points/s and per-point overhead of papermill and Spark local[1], local[2]")
     bench.add_argument("--points", type=_positive_int("--points"), default=24, help="points per engine with --sweep")
