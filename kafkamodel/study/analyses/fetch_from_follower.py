@@ -15,7 +15,7 @@ from ...sim.results.zones import GIB, MONTH_MS
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import choice, fmt, interval_method, num, part_settings, seconds, value
+from .common import choice, fmt, interval_method, num, part_settings, seconds, spread, value
 
 SELECTORS = {"leader_only": "leader only", "rack_aware": "fetch from follower"}
 KINDS = {"produce": "produce", "replication": "replication", "consume": "consume"}
@@ -73,12 +73,6 @@ def setup(agg: Aggregates) -> dict:
             "replica_wait_ms": s.broker.replica_fetch_wait_max_ms}
 
 
-def _spread(d) -> str:
-    if isinstance(d, dict) and "low" in d:
-        return f"{fmt(d['low'])}–{fmt(d['high'])} ms"
-    return f"{fmt(d)} ms" if isinstance(d, (int, float)) else str(d)
-
-
 def setup_text(agg: Aggregates) -> str:
     """Markdown: the cluster, the load and the price, read from the study's settings."""
     k = setup(agg)
@@ -88,7 +82,7 @@ def setup_text(agg: Aggregates) -> str:
             f"a producer in zone a sending {int(k['record_bytes']):,}-byte records at "
             f"{' or '.join(f'{int(r):,}' for r in k['rates'])} records/s from {fmt(k['start_ms'] / 1000)} s to "
             f"{fmt(k['duration_ms'] / 1000)} s; one consumer group in each zone (`client.rack`), each reading every "
-            f"partition. One way takes {_spread(k['local'])} inside a zone and {_spread(k['cross'])} between zones. "
+            f"partition. One way takes {spread(k['local'])} inside a zone and {spread(k['cross'])} between zones. "
             f"*Leader only*: `replica.selector.class` unset; *fetch from follower*: `{selector.rsplit('.', 1)[-1]}`. "
             f"Kafka {k['version']}. A GB (2^30 bytes) crossing zones costs ${fmt(k['price'])} "
             f"(`network.cross.zone.price.per.gb`: AWS's $0.01 per GB in each direction, both ends counted); a month "
@@ -159,7 +153,7 @@ def traffic_table(agg: Aggregates) -> Table:
 def eras_figure(agg: Aggregates):
     """The consumers' p50 and p99 at the low rate per Kafka version, leader only and fetch from follower."""
     df = eras(agg)
-    versions = sorted(df["version"].unique(), key=lambda v: tuple(int(x) for x in str(v).split(".")))
+    versions = _versions(df)
     fig, axes = plots.figure(2, 1, width=5.5, height=3.4)
     for ax, (m, label) in zip(axes, list(LATENCY.items())[:2]):
         plots.grouped_bars(ax, df.assign(y=df[m], y_lo=df[m + "_lo"], y_hi=df[m + "_hi"]), "version",
@@ -170,13 +164,18 @@ def eras_figure(agg: Aggregates):
     return fig
 
 
+def _versions(df: pd.DataFrame) -> list:
+    """The eras part's kafka.version values, oldest first."""
+    return sorted(df["version"].unique(), key=lambda v: tuple(int(x) for x in str(v).split(".")))
+
+
 def _low_rate(agg: Aggregates) -> float:
     return float(part_settings(agg, "eras").producers[0].rate_per_s)
 
 
 def eras_table(agg: Aggregates) -> Table:
     df = eras(agg)
-    order = sorted(df["version"].unique(), key=lambda v: tuple(int(x) for x in str(v).split(".")))
+    order = _versions(df)
     rows = []
     for v in order:
         for s, label in SELECTORS.items():
@@ -207,7 +206,7 @@ def numbers(agg: Aggregates) -> dict:
                 n[f"{key}_{s}_{m}"] = num(row[m], 2)
         lo, ff = n[f"{key}_leader_only_gb_month"], n[f"{key}_rack_aware_gb_month"]
         n[f"{key}_saved_share"] = num(1 - ff / lo if lo else float("nan"), 3)
-    for v in sorted(e["version"].unique(), key=lambda v: tuple(int(x) for x in str(v).split("."))):
+    for v in _versions(e):
         for s in SELECTORS:
             for m in ("consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99"):
                 n[f"v{str(v).replace('.', '_')}_{s}_{m}"] = num(value(e, m, version=v, selector=s), 2)
@@ -257,7 +256,7 @@ def eras_text(agg: Aggregates) -> str:
     n = numbers(agg)
     k = setup(agg)
     e = eras(agg)
-    versions = sorted(e["version"].unique(), key=lambda v: tuple(int(x) for x in str(v).split(".")))
+    versions = _versions(e)
 
     def p(v, s, q):
         return n[f"v{str(v).replace('.', '_')}_{s}_consume_e2e_latency_ms_{q}"]
