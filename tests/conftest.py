@@ -46,6 +46,10 @@ TINY = {
     "delivery_semantics": {  # runs stay 30 s long: the crashes are timed against the bursts
         "consumer_crashes": {"grid": {"schedule": ["none", "leave_join", "crash_rejoin", "repeated"]}},
     },
+    "fetch_from_follower": {  # 4 s runs (3 s of records), the eras before and after the 3.4 fixes
+        "traffic": {"overrides": {"duration.ms": 4000}},
+        "eras": {"overrides": {"duration.ms": 4000}, "grid": {"version": ["3.3", "4.1"]}},
+    },
     "recovery_protocols": {},
     "operations": {},  # already small: 14 configurations of 20-50 s
     "control_plane": {  # 0.10, 1.1 and 4.1 at 100 and 1,000 partitions led (0.10's controlled shutdown at 100 only)
@@ -139,7 +143,7 @@ def aggregated(spark, tmp_path_factory):
     return make
 
 
-STUDY_NAMES = ("quorum_vs_isr", "zones", "requests", "lag_policies", "acks_durability", "delivery_semantics",
+STUDY_NAMES = ("quorum_vs_isr", "zones", "fetch_from_follower", "requests", "lag_policies", "acks_durability", "delivery_semantics",
                "recovery_protocols", "versions", "operations", "control_plane")
 
 

@@ -296,6 +296,20 @@ def test_explorer_runs_interactively_in_jupyterlab(browser, lab, tmp_path):
                                  "replication factor). Lower it to 3 or less, or raise the replication factor.")
     page.screenshot(path=str(tmp_path / "explorer-4-refused.png"))
 
+    # zones (issue 36): the three-zones scenario, a consumer group in every zone, then the rack-aware selector: the
+    # status line prices the bytes that cross zones, and none of them go to consumers once they read in their zone
+    page.locator(".widget-dropdown", has=page.locator("label", has_text="scenario")).first.locator("select") \
+        .select_option("three-zones")
+    _wait_status(page, lambda s: "across zones" in s["status"] and "consumers:" not in s["status"], "three-zones")
+    _control(page, "consumers' client.rack").locator("select").select_option("a group in every zone")
+    grouped = _wait_status(page, lambda s: "consumers:" in s["status"], "a group in every zone")
+    assert "fetches from followers" not in grouped["status"] and "(0 to consumers)" not in grouped["status"]
+    _control(page, "replica.selector.class").locator("select").select_option("RackAwareReplicaSelector")
+    near = _wait_status(page, lambda s: "fetches from followers" in s["status"], "the rack-aware run")
+    assert "(0 to consumers)" in near["status"] and not near["cut"]
+    _settled_image(page)
+    page.screenshot(path=str(tmp_path / "explorer-6-fetch-from-follower.png"))
+
     # saving writes the notebook clean: what the repository holds, with the one line the user edited
     page.keyboard.press("Control+s")
     page.wait_for_function("() => !document.querySelector('.lm-DockPanel-tabBar .jp-mod-current.jp-mod-dirty')")

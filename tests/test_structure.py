@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kafkamodel import load_scenario, simulate
+from kafkamodel.config.settings import RACK_AWARE_SELECTOR
 from kafkamodel.sim.engine.transport import Streams
 from kafkamodel.sim.results.measures import EVENT_KINDS, SUMMARY_KEYS, TABLES
 from kafkamodel.sim.simulation import Simulation, declared_handlers
@@ -59,6 +60,11 @@ COVERING_OVERRIDES = (
         {"at.ms": 500, "kind": "reassign", "topic": "orders", "partitions": [0], "replicas": [[3, 4, 1]],
          "throttle": 10000000},
         {"at.ms": 500, "kind": "remove_broker", "broker": 2}]}),
+    # fetch from follower (KIP-392) across three zones, a consumer group in each, a follower crashing: the zones'
+    # traffic sampled, consumer fetches parked on followers
+    ("three-zones", {"duration.ms": 3000, "broker.replica.selector.class": RACK_AWARE_SELECTOR,
+                     "consumers": [{"group": f"in-{z}", "topic": "orders", "client.rack": z} for z in "abc"],
+                     "faults": [{"at.ms": 1500, "kind": "crash", "broker": 1}]}),
     # a ZooKeeper-era controlled shutdown: StopReplica (no delete) for what the broker follows, as the controller
     # gets to each partition
     ("steady-state", {"duration.ms": 3000, "kafka.version": "1.0", "operations": [

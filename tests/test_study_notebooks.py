@@ -119,6 +119,28 @@ def test_zones_notebook(study_reports):
     assert n["cluster_loss_rf3_isr_fsync_on_acked_lost"] == n["cluster_loss_rf3_quorum_fsync_on_acked_lost"] == 0
 
 
+def test_fetch_from_follower_notebook(study_reports):
+    n = numbers_of(study_reports, "fetch_from_follower")
+    for rate in ("r200", "r10000"):
+        # a group in each zone reading every partition from its leader: two thirds of its bytes cross, as many as
+        # replication sends to the two followers in the other zones (RF 3)
+        assert n[f"{rate}_leader_only_consume_gb_month"] == pytest.approx(
+            n[f"{rate}_leader_only_replication_gb_month"], rel=0.02)
+        assert n[f"{rate}_rack_aware_consume_gb_month"] == 0  # each reads the replica in its own zone
+        assert n[f"{rate}_rack_aware_replication_gb_month"] == n[f"{rate}_leader_only_replication_gb_month"]
+        # what it saves is the consumers' share, and the price is the same per GB
+        saved = n[f"{rate}_leader_only_consume_gb_month"] / n[f"{rate}_leader_only_gb_month"]
+        assert n[f"{rate}_saved_share"] == pytest.approx(saved, abs=0.002)
+        assert n[f"{rate}_rack_aware_cost_month"] == pytest.approx(
+            n[f"{rate}_leader_only_cost_month"] * (1 - saved), rel=0.01)
+        # the producer does not notice; the consumers wait for their follower's HW
+        assert n[f"{rate}_rack_aware_produce_latency_ms_p99"] == pytest.approx(
+            n[f"{rate}_leader_only_produce_latency_ms_p99"], rel=0.1)
+        assert n[f"{rate}_rack_aware_consume_e2e_latency_ms_p50"] > n[f"{rate}_leader_only_consume_e2e_latency_ms_p50"]
+    # at 200 records/s before 3.4 a fetch parked on a follower waits out fetch.max.wait.ms (500 ms): the p99 near it
+    assert n["v3_3_rack_aware_consume_e2e_latency_ms_p99"] > 400 > n["v4_1_rack_aware_consume_e2e_latency_ms_p99"]
+
+
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
     from kafka_format import v2_capacity

@@ -196,6 +196,10 @@ def _section(keys: Mapping[str, Key]) -> Check:
 
 MAX_INT = 2147483647
 
+# replica.selector.class (KIP-392, 2.4): Kafka's two selectors; unset (null) is the leader, as LeaderSelector
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+
 TOP: dict[str, Key] = {
     "name": Key("scenario", text, "a name for the run"),
     "seed": Key(0, integer(0, 2**63 - 1), "root of the run's numpy SeedSequence"),
@@ -244,12 +248,14 @@ BROKER: dict[str, Key] = {
     "replica.fetch.response.max.bytes": Key(10485760, integer(0, MAX_INT), "bytes one fetch response carries over all its partitions (the first batch always)"),
     "num.io.threads": Key(8, integer(1, 10000), "request handler threads per broker"),
     "num.network.threads": Key(3, integer(1, 10000), "network threads per broker (read requests, write responses)"),
+    "replica.selector.class": Key(None, optional(choice(RACK_AWARE_SELECTOR, LEADER_SELECTOR)), "KIP-392 (2.4): the leader names a preferred read replica to consumers (RackAwareReplicaSelector: one in the consumer's client.rack); null = consumers read from the leader"),
 }
 
 NETWORK: dict[str, Key] = {
     "latency.ms": Key({"dist": "lognormal", "median": 0.5, "sigma": 0.5}, distribution, "one-way message latency"),
     "links": Key([], lambda v, p: link_list(v, p), "[{between: [X, Y], latency.ms: DIST}]: X, Y a broker id, rack:NAME, clients or *; later entries win"),
     "bandwidth.mbps": Key(None, optional(number(positive=True)), "each broker's NIC in Mbps, shared by all its traffic, each direction; null = hardware.broker.nic.gbps (a number here wins)"),
+    "cross.zone.price.per.gb": Key(0.02, number(lo=0), "what one GB (2^30 bytes) that crosses zones (racks) costs, both ends counted: AWS's $0.01/GB in each direction (docs/zones.md)"),
 }
 
 DISK: dict[str, Key] = {
@@ -464,7 +470,8 @@ CONSUMER: dict[str, Key] = {
     "auto.offset.reset": Key("latest", choice("latest", "earliest"), "where a member starts without a valid committed offset"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait after a failed fetch"),
     "request.timeout.ms": Key(30000, number(positive=True), "a fetch unanswered this long after fetch.max.wait.ms is given up"),
-    "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links"),
+    "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links and the brokers' replica.selector.class"),
+    "metadata.max.age.ms": Key(300000, number(positive=True), "a preferred read replica (KIP-392) is used this long, then the consumer asks the leader again"),
 }
 
 SECTIONS: dict[str, dict[str, Key]] = {"broker": BROKER, "network": NETWORK, "disk": DISK, "costs": COSTS,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .hardware import PARTS, nic_ms_per_byte, profile  # nic_ms_per_byte: for the model, which reads config here
-from .schema import CLOSED_LOOP, CONSUMER_FAULTS, assignor_list
+from .schema import CLOSED_LOOP, CONSUMER_FAULTS, LEADER_SELECTOR, RACK_AWARE_SELECTOR, assignor_list  # noqa: F401 (the selectors: for the model)
 from .versions import MAX_INT, Mechanisms, mechanisms
 
 # acks as Kafka codes it on the wire (ProduceRequest.acks): 0, 1, or -1 for all
@@ -148,6 +148,7 @@ class BrokerSettings:
     replica_fetch_response_max_bytes: int
     num_io_threads: int
     num_network_threads: int
+    replica_selector_class: str | None = None  # KIP-392 (2.4): RackAwareReplicaSelector, LeaderSelector; None: unset
 
     @classmethod
     def of(cls, b: Mapping) -> "BrokerSettings":
@@ -176,6 +177,7 @@ class BrokerSettings:
             replica_fetch_response_max_bytes=int(b["replica.fetch.response.max.bytes"]),
             num_io_threads=int(b["num.io.threads"]),
             num_network_threads=int(b["num.network.threads"]),
+            replica_selector_class=b.get("replica.selector.class"),
         )
 
 
@@ -376,6 +378,7 @@ class ConsumerSettings:
     rebalance_protocol: str = "eager"  # eager, cooperative (KIP-429: every listed assignor supports it), or consumer (KIP-848)
     remote_assignor: str = "uniform"  # group.protocol consumer: the coordinator's assignor
     instance_ids: tuple | None = None  # group.instance.id per member (static membership, KIP-345), or None
+    metadata_max_age_ms: float = 300000.0  # a preferred read replica (KIP-392) lasts this long
 
     @classmethod
     def of(cls, c: Mapping, broker: Mapping | None = None) -> "ConsumerSettings":
@@ -401,6 +404,7 @@ class ConsumerSettings:
                                         if protocol == "consumer" else c["heartbeat.interval.ms"]),
             auto_offset_reset=c["auto.offset.reset"], retry_backoff_ms=float(c["retry.backoff.ms"]),
             request_timeout_ms=float(c["request.timeout.ms"]), client_rack=c["client.rack"],
+            metadata_max_age_ms=float(c.get("metadata.max.age.ms", 300000)),
         )
 
 
@@ -494,6 +498,7 @@ class Settings:
     consumers: tuple  # ConsumerSettings
     faults: tuple  # FaultSettings
     operations: tuple  # OperationSettings, in scenario order
+    cross_zone_price_per_gb: float = 0.02  # network.cross.zone.price.per.gb: a GB (2^30 bytes) across zones, both ends
 
     @classmethod
     def of(cls, scenario: Mapping) -> "Settings":
@@ -529,6 +534,7 @@ class Settings:
             consumers=tuple(ConsumerSettings.of(c, b) for c in scenario["consumers"]),
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
             operations=tuple(OperationSettings.of(op, scenario["brokers"]) for op in scenario["operations"]),
+            cross_zone_price_per_gb=float(scenario["network"].get("cross.zone.price.per.gb", 0.02)),
         )
 
     def topic(self, name: str) -> TopicSettings:

@@ -187,6 +187,8 @@ PROPERTIES: dict[tuple[str, str], Property] = {
         since="3.7", came="it came in 3.7 with KIP-848", instead='set kafka.version "4.0" or later'),
     ("broker", "group.consumer.session.timeout.ms"): Property(
         since="3.7", came="it came in 3.7 with KIP-848", instead='set kafka.version "4.0" or later'),
+    ("broker", "replica.selector.class"): Property(
+        since="2.4", came="fetch-from-follower came in 2.4 with KIP-392", instead='set kafka.version "2.4" or later'),
     ("consumers", "fetch.max.bytes"): Property(
         since="0.10", came="it came in 0.10.1 with KIP-74", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
 }
@@ -320,6 +322,20 @@ class Mechanisms:
     # group.instance.id (KIP-345's group.instance.id itself is 2.3: there they order every member by member id)
     kip841: bool = False  # KRaft (KIP-841) and ZooKeeper from 3.4 (KAFKA-14140): the controller refuses an ISR that
     # adds a broker it does not count live: fenced or offline, or in a controlled shutdown
+    # fetch-from-follower (KIP-392, 2.4: replica.selector.class exists from there), as it changed (docs/zones.md):
+    kip392: bool = False  # 2.4: a consumer's fetch carries its client metadata (rack), so any replica serves it
+    hw_ends_follower_long_poll: bool = False  # 2.4-2.5 (KIP-392's DelayedFetch "Case H", removed in 2.6 by
+    # KAFKA-9952): a follower whose last answer's HW is stale is answered at once, parked or not
+    preferred_replica_answers_at_once: bool = False  # 3.3 (KAFKA-13767): a leader's answer naming a preferred read
+    # replica goes out at once; before, it waits in purgatory like an empty fetch (fetch.max.wait.ms, unless other
+    # partitions of the fetch bring fetch.min.bytes)
+    preferred_replica_in_isr: bool = False  # 3.4 (KAFKA-14372): the leader names only an ISR member; before, any
+    # replica whose LEO has the fetch offset, however far behind
+    follower_completes_delayed_fetch: bool = False  # 3.4 (KAFKA-14334): a follower answers the consumer fetches parked
+    # on it when a fetch answer moves its HW; before, they wait fetch.max.wait.ms
+    consumer_clears_preferred_on_error: bool = False  # 3.5 (KAFKA-14379): a failed fetch, or an error asking for a
+    # metadata update, sends the consumer back to the leader; before, only OFFSET_OUT_OF_RANGE, the replica offline
+    # in its metadata, or metadata.max.age.ms
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -344,4 +360,10 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         hw_completes_delayed_fetch=version != "0.8.1",
         static_member_order=at_least(version, "2.4"),
         kip841=kraft or at_least(version, "3.4"),
+        kip392=at_least(version, "2.4"),
+        hw_ends_follower_long_poll=at_least(version, "2.4") and not at_least(version, "2.6"),
+        preferred_replica_answers_at_once=at_least(version, "3.3"),
+        preferred_replica_in_isr=at_least(version, "3.4"),
+        follower_completes_delayed_fetch=at_least(version, "3.4"),
+        consumer_clears_preferred_on_error=at_least(version, "3.5"),
     )

@@ -140,6 +140,7 @@ class FaultInjector:
             rep = self.replicas[p][b]
             if rep.is_leader:
                 self.leader.release_consumers(rep, CLIENT)
+        self.leader.consumer_fetch.reset(b)  # and those parked on its followers (KIP-392)
         self.follower.leader_died(b)
 
     def fault_crash(self, b: int, f: FaultSettings) -> None:

@@ -44,6 +44,10 @@ OFFSET_OUT_OF_RANGE = 7
 # the model's own split of OFFSET_OUT_OF_RANGE for a follower below the leader's log start offset (Kafka's fetcher
 # tells the two apart by asking the leader's offsets): it restarts its log there
 LOG_START_MOVED = 8
+# a consumer's fetch at a follower (KIP-392) names the leader epoch of its metadata: a follower told of an older epoch
+# answers UNKNOWN_LEADER_EPOCH (the consumer retries), one told of a newer answers FENCED_LEADER_EPOCH
+FENCED_LEADER_EPOCH = 9
+UNKNOWN_LEADER_EPOCH = 10
 ERRORS = ("NONE", "NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
           "DELIVERY_TIMEOUT", "OUT_OF_ORDER_SEQUENCE_NUMBER")  # what a batch can end with (records.error)
 
@@ -103,3 +107,4 @@ class ConsumerFetchPartition(NamedTuple):
     records: list  # (batch, first record, end record, offset of the first) slices below the HW
     next_offset: int  # where the next fetch starts
     error_code: int
+    preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none)

@@ -52,6 +52,7 @@ from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
 from .results.outcome import RunEnd, build_result
 from .results.result import Result
 from .results.timeline import Timeline
+from .results.zones import ZoneTraffic
 from .rules.lag import make_lag_rule
 from .rules.modes import make_mode
 from .rules.truncation import make_truncation
@@ -157,6 +158,7 @@ class Simulation:
                                     consumer=self.consumer)
         self.operations = Operations(self, self.faults, self.controller, self.replication)
         self.timeline = Timeline(self)
+        self.zones = ZoneTraffic(self)  # the bytes that cross zones, per second (results.zones)
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
@@ -172,7 +174,7 @@ class Simulation:
         self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
                        self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
                        self.controller, self.replication, self.channel, self.group_coordinator, self.fetcher, self.consumer,
-                       self.faults, self.operations, self.timeline)
+                       self.faults, self.operations, self.timeline, self.zones)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property
@@ -208,11 +210,13 @@ class Simulation:
         self.faults.start()
         self.operations.start()
         self.timeline.start()
+        self.zones.start()
         self.availability.note()
         self.kernel.run(duration)
         self.availability.note()
         self.availability.close(duration)
         self.producer.finish()
+        self.zones.close(duration)
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
@@ -225,7 +229,8 @@ class Simulation:
             operations={"window": self.operations.window(self.kernel.now), **self.health.close(duration),
                         "reassignment_bytes": self.quotas.moved_bytes, "produce_error_ms": self.producer.error_ms,
                         "throttled_bytes": self.quotas.throttled_bytes,
-                        "under_min_isr_ms": self.health.under_min_isr_ms}))
+                        "under_min_isr_ms": self.health.under_min_isr_ms},
+            zones=self.zones))
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the

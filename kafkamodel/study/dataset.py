@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 from .spec import StudyError
 
-TABLES = ("files", "events", "timeline", "partitions", "groups", "records", "summary")  # written in this order
+TABLES = ("files", "events", "timeline", "partitions", "groups", "zones", "records", "summary")  # written in this order
 FAILED = "_failed"
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 PARTITION = "run_id"

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from ..config import versions
 from ..config.scenario import Scenario
-from ..config.schema import LISTS, SECTIONS
+from ..config.schema import LISTS, RACK_AWARE_SELECTOR, SECTIONS
 
 FAULTS = {  # named fault schedules: (kind, target, extra)
     "as in the scenario": None,
@@ -46,6 +46,10 @@ OPERATIONS = {  # named operations (operations:), started at a quarter of the ru
     "rolling restart (uncontrolled, no wait)": "uncontrolled",
     "preferred leader election": "preferred",
 }
+SELECTORS = {"unset (the leader)": None, "RackAwareReplicaSelector": RACK_AWARE_SELECTOR}  # replica.selector.class
+AS_GIVEN = "as in the scenario"
+EVERY_ZONE = "a group in every zone"
+NO_RACK = "no client.rack"
 LAG_TIMES = [100, 250, 500, 1000, 2000, 5000, 10000, 30000]
 LAG_MESSAGES = [500, 1000, 2000, 4000, 8000, 16000, 64000]
 SESSION_TIMEOUTS = [1000, 2000, 3000, 6000, 9000, 12000, 18000, 30000]
@@ -89,6 +93,21 @@ def session_key(metadata: str) -> str:
 def count_rule(version: str) -> bool:
     """Does the version have 0.8's count rule (replica.lag.max.messages)?"""
     return versions.has("broker", "replica.lag.max.messages", version, versions.default_metadata(version))
+
+
+def zones(scenario: Scenario) -> list[str]:
+    """The brokers' racks (zones), in order of first mention."""
+    return list(dict.fromkeys(scenario["racks"] or []))
+
+
+def consumer_rack_choices(scenario: Scenario) -> list[str]:
+    """Where the consumers can run: as given, a group in every zone, all in one zone, or in none."""
+    return [AS_GIVEN, *([EVERY_ZONE] if zones(scenario) else []), *(f"all in {z}" for z in zones(scenario)), NO_RACK]
+
+
+def selects_replicas(version: str) -> bool:
+    """Does the version have replica.selector.class (KIP-392, 2.4)?"""
+    return versions.has("broker", "replica.selector.class", version, versions.default_metadata(version))
 
 
 def at_version(scenario: Scenario, version: str) -> Scenario:
@@ -141,6 +160,9 @@ def initial_values(scenario: Scenario) -> dict:
         "fault_at_ms": at,
         "fault_duration_ms": lasts,
         "operation": "as in the scenario",
+        "replica_selector": next((k for k, v in SELECTORS.items() if v == broker["replica.selector.class"]),
+                                 "unset (the leader)"),
+        "consumer_racks": AS_GIVEN,
     }
 
 
@@ -155,6 +177,7 @@ def active(values: Mapping[str, Any]) -> dict[str, bool]:
         "lag_max_messages": isr and count_rule(values["kafka_version"]),  # 0.8's count rule
         "fault_at_ms": own_faults,
         "fault_duration_ms": own_faults,
+        "replica_selector": selects_replicas(values["kafka_version"]),  # KIP-392: from 2.4
     }
 
 
@@ -236,12 +259,31 @@ def _full(values: Mapping[str, Any], scenario: Scenario) -> dict:
     schedule = FAULTS[values["faults"]]
     if schedule is not None:
         ov["faults"] = _faults(schedule, values, scenario, rf)
+    if selects_replicas(version):
+        ov["broker.replica.selector.class"] = SELECTORS[values.get("replica_selector", "unset (the leader)")]
+    racks = values.get("consumer_racks", AS_GIVEN)
+    if racks != AS_GIVEN:
+        ov["consumers"] = _consumers(racks, scenario)
     operation = OPERATIONS[values.get("operation", "as in the scenario")]
     if operation is not None:
         ov["operations"] = _operations(operation, float(scenario["duration.ms"]), int(scenario["brokers"]))
         if operation:
             ov["broker.controlled.shutdown.enable"] = operation != "uncontrolled"
     return ov
+
+
+def _consumers(choice: str, scenario: Scenario) -> list:
+    """The consumers a rack choice stands for: the scenario's groups with their client.rack set (all in one zone,
+    or none), or one group per zone reading the first topic as the scenario's first group does (a group
+    ``<group>-<zone>`` each; ``explore`` when the scenario has none)."""
+    given = [dict(c) for c in scenario.given.get("consumers") or []]
+    if choice == EVERY_ZONE:
+        base = {k: v for k, v in (given[0] if given else {}).items() if k not in ("group", "client.rack")}
+        base.setdefault("topic", scenario["topics"][0]["name"] if scenario["topics"] else "t")
+        name = given[0].get("group", "explore") if given else "explore"
+        return [{**base, "group": f"{name}-{z}", "client.rack": z} for z in zones(scenario)]
+    rack = None if choice == NO_RACK else choice[len("all in "):]
+    return [{**c, "client.rack": rack} for c in given]
 
 
 def _operations(name, duration: float, brokers: int) -> list:

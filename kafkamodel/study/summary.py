@@ -126,5 +126,12 @@ def status_line(result, run: int) -> str:
                     f"{number(s['operation_produce_errors'])} errors, "
                     f"{number(s['under_min_isr_partition_ms'] / 1000.0)} partition-s under min ISR")
     if _has_consumers(result):
-        bits.append(f"consumers: {number(s['consumed_lost'])} lost, {number(s['consumed_duplicates'])} twice")
+        bits.append(f"consumers: {number(s['consumed_lost'])} lost, {number(s['consumed_duplicates'])} twice, "
+                    f"p99 {_ms(s.get('consume_e2e_latency_ms_p99'))}"
+                    + (f", {number(s['consumer_fetches_from_followers'])} fetches from followers"
+                       if s.get("consumer_fetches_from_followers") else ""))
+    if result.scenario.get("racks"):
+        bits.append(f"across zones: {number(s['cross_zone_bytes'] / 2 ** 20)} MiB "
+                    f"({number(s['cross_zone_bytes_consume'] / 2 ** 20)} to consumers), "
+                    f"${number(s['cross_zone_cost_per_month'])} a month")
     return " · ".join(bits)

@@ -87,6 +87,8 @@ class ExplorerPanel:
             "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=1),
             "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=2),
             "operation": dropdown("operation", list(pm.OPERATIONS)),
+            "replica_selector": dropdown("replica.selector.class", list(pm.SELECTORS)),
+            "consumer_racks": dropdown("consumers' client.rack", [pm.AS_GIVEN]),
         }
         tips = {"kafka_version": "the Kafka release whose mechanisms and defaults apply (docs/versions.md); moving it "
                                  "reloads the scenario under that version, the controls at its defaults",
@@ -95,7 +97,11 @@ class ExplorerPanel:
                 "lag_max_messages": "Kafka 0.8's count rule: out of sync when more than this many messages behind",
                 "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)",
                 "operation": "an operator's maintenance (operations:), from a quarter of the run: watch the partitions "
-                             "by ISR size (under-replicated, under min ISR) and the latency while it runs"}
+                             "by ISR size (under-replicated, under min ISR) and the latency while it runs",
+                "replica_selector": "KIP-392 (2.4+): RackAwareReplicaSelector lets each consumer read from the replica "
+                                    "in its client.rack (docs/zones.md); the status line gives the cross-zone bill",
+                "consumer_racks": "the zones the consumer groups run in (client.rack): a group in every zone reads "
+                                  "the first topic once per zone"}
         for name, tip in tips.items():
             self.controls[name].tooltip = tip
         self.status = w.HTML(layout=w.Layout(min_height="2.6em"))
@@ -105,7 +111,9 @@ class ExplorerPanel:
         for name, control in self.controls.items():
             control.observe(self._version_changed if name == "kafka_version" else self._changed, names="value")
         names = list(self.controls)
-        columns = w.HBox([w.VBox([self.controls[n] for n in names[:7]]), w.VBox([self.controls[n] for n in names[7:]])])
+        half = (len(names) + 1) // 2
+        columns = w.HBox([w.VBox([self.controls[n] for n in names[:half]]),
+                          w.VBox([self.controls[n] for n in names[half:]])])
         self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
         self.load(sources[0].label)
 
@@ -128,6 +136,7 @@ class ExplorerPanel:
         step = max(duration // 100, 1)
         self._quiet = True
         try:
+            self.controls["consumer_racks"].options = pm.consumer_rack_choices(self.scenario)
             at, lasts = self.controls["fault_at_ms"], self.controls["fault_duration_ms"]
             at.max, lasts.max = max(duration - 1, 1), duration  # widen before narrowing: min <= value <= max holds
             at.min, lasts.min, at.step, lasts.step = 0, 1, step, step

@@ -44,12 +44,15 @@ class FollowerRole:
         # its partitions' fetcher threads (where truncation rules, faults and the leader find them): wired
         self.start_fetching = self.start_truncating = self.stop_fetching = None
         self.drop_broker = self.leader_died = self.busiest_ms = None
+        self.hw_waiters, self.hw_learned = {}, None  # wired (3.4+): consumer fetches parked on followers (KIP-392)
 
     def wire(self, fetchers, leader) -> None:
         self.fetchers, self.leader, self.threads = fetchers, leader, fetchers.fetchers
         self.start_fetching, self.start_truncating = fetchers.start_fetching, fetchers.start_truncating
         self.stop_fetching, self.drop_broker = fetchers.stop_fetching, fetchers.drop_broker
         self.leader_died, self.busiest_ms = fetchers.leader_died, fetchers.busiest_ms
+        if leader.consumer_fetch.wake_on_follower_hw:  # KAFKA-14334 (3.4): the fetcher completes their purgatory
+            self.hw_waiters, self.hw_learned = leader.consumer_fetch.at_followers, leader.consumer_fetch.hw_learned
 
     # ---- the leader's answers -----------------------------------------------------------------------------------
 
@@ -115,6 +118,8 @@ class FollowerRole:
             blocked += cache.append(now, size)
             if flushed:
                 blocked += cache.fsync(now, size)
+        if self.hw_waiters:  # consumers parked on these replicas (KIP-392) see the HW the answer brought (3.4+)
+            self.hw_learned(f.follower, parts)
         # (processFetchRequest goes through every partition of the answer: those with records append them)
         self.fetchers.request(f, self.response_ms + self.partition_ms * len(parts) + self.byte_ms * size, blocked)
 

@@ -39,6 +39,7 @@ class LeaderRole:
         self.note_availability = sim.availability.note
         # 0.8.2 (KAFKA-1430): a moving HW answers parked consumer fetches; before, an acks=-1 acknowledgement does
         self.hw_completes_fetch = sim.settings.kafka.hw_completes_delayed_fetch
+        self.hw_ends_long_poll = sim.settings.kafka.hw_ends_follower_long_poll  # 2.4-2.5 (KIP-392, until KAFKA-9952)
         # wired
         self.server = self.produce = self.sessions = self.consumer_fetch = self.follower = None
         self.controller_alter_isr = None
@@ -80,6 +81,8 @@ class LeaderRole:
         p = rep.partition  # the followers' sessions learn it with their next answer (it does not end a long poll)
         for s in lead.sessions.values():
             s.dirty[p] = True
+        if self.hw_ends_long_poll:  # 2.4-2.5: parked follower fetches answer with it now (DelayedFetch's Case H)
+            self.sessions.hw_moved(lead)
         if lead.consumer_parked:
             if self.hw_completes_fetch:
                 self.consumer_fetch.hw_moved(rep)

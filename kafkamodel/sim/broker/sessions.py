@@ -73,6 +73,7 @@ class SessionManager:
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
+        self.hw_news = sim.settings.kafka.hw_ends_follower_long_poll  # 2.4-2.5: a stale HW answers a fetch at once
         self.leader_advance_high_watermark = self.leader_expand_isr = None  # wired: the leader's
 
     def wire(self, server, leader, follower) -> None:
@@ -103,6 +104,7 @@ class SessionManager:
             s.retry_expand = set()
         throttled = self.quotas.throttled  # replication throttles set (operations: reassign)
         data = False  # some partition of the request has records beyond its offset
+        news = False  # 2.4-2.5 (followerNeedsHwUpdate): some partition has a HW the follower lacks
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
             if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
@@ -143,12 +145,13 @@ class SessionManager:
                 dirty[p] = data = True
             elif s.hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
+                news = self.hw_news
             else:
                 dirty.pop(p, None)
         if retry:  # Kafka's updateFollowerFetchState runs for every partition of the session at each fetch
             self._retry_expand(s, retry.difference(p for p, _, _ in entries))
         min_bytes = self.min_bytes
-        if s.errors or min_bytes <= 0 or (min_bytes == 1 and data) or (s.dirty and self._has_bytes(s)):
+        if s.errors or news or min_bytes <= 0 or (min_bytes == 1 and data) or (s.dirty and self._has_bytes(s)):
             self._answer(s, req, ready)  # (nothing dirty: no records to count)
         else:
             s.parked, s.parked_at = req, now
@@ -321,6 +324,14 @@ class SessionManager:
             woken = sorted(woken, key=_by_key)
         for s in woken:
             if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
+                self._answer(s, s.parked, now)
+
+    def hw_moved(self, lead) -> None:
+        """2.4-2.5 (KIP-392's Case H, removed by KAFKA-9952 in 2.6): the HW moved; the partition's followers' parked
+        fetches are answered now with it."""
+        now = self.kernel.now
+        for s in list(lead.sessions.values()):
+            if s.parked and self.sessions.get(s.key) is s:
                 self._answer(s, s.parked, now)
 
     def resigned(self, rep: Replica) -> None:

@@ -33,7 +33,7 @@ from .fetcher import RESET
 class Member:
     __slots__ = ("index", "id", "alive", "assignment", "positions", "fetched", "buffer", "pending", "waiting", "token",
                  "fetch_id", "started_ms", "last_commit_ms", "processing", "busy", "leaving", "generation",
-                 "incarnation", "expired", "instance_id", "restart_after", "told", "hearing")
+                 "incarnation", "expired", "instance_id", "restart_after", "told", "hearing", "preferred", "asked")
 
     def __init__(self, index: int, group: str, now: float, incarnation: int = 0):
         self.index = index  # place in the group's member list
@@ -59,6 +59,8 @@ class Member:
         self.restart_after: float | None = None  # consumer_restart: it starts again this long after it closes
         self.told = -1  # the group's rebalance it knows of (it started it, or a heartbeat answer said so)
         self.hearing = -1  # the rebalance its next heartbeat answer will tell it of
+        self.preferred: dict[int, tuple] = {}  # partition -> (preferred read replica, expiry ms) (KIP-392)
+        self.asked: dict[int, list] = {}  # broker -> the partitions of its fetch in flight there
 
     @property
     def in_group(self) -> bool:
@@ -177,13 +179,17 @@ class KafkaConsumer:
                 m.positions.pop(p, None)
                 m.fetched.pop(p, None)
                 m.buffer.pop(p, None)
+                m.preferred.pop(p, None)
             for p in added:
                 m.positions[p] = m.fetched[p] = g.committed.get(p, RESET)
+                m.preferred.pop(p, None)
         else:  # nothing carried over: it starts afresh, and answers to earlier fetches are void
             m.positions = {p: g.committed.get(p, RESET) for p in m.assignment}
             m.fetched = dict(m.positions)
             m.buffer = {}
             m.pending = {}
+            m.asked = {}
+            m.preferred = {}
             m.token += 1
         m.generation = g.generation
         g.resume_consuming(added, now)

@@ -1,20 +1,34 @@
-"""The consumers' Fetcher: fetch requests to the partitions' leaders and the buffer poll takes from.
+"""The consumers' Fetcher: fetch requests to the partitions' leaders (or preferred read replicas) and the buffer
+poll takes from.
 
-Each member fetches as Kafka's consumer does: one fetch per leader broker
-for all its assigned partitions there that have nothing buffered, at most one
-in flight per broker (``fetch.min.bytes``, ``fetch.max.bytes``,
-``max.partition.fetch.bytes``, ``fetch.max.wait.ms`` at the leader); what
-comes back waits in its buffer until a poll takes it. A fetch unanswered for
-``request.timeout.ms`` (beyond ``fetch.max.wait.ms``) is given up. The
-leader's side of a consumer fetch is in ``broker.leader``.
+Each member fetches as Kafka's consumer does: one fetch per broker for all its
+assigned partitions read there that have nothing buffered, at most one in flight
+per broker (``fetch.min.bytes``, ``fetch.max.bytes``, ``max.partition.fetch.bytes``,
+``fetch.max.wait.ms`` at the broker); what comes back waits in its buffer until a
+poll takes it. A fetch unanswered for ``request.timeout.ms`` (beyond
+``fetch.max.wait.ms``) is given up. The broker's side of a consumer fetch is in
+``broker.consumer_fetch``.
+
+Fetch from follower (KIP-392; Kafka's ``Fetcher.selectReadReplica`` and
+``SubscriptionState``): a leader's answer may name a preferred read replica for
+a partition; the member then fetches it there until ``metadata.max.age.ms`` has
+passed since it was named, or the replica is offline or no longer a replica in
+its metadata (the controller's view here, as for leaders), or an answer says
+OFFSET_OUT_OF_RANGE, which sends it back to the leader without resetting its
+position. From 3.5 (KAFKA-14379) a failed fetch (a refused or reset connection,
+no answer) and the errors that ask for a metadata update (NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH) send it back as well. The fetch names the leader epoch of
+the member's metadata, which a follower checks.
 """
 
 from __future__ import annotations
 
-from ..protocol import CONSUMER_CONN, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
+from ..protocol import (CONSUMER_CONN, FENCED_LEADER_EPOCH, NETWORK_EXCEPTION, NOT_LEADER_OR_FOLLOWER,
+                        OFFSET_OUT_OF_RANGE)
 from ..results.measures import OFFSET_RESET
 
 RESET = -1  # position unknown: auto.offset.reset decides at the leader
+BACK_TO_LEADER = (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, NETWORK_EXCEPTION)  # 3.5: requestMetadataUpdate
 
 
 class Fetcher:
@@ -23,15 +37,17 @@ class Fetcher:
     MESSAGES = ("handle_fetch", "refused")
     TIMERS = ("fetch_timeout",)
 
-    def __init__(self, sim, groups: list, server, leader):
+    def __init__(self, sim, groups: list, server, broker_side):
         self.kernel = sim.kernel
         self.send = sim.transport.send
         self.partitions = sim.partitions
         self.counters = sim.recorder.counters
         self.event = sim.recorder.event
-        self.groups = groups  # the consumer groups (the leader reads their fetch settings)
+        self.groups = groups  # the consumer groups (the broker reads their fetch settings)
         self.server_request = server.request
-        self.leader_handle_consumer_fetch = leader.handle_consumer_fetch
+        self.broker_handle_consumer_fetch = broker_side.handle_consumer_fetch
+        self.cluster = sim.cluster  # the brokers as the controller believes them: the members' metadata
+        self.clears_on_error = sim.settings.kafka.consumer_clears_preferred_on_error  # 3.5 (KAFKA-14379)
 
     def connect(self, consumer) -> None:
         """The poll loop an answer wakes (built after it: it fetches through it)."""
@@ -59,55 +75,88 @@ class Fetcher:
         m.positions.update(positions)
         return slices, positions
 
+    def read_replica(self, m, p: int, leader: int, now: float) -> int:
+        """selectReadReplica: the preferred read replica while it is named, unexpired and online in the metadata (from
+        3.5 also still a replica: Cluster.nodeIfOnline, KAFKA-14379); else the leader."""
+        chosen = m.preferred.get(p)
+        if chosen is None:
+            return leader
+        b, expires = chosen
+        cluster = self.cluster
+        if now > expires or b not in cluster.live_brokers or b in cluster.fenced \
+                or (self.clears_on_error and b not in self.partitions[p].replicas):  # 3.5: a replica still
+            del m.preferred[p]  # expired (metadata.max.age.ms), or offline / gone in the metadata: the leader
+            return leader
+        return b
+
     def send_fetches(self, g, m) -> None:
-        """One fetch per leader broker without one in flight, for the assigned partitions with nothing buffered."""
-        by_leader: dict[int, list] = {}
+        """One fetch per broker without one in flight, for the assigned partitions with nothing buffered."""
+        by_broker: dict[int, list] = {}
+        now = self.kernel.now
+        partitions = self.partitions
         for p in m.assignment:
             if p in m.buffer:
                 continue
-            leader = self.partitions[p].leader  # the client's metadata, refreshed from the controller
-            if leader >= 0 and leader not in m.pending:
-                by_leader.setdefault(leader, []).append((p, m.fetched.get(p, RESET)))
-        now = self.kernel.now
-        for leader, parts in by_leader.items():
+            part = partitions[p]
+            leader = part.leader  # the client's metadata, refreshed from the controller
+            if leader < 0:
+                continue
+            b = self.read_replica(m, p, leader, now) if m.preferred else leader
+            if b not in m.pending:
+                by_broker.setdefault(b, []).append((p, m.fetched.get(p, RESET), part.leader_epoch))
+        for b, parts in by_broker.items():
             m.fetch_id += 1
-            m.pending[leader] = m.fetch_id
-            self.counters.consumer_fetch_requests += 1
-            self.send(g.node, leader, self.server_request,
-                      (leader, None, self.leader_handle_consumer_fetch,
-                       (leader, g.index, m.index, m.token, m.fetch_id, parts), len(parts), 0),
+            m.pending[b] = m.fetch_id
+            m.asked[b] = parts
+            counters = self.counters
+            counters.consumer_fetch_requests += 1
+            if any(partitions[p].leader != b for p, _, _ in parts):
+                counters.consumer_fetches_from_followers += 1
+            self.send(g.node, b, self.server_request,
+                      (b, None, self.broker_handle_consumer_fetch, (b, g.index, m.index, m.token, m.fetch_id, parts),
+                       len(parts), 0),
                       refused=self.refused, conn=CONSUMER_CONN)
-            # no answer (leader cut off or stuck): give up after request.timeout.ms
+            # no answer (the broker cut off or stuck): give up after request.timeout.ms
             self.kernel.schedule(now + g.config.fetch_max_wait_ms + g.config.request_timeout_ms, self.fetch_timeout,
-                                 g, m, m.token, leader, m.fetch_id)
+                                 g, m, m.token, b, m.fetch_id)
 
-    def refused(self, leader, conn, handler, args, partitions, nbytes) -> None:
+    def refused(self, broker, conn, handler, args, partitions, nbytes) -> None:
         _, gi, mi, token, fid, parts = args
-        self.handle_fetch(gi, mi, token, fid, leader, [(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER) for p, pos in parts])
+        self.handle_fetch(gi, mi, token, fid, broker, [(p, pos, [], pos, NETWORK_EXCEPTION, -1) for p, pos, _ in parts])
 
-    def fetch_timeout(self, g, m, token: int, leader: int, fid: int) -> None:
-        if m.alive and token == m.token and m.pending.get(leader) == fid:
-            del m.pending[leader]
+    def fetch_timeout(self, g, m, token: int, broker: int, fid: int) -> None:
+        if m.alive and token == m.token and m.pending.get(broker) == fid:
+            del m.pending[broker]
+            parts = m.asked.pop(broker, ())
+            if self.clears_on_error:  # handleFetchFailure (3.5): the session's partitions go back to the leader
+                for p, _, _ in parts:
+                    m.preferred.pop(p, None)
             if m.waiting:
                 self.poll(g, m, m.token)
 
-    def handle_fetch(self, gi, mi, token, fid, leader, parts) -> None:
-        """A fetch answer: per partition (partition, offset asked, slices, next offset, error)."""
+    def handle_fetch(self, gi, mi, token, fid, broker, parts) -> None:
+        """A fetch answer: per partition (partition, offset asked, slices, next offset, error, preferred read
+        replica)."""
         g = self.groups[gi]
         m = g.members[mi]
-        if not m.alive or token != m.token or m.pending.get(leader) != fid:
+        if not m.alive or token != m.token or m.pending.get(broker) != fid:
             return
-        del m.pending[leader]
+        del m.pending[broker]
+        m.asked.pop(broker, None)
         failed = False
-        for p, pos, slices, nxt, error in parts:
+        for p, pos, slices, nxt, error, preferred in parts:
             if p not in m.fetched:
                 continue
             if error:
                 failed = True
                 if error == OFFSET_OUT_OF_RANGE:
+                    if m.preferred.pop(p, None) is not None:
+                        continue  # from a follower: back to the leader, the position kept
                     m.positions[p] = m.fetched[p] = RESET  # auto.offset.reset next; what it skips is lost to the group
                     m.buffer.pop(p, None)
                     self.event(OFFSET_RESET, p, -1, f"group {g.name}: {m.id} at {pos} is out of range")
+                elif self.clears_on_error and error in BACK_TO_LEADER:
+                    m.preferred.pop(p, None)  # requestMetadataUpdate (3.5): and fetch from the leader
                 continue
             asked = m.fetched[p]
             if asked == RESET:
@@ -120,6 +169,10 @@ class Fetcher:
             m.fetched[p] = nxt
             if slices:
                 m.buffer.setdefault(p, []).extend(slices)
+            if preferred >= 0:  # updatePreferredReadReplica: a new one starts its metadata.max.age.ms
+                held = m.preferred.get(p)
+                if held is None or held[0] != preferred:
+                    m.preferred[p] = (preferred, self.kernel.now + g.config.metadata_max_age_ms)
         if m.waiting:
             if m.buffer:
                 self.poll(g, m, m.token)
@@ -127,4 +180,4 @@ class Fetcher:
                 m.busy = True
                 self.kernel.schedule(self.kernel.now + max(g.config.retry_backoff_ms, 1.0), self.poll, g, m, m.token)
             elif not m.pending:
-                self.poll(g, m, m.token)  # nothing came within fetch.max.wait.ms: fetch again
+                self.poll(g, m, m.token)  # nothing came within fetch.max.wait.ms (or a replica was named): fetch again

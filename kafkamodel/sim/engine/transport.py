@@ -62,11 +62,12 @@ class Streams:
 class Link:
     """One connection (src, dst, kind of connection): a TCP stream, so its messages arrive in the order sent."""
 
-    __slots__ = ("draws", "last")
+    __slots__ = ("draws", "last", "sent")
 
     def __init__(self, draws) -> None:
         self.draws = draws  # the link's latency draws (an iterator: ``next`` gives one)
         self.last = 0.0  # the latest arrival of a message sent on it so far
+        self.sent = 0  # record bytes sent on it so far (results.zones: the bytes that cross zones)
 
 
 class Transport:
@@ -173,6 +174,7 @@ class Transport:
         if at < link.last:  # in order, as sent
             at = link.last
         link.last = at
+        link.sent += nbytes
         if self.direct:
             heappush(self.heap, (at, next(self.seq), action, args))
         else:

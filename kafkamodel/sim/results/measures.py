@@ -95,6 +95,8 @@ COUNTERS = (
     Measure("fetch_requests", "count", "follower fetch requests sent"),
     Measure("fetch_partitions", "count", "partitions in the fetch responses (with records, a new HW or an error)"),
     Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
+    Measure("consumer_fetches_from_followers", "count", "consumer fetch requests sent to a follower, its preferred read "
+                                                       "replica (KIP-392: replica.selector.class)"),
     Measure("producer_buffer_wait_ms", "ms", "time producers' send() blocked on a full buffer.memory (BufferPool), summed over producers"),
     Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
@@ -211,6 +213,21 @@ SUMMARY = (
                                                    "retried or not; null without operations"),
     Measure("throttled_bytes", "bytes", "bytes throttled replicas fetched under a replication throttle "
                                         "(leader/follower.replication.throttled.rate, KIP-73); 0 when unthrottled"),
+    # zones (racks) and their bill (results.zones; docs/zones.md): record bytes as sent (message format overhead in,
+    # compressed; request headers and TCP/IP not counted), a byte crossing when its two ends are in different racks
+    Measure("cross_zone_bytes", "bytes", "record bytes that crossed zones over the run (produce + replication + "
+                                         "consume; 0 without racks; a client without client.rack is in no zone)"),
+    Measure("cross_zone_bytes_produce", "bytes", "producers to leaders, across zones"),
+    Measure("cross_zone_bytes_replication", "bytes", "leaders to followers (their fetch answers), across zones"),
+    Measure("cross_zone_bytes_consume", "bytes", "brokers to consumers (fetch answers), across zones"),
+    Measure("cross_zone_cost_per_month", "$/month", "cross_zone_bytes at the run's average rate over a month of 730 "
+                                                    "hours, per GB (2^30 bytes) at network.cross.zone.price.per.gb"),
+    _COUNTED["consumer_fetches_from_followers"],
+    Measure("consume_bytes", "bytes", "record bytes consumers fetched, from any broker (what cross_zone_bytes_consume "
+                                      "is a share of)"),
+    Measure("consume_e2e_latency_ms_p50", "ms", "send -> first processed by a consumer group, median over every "
+                                                "group's records pooled"),
+    Measure("consume_e2e_latency_ms_p99", "ms", "the same, 99th percentile"),
 )
 # per consumer group, as "<group>.<key>"
 GROUP_SUMMARY = (
@@ -248,6 +265,8 @@ TABLES: dict[str, tuple[str, ...]] = {
                "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "consume_e2e_latency_ms_p999", "rebalances",
                "paused_partition_ms", "paused_partition_ms_max", "partitions_paused", "lag_records_max",
                "lag_records_end"),
+    # record bytes from one zone (rack) to another, per second (results.zones): the row's time ends its interval
+    "zones": ("time_ms", "kind", "from_zone", "to_zone", "bytes"),
 }
 TABLE_COLUMNS = frozenset(c for columns in TABLES.values() for c in columns)
 

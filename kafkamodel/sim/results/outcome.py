@@ -24,6 +24,7 @@ from ..protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
 from .result import Result
+from .zones import zone_summary
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class RunEnd:
     recorder: object  # measures.Recorder: the control plane's times
     operations: dict  # the operations' window, partition-ms per state, reassignment and throttled bytes, the
     # producers' error times (operation_summary turns them into the summary's operation keys)
+    zones: object = None  # results.zones.ZoneTraffic: bytes by kind and pair of zones
 
 
 def control_summary(end: "RunEnd") -> dict:
@@ -323,6 +325,7 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
     summary.update(operation_summary(end.operations, w.send_ms, rec_ack))
+    summary.update(zone_summary(end))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:
@@ -352,7 +355,7 @@ def build_result(end: RunEnd) -> Result:
     timeline = pd.DataFrame(end.timeline, columns=list(TABLES["timeline"]))
     partitions = pd.DataFrame(part_rows)
     groups = pd.DataFrame(group_rows, columns=list(TABLES["groups"]))
-    return Result(summary, records, events, timeline, partitions, groups, end.scenario)
+    return Result(summary, records, events, timeline, partitions, groups, end.scenario, end.zones.table())
 
 
 def machine_summary(end: RunEnd) -> dict:

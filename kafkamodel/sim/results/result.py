@@ -1,4 +1,4 @@
-"""What a run produces: ``Result`` (summary, records, events, timeline, partitions, groups) and its run folder.
+"""What a run produces: ``Result`` (summary, records, events, timeline, partitions, groups, zones) and its run folder.
 
 The tables are built by ``outcome.build_result``; their columns and the
 summary's keys are declared in ``measures``.
@@ -16,7 +16,7 @@ import yaml
 from ...folders import staged
 from .measures import TABLES as COLUMNS
 
-TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups
+TABLES = tuple(COLUMNS)  # records, events, timeline, partitions, groups, zones
 
 
 def arrow_table(table: pd.DataFrame, columns: dict | None = None):
@@ -62,6 +62,8 @@ class Result:
     partitions: pd.DataFrame  # per partition at the end: losses, divergence, availability
     groups: pd.DataFrame  # per consumer group: processed, lost, duplicated, latency, rebalances
     scenario: dict = field(default_factory=dict)  # the resolved scenario that ran
+    zones: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(COLUMNS["zones"])))  # record bytes
+    # from zone to zone per second and kind (results.zones)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in TABLES}

@@ -79,6 +79,13 @@ def part_settings(agg: Aggregates, part: str) -> Settings:
     return Settings.of(part_scenario(agg, part))
 
 
+def spread(d) -> str:
+    """A latency distribution in words: '1–2 ms' (uniform), '0.5 ms' (constant), else its spec."""
+    if isinstance(d, dict) and "low" in d:
+        return f"{fmt(d['low'])}–{fmt(d['high'])} ms"
+    return f"{fmt(d)} ms" if isinstance(d, (int, float)) else str(d)
+
+
 def seconds(ms: float) -> str:
     """A time for a sentence, in seconds: '8 s', '0.5 s', '12.5 s'."""
     return f"{number(float(ms) / 1000.0)} s"

@@ -7,7 +7,7 @@ import pandas as pd
 from .. import plots
 from ..present import Table, interval
 from ..tables import Aggregates
-from .common import choice, fmt, interval_method, num, part_settings, seconds, value
+from .common import choice, fmt, interval_method, num, part_settings, seconds, spread, value
 
 P50, P99 = "produce_latency_ms_p50", "produce_latency_ms_p99"
 # (mode, fsync) -> what a reader calls that setting
@@ -25,14 +25,7 @@ def layout_label(agg: Aggregates, layout: str) -> str:
     layout's network.links (or the base scenario's)."""
     links = [((tuple(l["between"])), l["latency.ms"]) for l in choice(agg, "layout", layout).get("network.links", [])]
     links = links or list(part_settings(agg, "latency").links)
-    return LAYOUTS[layout].format(_spread(next(dist for ends, dist in links if set(ends) == {"rack:a", "rack:c"})))
-
-
-def _spread(d) -> str:
-    """A latency distribution in words: '1–2 ms' (uniform), '0.5 ms' (constant), else its spec."""
-    if isinstance(d, dict) and "low" in d:
-        return f"{fmt(d['low'])}–{fmt(d['high'])} ms"
-    return f"{fmt(d)} ms" if isinstance(d, (int, float)) else str(d)
+    return LAYOUTS[layout].format(spread(next(dist for ends, dist in links if set(ends) == {"rack:a", "rack:c"})))
 
 
 def setup_text(agg: Aggregates) -> str:
@@ -42,8 +35,8 @@ def setup_text(agg: Aggregates) -> str:
     between = next(dist for ends, dist in s.links if set(ends) == {"rack:a", "rack:b"})
     return (f"{s.brokers} brokers in zones {', '.join(sorted(set(s.racks)))} (`racks`, Kafka's `broker.rack`), one "
             f"partition placed rack-aware as Kafka places a new topic, so it has a replica in every zone; its leader "
-            f"(broker 0) and the clients are in zone a. One way takes {_spread(s.latency_ms)} inside a zone and "
-            f"{_spread(between)} between zones (`network.links`); the second panel has "
+            f"(broker 0) and the clients are in zone a. One way takes {spread(s.latency_ms)} inside a zone and "
+            f"{spread(between)} between zones (`network.links`); the second panel has "
             f"{layout_label(agg, 'far_zone_c')}. {fmt(p.rate_per_s)} records/s, `linger.ms` {fmt(p.linger_ms)}.")
 
 
