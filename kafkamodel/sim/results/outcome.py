@@ -264,6 +264,7 @@ def build_result(end: RunEnd) -> Result:
         "acked_records_lost": account.records(acked_lost),
         "committed_records_lost": account.records(committed_lost),
         "records_duplicated": account.records(duplicated),
+        "records_out_of_order": account.out_of_order(),
         "not_enough_replicas_errors": c.not_enough_replicas_errors,
         "produce_latency_ms_p50": produce_p50,
         "produce_latency_ms_p99": produce_p99,
