@@ -111,6 +111,13 @@ CASES = [
     # relations between fields
     pytest.param(broken((T0 + ("replication.factor",), 5)),
                  "topics[0].replication.factor", "5 exceeds brokers (3)", id="rf-exceeds-brokers"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 2, 0]])),
+                 "topics[0].replicas", "must be a list of 3 broker lists (one per partition), got [[0, 1, 2], [1, 2, 0]]",
+                 id="replicas-one-list-per-partition"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 1, 0], [2, 0, 1]])),
+                 "topics[0].replicas[1]", "a broker is listed twice in [1, 1, 0]", id="replicas-distinct"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 2, 3], [2, 0, 1]])),
+                 "topics[0].replicas[1]", "broker ids must be 0..2, got [1, 2, 3]", id="replicas-known-brokers"),
     pytest.param(broken((T0 + ("min.insync.replicas",), 4)),
                  "topics[0].min.insync.replicas", "4 exceeds topics[0].replication.factor (3)", id="topic-min-isr-exceeds-rf"),
     pytest.param(broken((P0 + ("topic",), "order")),

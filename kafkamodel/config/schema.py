@@ -343,6 +343,8 @@ TOPIC: dict[str, Key] = {
     "segment.bytes": Key(None, optional(integer(1)), "topic override of log.segment.bytes"),
     "retention.ms": Key(None, optional(number(positive=True)), "topic override of log.retention.ms"),
     "retention.bytes": Key(None, optional(integer(1)), "topic override of log.retention.bytes"),
+    "replicas": Key(None, lambda v, p: [], "one broker list per partition, the preferred leader first (as kafka-topics "
+                    "--describe's Replicas and the reassignment JSON); null = placed as Kafka places a new topic's"),
 }
 
 BURST: dict[str, Key] = {

@@ -279,6 +279,7 @@ class TopicSettings:
     segment_bytes: int  # in force: segment.bytes, else log.segment.bytes
     retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
     retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
+    replicas: tuple[tuple[int, ...], ...] | None  # each partition's replicas as given (None: Kafka's placement)
 
     @classmethod
     def of(cls, t: Mapping, b: Mapping, kafka: Mechanisms) -> "TopicSettings":
@@ -292,6 +293,7 @@ class TopicSettings:
             segment_bytes=t["segment.bytes"] or b["log.segment.bytes"],
             retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
             retention_bytes=t["retention.bytes"] or b["log.retention.bytes"],
+            replicas=None if t["replicas"] is None else tuple(tuple(r) for r in t["replicas"]),
         )
 
 
