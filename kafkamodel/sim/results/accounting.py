@@ -44,16 +44,13 @@ class FinalLogs:
     """Per batch: how many copies the last leaders' logs hold, the base offset of the first and last copy, and how
     many records of its copies are out of their producer's order (``records_out_of_order``)."""
 
-    def __init__(self, end):
-        batches = end.batches
-        nb = len(batches) + 1  # the last: records never drained into a batch
+    def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
+        """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s, the last row included)."""
+        nb = len(end.batches) + 1  # the last: records never drained into a batch
         self.presence = np.zeros(nb, dtype=np.int64)
         self.first_base = np.full(nb, -1, dtype=np.int64)
         self.last_base = np.full(nb, -1, dtype=np.int64)
         self.out_of_order = np.zeros(nb, dtype=np.int64)  # records of its copies after a later one of its producer's
-        lo = np.asarray(batches.lo, dtype=np.int64)
-        count = np.asarray(batches.count, dtype=np.int64)
-        producer = np.asarray(batches.producer, dtype=np.int64)
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
             if not final.entries and not final.retired:
@@ -79,11 +76,12 @@ class FinalLogs:
         owner = producer[ids]
         order = np.lexsort((np.arange(len(ids)), owner))
         seq = ids[order]
-        lift = owner[order] * (1 << 44)
+        lift = owner[order].astype(np.int64) << 44
         starts = lo[seq] + lift
-        reach = np.maximum.accumulate(starts + count[seq] - 1)  # the latest record up to each copy, included
+        sizes = count[seq].astype(np.int64)
+        reach = np.maximum.accumulate(starts + sizes - 1)  # the latest record up to each copy, included
         behind = np.zeros(len(seq), dtype=np.int64)
-        behind[1:] = np.clip(reach[:-1] - starts[1:], 0, count[seq][1:])
+        behind[1:] = np.clip(reach[:-1] - starts[1:], 0, sizes[1:])
         np.add.at(self.out_of_order, seq, behind)
 
 
@@ -92,9 +90,9 @@ class BatchAccount:
     """Every batch's fate and its copies, with one more row (the last) for the records no batch took (still in
     the accumulator at the end: never sent). Sums of ``count`` over rows give the summary's record counts."""
 
-    count: np.ndarray  # int64: records in the batch
-    partition: np.ndarray  # int64: global partition index (-1: the last row)
-    producer: np.ndarray  # int64
+    count: np.ndarray  # int32: records in the batch
+    partition: np.ndarray  # int32: global partition index (-1: the last row)
+    producer: np.ndarray  # int32
     lo: np.ndarray  # int64: its first record (workload index)
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
     committed: np.ndarray  # bool
@@ -111,13 +109,13 @@ class BatchAccount:
         acked = state == ACKED
         ack_ms = np.asarray(b.ack_ms + [np.nan], dtype=np.float64)
         ack_ms[~acked] = np.nan
-        return cls(count=np.asarray(b.count + [end.workload.records - drained], dtype=np.int64),
-                   partition=np.asarray(b.partition + [-1], dtype=np.int64),
-                   producer=np.asarray(b.producer + [-1], dtype=np.int64),
-                   lo=np.asarray(b.lo + [0], dtype=np.int64),
+        count = np.asarray(b.count + [end.workload.records - drained], dtype=np.int32)
+        lo = np.asarray(b.lo + [0], dtype=np.int64)
+        producer = np.asarray(b.producer + [-1], dtype=np.int32)
+        return cls(count=count, partition=np.asarray(b.partition + [-1], dtype=np.int32), producer=producer, lo=lo,
                    state=state, committed=np.asarray(b.committed + [False], dtype=bool), ack_ms=ack_ms,
                    visible_ms=np.asarray(b.visible_ms + [np.nan], dtype=np.float64),
-                   error=np.asarray(b.error + [NONE], dtype=np.int8), logs=FinalLogs(end))
+                   error=np.asarray(b.error + [NONE], dtype=np.int8), logs=FinalLogs(end, lo, count, producer))
 
     # ---- masks over the rows ----------------------------------------------------------------------------------
 
@@ -142,7 +140,7 @@ class BatchAccount:
 
     def records(self, mask: np.ndarray) -> int:
         """Records in the rows of `mask`."""
-        return int(self.count[mask].sum())
+        return int(self.count[mask].sum(dtype=np.int64))
 
     def per_partition(self, mask: np.ndarray, partitions: int) -> np.ndarray:
         """Records in the rows of `mask`, per global partition (the last row has none: its records are counted by
