@@ -24,7 +24,9 @@ from .accounting import BatchAccount, group_delivery, group_lag, undrained_per_p
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
 from .result import Result
-from .zones import zone_summary
+from .histogram import LatencyHistogram
+from .latency import stream_batches, stream_group
+from .zones import consume_latency, zone_summary
 
 
 @dataclass(frozen=True)
@@ -74,28 +76,80 @@ def control_summary(end: "RunEnd") -> dict:
     }
 
 
-def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dict:
+def operation_summary(ops: dict, during: tuple | None) -> dict:
     """The operations' summary keys: operation_ms (the window from the first operation's start to the last one's
     end), partition-ms per state, reassignment_bytes; produce latency over the acknowledged records sent in the
-    window and the producers' errors in it (None without operations); throttled_bytes. `ack_ms`: NaN where not
-    acknowledged."""
+    window, `during` (its p50, p99 and maximum; None without any), and the producers' errors in it (None without
+    operations); throttled_bytes."""
     window = ops["window"]
-    during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
-              "operation_produce_errors": None}
+    keys = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
+            "operation_produce_errors": None}
     if window is not None:
         start, end = window
-        sent = (send_ms >= start) & (send_ms <= end)
-        latency = (ack_ms - send_ms)[sent & ~np.isnan(ack_ms)]
-        if len(latency):
-            p50, p99, top = np.percentile(latency, [50, 99, 100], overwrite_input=True)
-            during.update(operation_produce_p50_ms=float(p50), operation_produce_p99_ms=float(p99),
-                          operation_produce_max_ms=float(top))
+        if during is not None:
+            keys.update(operation_produce_p50_ms=during[0], operation_produce_p99_ms=during[1],
+                        operation_produce_max_ms=during[2])
         errors = np.asarray(ops["produce_error_ms"], dtype=float)
-        during["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
+        keys["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
     return {"operation_ms": None if window is None else window[1] - window[0],
             **{k: ops[k] for k in ("under_replicated_partition_ms", "under_min_isr_partition_ms",
                                    "offline_partition_ms", "reassignment_bytes")},
-            **during, "throttled_bytes": ops["throttled_bytes"]}
+            **keys, "throttled_bytes": ops["throttled_bytes"]}
+
+
+def exact_latencies(end: RunEnd, table: dict) -> dict:
+    """The summary's latencies from the per-record columns, exact: produce (p50, p99, p999, mean), e2e (p50, p99,
+    p999), during the operations (p50, p99, max or None), per group and pooled over groups."""
+    w = end.workload
+    produce_latency = (table["ack_ms"] - w.send_ms)[table["acked"]]
+    mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
+    produce = (*_percentiles(produce_latency), mean)
+    del produce_latency
+    e2e = (table["visible_ms"] - w.send_ms)[~np.isnan(table["visible_ms"])]
+    e2e_p = _percentiles(e2e)
+    del e2e
+    during = None
+    window = end.operations["window"]
+    if window is not None:
+        sent = (w.send_ms >= window[0]) & (w.send_ms <= window[1])
+        latency = (table["ack_ms"] - w.send_ms)[sent & ~np.isnan(table["ack_ms"])]
+        if len(latency):
+            during = tuple(float(v) for v in np.percentile(latency, [50, 99, 100], overwrite_input=True))
+    groups = {}
+    for g in end.groups:
+        latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+        groups[g.name] = (_percentile(latency, 50), _percentile(latency, 99), _percentile(latency, 99.9))
+    return {"produce": produce, "e2e": e2e_p, "during": during, "groups": groups,
+            "consume": consume_latency(end.groups, w.send_ms)}
+
+
+def streamed_latencies(end: RunEnd, account: BatchAccount) -> dict:
+    """``exact_latencies``' numbers from histograms (``latency``): the percentiles within p/256 + 0.5 µs, p999
+    and the maxima exact, the mean up to float rounding."""
+    h = stream_batches(end, account)
+    produce, e2e, during = h["produce"], h["e2e"], h["during"]
+    groups, pooled = {}, None
+    for g in end.groups:
+        gh = stream_group(g, end.workload.send_ms)
+        groups[g.name] = tuple(gh.percentile(q) for q in (50, 99, 99.9))
+        if pooled is None:
+            pooled = LatencyHistogram(gh.keep)
+        pooled.merge(gh)
+    return {"produce": (*(produce.percentile(q) for q in (50, 99, 99.9)), produce.mean),
+            "e2e": tuple(e2e.percentile(q) for q in (50, 99, 99.9)),
+            "during": (during.percentile(50), during.percentile(99), during.max) if during is not None and during.n
+            else None,
+            "groups": groups,
+            "consume": (pooled.percentile(50), pooled.percentile(99)) if pooled is not None else (None, None)}
+
+
+SAMPLE_RECORDS = 100_000  # results.records: sample keeps every k-th record, at most this many rows
+
+
+def sample_indices(records: int) -> np.ndarray:
+    """The records ``results.records: sample`` keeps: every k-th one in the workload's order (by producer,
+    partition and send time: each partition's share), k = ceil(records / SAMPLE_RECORDS)."""
+    return np.arange(0, records, max(1, -(-records // SAMPLE_RECORDS)), dtype=np.int64)
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -122,22 +176,26 @@ def _clean(value):
 MIB = 1048576.0
 
 
-def record_columns(end: RunEnd, account: BatchAccount) -> dict:
+def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = None) -> dict:
     """The per-record table's computed columns (acked, ack_ms, error codes, offset, last_offset, visible_ms,
-    copies), each record taking its batch's fate (the records never drained: pending, absent)."""
+    copies) of every record, or of the records `idx` (workload indexes, ascending), each record taking its
+    batch's fate (the records never drained: pending, absent)."""
     w = end.workload
     nb = len(account.count) - 1
     logs = account.logs
-    rb = end.batches.of_records(w.records)
-    rb[rb < 0] = nb
+    if idx is None:
+        rb = end.batches.of_records(w.records)
+        rb[rb < 0] = nb
+        position = np.arange(w.records, dtype=np.int64)
+    else:
+        rb = _batches_holding(account, idx)
+        position = idx.copy()
     rec_state = account.state[rb]
-    error_codes = np.where(rec_state == FAILED, account.error[rb], -1).astype(np.int8) if w.records \
-        else np.empty(0, np.int8)
+    error_codes = np.where(rec_state == FAILED, account.error[rb], -1).astype(np.int8)
     acked = rec_state == ACKED
     del rec_state
     rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
-    position = np.arange(w.records, dtype=np.int64)
     position -= account.lo[rb]  # the record's place in its batch
     offset = logs.first_base[rb]
     offset += position
@@ -150,6 +208,20 @@ def record_columns(end: RunEnd, account: BatchAccount) -> dict:
     rec_visible = account.visible_ms[rb]
     return {"acked": acked, "ack_ms": rec_ack, "error": error_codes, "offset": offset, "last_offset": last_offset,
             "visible_ms": rec_visible, "copies": rec_presence}
+
+
+def _batches_holding(account: BatchAccount, idx: np.ndarray) -> np.ndarray:
+    """The batch (account row) holding each record of `idx`; the last row for a record no batch took."""
+    nb = len(account.count) - 1
+    rb = np.full(len(idx), nb, dtype=np.int64)
+    if nb and len(idx):
+        order = np.argsort(account.lo[:-1], kind="stable")
+        starts = account.lo[:-1][order]
+        at = np.searchsorted(starts, idx, side="right") - 1
+        candidate = order[np.maximum(at, 0)]
+        inside = (at >= 0) & (idx < account.lo[candidate] + account.count[candidate])
+        rb[inside] = candidate[inside]
+    return rb
 
 
 def _clipped(ranges: list, lo: int, hi: int) -> list:
@@ -219,14 +291,16 @@ def build_result(end: RunEnd) -> Result:
         for row, c in zip(part_rows, account.per_partition(mask, P).tolist()):
             row[name] = c
 
-    table = record_columns(end, account)
-    produce_latency = (table["ack_ms"] - w.send_ms)[table["acked"]]
-    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
-    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
-    del produce_latency
-    e2e = (table["visible_ms"] - w.send_ms)[~np.isnan(table["visible_ms"])]
-    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
-    del e2e
+    mode = end.settings.results_records  # results.records: the per-record table kept, and exact percentiles
+    if mode == "all":
+        table = record_columns(end, account)
+        latency = exact_latencies(end, table)
+    else:
+        latency = streamed_latencies(end, account)
+        idx = sample_indices(w.records) if mode == "sample" else np.empty(0, dtype=np.int64)
+        table = record_columns(end, account, idx)
+    produce_p50, produce_p99, produce_p999, produce_mean = latency["produce"]
+    e2e_p50, e2e_p99, e2e_p999 = latency["e2e"]
     counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
     skews = []
     for t in end.settings.topics:
@@ -242,7 +316,7 @@ def build_result(end: RunEnd) -> Result:
         row["backlog"] = c
     for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
         row["under_min_isr_ms"] = float(end.operations["under_min_isr_ms"][part.index])
-    group_rows = [group_row(end, g, account) for g in end.groups]
+    group_rows = [group_row(end, g, account, latency["groups"][g.name]) for g in end.groups]
     acked = account.acked
     records_acked = account.records(acked)
 
@@ -264,6 +338,7 @@ def build_result(end: RunEnd) -> Result:
         "acked_records_lost": account.records(acked_lost),
         "committed_records_lost": account.records(committed_lost),
         "records_duplicated": account.records(duplicated),
+        "records_out_of_order": account.out_of_order(),
         "not_enough_replicas_errors": c.not_enough_replicas_errors,
         "produce_latency_ms_p50": produce_p50,
         "produce_latency_ms_p99": produce_p99,
@@ -302,8 +377,8 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
-    summary.update(operation_summary(end.operations, w.send_ms, table["ack_ms"]))
-    summary.update(zone_summary(end))
+    summary.update(operation_summary(end.operations, latency["during"]))
+    summary.update(zone_summary(end, latency["consume"]))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:
@@ -313,14 +388,15 @@ def build_result(end: RunEnd) -> Result:
     topics = [t.name for t in end.settings.topics]
     topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
-    key_codes, key_names = _key_categories(w.key)
+    kept = slice(None) if mode == "all" else idx
+    key_codes, key_names = _key_categories(w.key[kept])
+    partition = w.partition[kept]
     records = pd.DataFrame({
-        "topic": pd.Categorical.from_codes(topic_of[w.partition] if w.records else np.empty(0, np.int32),
-                                           categories=topics),
-        "partition": number_of[w.partition] if w.records else np.empty(0, np.int32),
+        "topic": pd.Categorical.from_codes(topic_of[partition], categories=topics),
+        "partition": number_of[partition],
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
-        "producer": w.producer,
-        "send_ms": w.send_ms,
+        "producer": w.producer[kept],
+        "send_ms": w.send_ms[kept],
         **{name: table[name] for name in ("acked", "ack_ms")},
         "error": pd.Categorical.from_codes(table["error"], categories=list(ERRORS)),
         **{name: table[name] for name in ("offset", "last_offset", "visible_ms", "copies")},
@@ -363,18 +439,16 @@ def events_rows(end: RunEnd) -> list:
                          for name, problems in end.violations.items() for problem in problems]
 
 
-def group_row(end: RunEnd, g, account: BatchAccount) -> dict:
+def group_row(end: RunEnd, g, account: BatchAccount, latency: tuple) -> dict:
     """A group's delivery (``accounting.group_delivery``: lost = in the final log below the group's committed
     offset and above where it started, never processed, and not in a poll a live member is still working on),
-    latency and lag."""
-    w = end.workload
-    latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+    latency (send -> first processed: p50, p99, p999) and lag."""
     return {
         "group": g.name, "topic": g.config.topic, "members": len(g.members), "commit": g.config.commit,
         **group_delivery(end, g, account),
-        "consume_e2e_latency_ms_p50": _percentile(latency, 50),
-        "consume_e2e_latency_ms_p99": _percentile(latency, 99),
-        "consume_e2e_latency_ms_p999": _percentile(latency, 99.9),
+        "consume_e2e_latency_ms_p50": latency[0],
+        "consume_e2e_latency_ms_p99": latency[1],
+        "consume_e2e_latency_ms_p999": latency[2],
         "rebalances": g.rebalances,
         **group_lag(end.end_ms, g, account),
     }
