@@ -7,6 +7,10 @@ from pathlib import Path
 
 from .errors import InputError
 
+PARAMETERS_NAMES = ("costs.request.us", "costs.kib.us", "hardware.broker.nic.gbps",
+                    "hardware.broker.disk.write.mib.per.s", "fsync.ms")  # calibrate.PARAMETERS (kept light here)
+DEFAULT_FIT_NAMES = ("costs.request.us", "costs.kib.us")
+
 
 def add_parser(verbs) -> None:
     cluster = verbs.add_parser("cluster", help="your cluster: import its files into a scenario, calibrate a hardware "
@@ -27,6 +31,23 @@ def add_parser(verbs) -> None:
                                                              "inter.broker.protocol.version says it (4.0+ has none)")
     imp.add_argument("--out", required=True, metavar="SCENARIO.yaml", help="the scenario to write")
     imp.set_defaults(func=_cmd_import)
+
+    cal = sub.add_parser("calibrate", help="fit the handler's costs (and, on request, NIC, disk, fsync) to "
+                                           "kafka-producer-perf-test output and OpenMessagingBenchmark results "
+                                           "-> a hardware profile file")
+    cal.add_argument("scenario", help="the cluster's scenario (cluster import)")
+    cal.add_argument("--perf-test", action="append", default=[], metavar="FILE",
+                     help="kafka-producer-perf-test output, the command line first (repeatable)")
+    cal.add_argument("--omb", action="append", default=[], metavar="FILE.json[:TOPIC]",
+                     help="an OpenMessagingBenchmark result (repeatable); TOPIC: the scenario's topic it ran on")
+    cal.add_argument("--fit", action="append", choices=sorted(PARAMETERS_NAMES), metavar="PARAMETER",
+                     help=f"a parameter to fit (repeatable; default: {', '.join(DEFAULT_FIT_NAMES)}; "
+                          f"choices: {', '.join(sorted(PARAMETERS_NAMES))})")
+    cal.add_argument("--hold-out", type=int, default=None, metavar="N",
+                     help="predict the last N points instead of fitting them (default: 1 when there are 2 or more)")
+    cal.add_argument("--duration-ms", type=float, default=1000.0, help="simulated time per point (default 1000)")
+    cal.add_argument("--out", required=True, metavar="PROFILE.yaml")
+    cal.set_defaults(func=_cmd_calibrate)
 
     exp = sub.add_parser("export", help="a scenario as the files import reads: describe.txt (kafka-topics "
                                         "--describe), server-N.properties, traffic.csv")
@@ -76,4 +97,48 @@ def _cmd_export(args) -> int:
         for name, text in files(scenario).items():
             (tmp / name).write_text(text, encoding="utf-8")
     print(f"{args.out}: " + ", ".join(files(scenario)))
+    return 0
+
+
+def _cmd_calibrate(args) -> int:
+    import datetime
+
+    from ..cli import _load
+    from ..folders import check_file_replaceable, write_atomic
+    from .calibrate import FitRefused, fit, profile_yaml
+    from .importer import read
+    from .omb import read_omb
+    from .perftest import read_perf_test
+
+    scenario = _load(args.scenario)
+    out = Path(args.out)
+    try:
+        check_file_replaceable(out, "--out")
+        points = [read_perf_test(*read(p, "--perf-test")) for p in args.perf_test]
+        for item in args.omb:
+            path, _, topic = item.partition(".json:")
+            path = path + ".json" if topic else item
+            points.append(read_omb(*read(path, "--omb"), topic or scenario["topics"][0]["name"]))
+        if not points:
+            raise InputError("--perf-test", None, "expected at least one measured point (--perf-test or --omb)")
+        topics = {t["name"] for t in scenario["topics"]}
+        for m in points:
+            if m.topic not in topics:
+                raise InputError(m.source, None, f"expected a topic of {args.scenario} ({', '.join(sorted(topics))}),"
+                                                 f" got {m.topic!r}")
+        held = args.hold_out if args.hold_out is not None else (1 if len(points) >= 2 else 0)
+        if not 0 <= held < len(points):
+            raise InputError("--hold-out", None, f"expected 0..{len(points) - 1} (points: {len(points)}), got {held}")
+        result = fit(scenario, points[:len(points) - held], points[len(points) - held:],
+                     tuple(args.fit or DEFAULT_FIT_NAMES), duration_ms=args.duration_ms)
+    except (InputError, FitRefused) as exc:
+        raise _usage(exc) from None
+    base = scenario["hardware"]["broker"]["profile"]
+    when = datetime.date.today().isoformat()
+    write_atomic(out, profile_yaml(result, base if not base.endswith((".yaml", ".yml")) else "default", out.stem,
+                                   [m.source for m in points], when))
+    print(f"{out}: " + ", ".join(f"{k} {v:.4g}" for k, v in result.values.items()))
+    for row in result.fitted + result.held_out:
+        kind = "fitted" if row in result.fitted else "held out"
+        print(f"  {kind:8} {row['source']}: " + ", ".join(f"{k} {v:+.1%}" for k, v in row["relative_error"].items()))
     return 0

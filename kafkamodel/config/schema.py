@@ -179,6 +179,9 @@ def profile_name(v: Any, path: str) -> list[str]:
     names = list(hardware.PROFILES)
     if isinstance(v, str) and v in hardware.PROFILES:
         return []
+    if hardware.is_profile_file(v):
+        problem = hardware.profile_file_problem(v)
+        return [f"{path}: profile file {v}: {problem}"] if problem else []
     near = difflib.get_close_matches(str(v), names, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
     return [f"{path}: unknown profile {v!r}{hint} (profiles: {', '.join(names)})"]

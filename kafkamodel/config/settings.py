@@ -86,6 +86,10 @@ def resolved_machines(s: Mapping, given: Mapping) -> dict[str, dict]:
 def derive(s: dict, given: Mapping, kafka: Mechanisms) -> dict:
     """Fill the defaults that depend on other settings, in place; returns `s`. `given`: what the author wrote."""
     s["hardware"] = resolved_machines(s, given)
+    written = given.get("costs") if isinstance(given.get("costs"), Mapping) else {}
+    for key, part in profile(s["hardware"]["broker"]["profile"]).costs.items():  # a calibrated profile's costs
+        if key in s["costs"] and key not in written:
+            s["costs"][key] = part.value
     for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
             p["enable.idempotence"] = not idempotence_conflicts(p, kafka)
