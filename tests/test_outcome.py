@@ -63,6 +63,15 @@ def test_without_the_table_faults_retries_and_groups_count_the_same(name, seed):
     check_modes(name, seed)
 
 
+@pytest.mark.parametrize("name", ["delivery-at-least-once", "steady-state"])
+def test_without_the_table_an_operations_window_counts_the_same(name):
+    """The produce latency of the records sent during the operations (a rolling restart): streamed the same."""
+    ops = [{"at.ms": 1000, "kind": "rolling_restart", "gate": "no_under_replicated"}]
+    full = run(name, operations=ops).summary
+    assert full["operation_produce_max_ms"] is not None and full["operation_produce_errors"] > 0
+    assert_same_summary(full, run(name, operations=ops, **{"results.records": "none"}).summary)
+
+
 def test_the_comparison_covers_the_keys_that_differ():
     """Not vacuous: the runs above lose, duplicate and reorder records, and their streamed percentiles do differ
     from the exact ones (the bound is what lets them pass, not equality)."""
