@@ -4,7 +4,11 @@ Loss and duplication are judged against the final log of each partition's
 last elected leader, by construction:
 ``acked_records_lost`` = the producer got success, the record is absent;
 ``committed_records_lost`` = some leader's HW covered it, it is absent;
-``records_duplicated`` = records present more than once.
+``records_duplicated`` = records present more than once;
+``records_out_of_order`` = copies after a record their producer sent later.
+Each is counted per batch (``accounting``: a batch's records share its fate),
+whatever ``results.records`` keeps of the per-record table; without the whole
+table the latency percentiles come from streamed histograms (``latency``).
 
 Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
 (what the run left) and returns new tables.
@@ -266,7 +270,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
-@collector_paused()  # a row per partition and per-record columns: all kept
+@collector_paused()  # a row per partition and per-record columns (results.records: all): all kept
 def build_result(end: RunEnd) -> Result:
     w, batches = end.workload, end.batches
     nb = len(batches)
