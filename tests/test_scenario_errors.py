@@ -57,6 +57,8 @@ CASES = [
     # unknown keys, with the nearest valid name (or the list of valid ones)
     pytest.param(broken((("broker", "min.insync.replica"), 2)),
                  "broker.min.insync.replica", "unknown key; did you mean 'min.insync.replicas'?", id="unknown-broker-key"),
+    pytest.param(broken((("results.records",), "some")), "results.records", "must be one of all, sample, none, got 'some'",
+                 id="results-records"),
     pytest.param(broken((("dration.ms",), 5000)),
                  "dration.ms", "unknown key; did you mean 'duration.ms'?", id="unknown-top-key-suggest"),
     pytest.param(broken((("zzzz",), 1)),

@@ -211,6 +211,7 @@ TOP: dict[str, Key] = {
     "brokers": Key(3, integer(1, 1000), "number of brokers, ids 0..n-1"),
     "timeline.interval.ms": Key(None, optional(number(positive=True)), "timeline sampling period (default: duration/400, fewer past 125 partitions: at most 50,000 rows)"),
     "debug.invariants": Key(False, boolean, "evaluate the safety properties after every event (slow)"),
+    "results.records": Key("all", choice("all", "sample", "none"), "the per-record table: all (exact percentiles), sample (every k-th record, at most 100,000 rows) or none; loss, duplicates and order are counted per batch either way, percentiles from a histogram (within p/256 + 0.5 us) unless all"),
     "racks": Key(None, lambda v, p: rack_list(v, p), "broker.rack of each broker: broker i is in racks[i % len]; null = no racks"),
     "quorum.fsync": Key(True, boolean, "quorum mode: a replica counts towards the majority once it fsynced (Raft); false = from memory"),
     "kafka.version": Key(NEWEST, check_version, "the Kafka release line whose mechanisms, defaults and property names apply (docs/versions.md)"),

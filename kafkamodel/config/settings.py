@@ -505,6 +505,7 @@ class Settings:
     faults: tuple  # FaultSettings
     operations: tuple  # OperationSettings, in scenario order
     cross_zone_price_per_gb: float = 0.02  # network.cross.zone.price.per.gb: a GB (2^30 bytes) across zones, both ends
+    results_records: str = "all"  # results.records: the per-record table kept (all, sample, none)
 
     @classmethod
     def of(cls, scenario: Mapping) -> "Settings":
@@ -541,6 +542,7 @@ class Settings:
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
             operations=tuple(OperationSettings.of(op, scenario["brokers"]) for op in scenario["operations"]),
             cross_zone_price_per_gb=float(scenario["network"].get("cross.zone.price.per.gb", 0.02)),
+            results_records=scenario["results.records"],
         )
 
     def topic(self, name: str) -> TopicSettings:
