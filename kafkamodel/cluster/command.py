@@ -49,6 +49,25 @@ def add_parser(verbs) -> None:
     cal.add_argument("--out", required=True, metavar="PROFILE.yaml")
     cal.set_defaults(func=_cmd_calibrate)
 
+    rep = sub.add_parser("report", help="answer the operator's questions about the scenario's cluster -> "
+                                        "DIR/report.html (offline) and DIR/answers.json")
+    rep.add_argument("scenario", help="the cluster's scenario (cluster import)")
+    rep.add_argument("--profile", metavar="PROFILE.yaml", help="the brokers' hardware profile (cluster calibrate): "
+                                                              "sets hardware.broker.profile")
+    rep.add_argument("--out", required=True, metavar="DIR")
+    rep.add_argument("--seeds", type=int, default=3, help="seeds per run (default 3): the intervals")
+    rep.add_argument("--duration-ms", type=float, default=5000.0,
+                     help="simulated time of each load run (default 5000; the report says what shortening costs)")
+    rep.add_argument("--gate", default="no_under_replicated",
+                     help="the rolling restart's gate: no_under_replicated, wait.ms=N or full_isr_for.ms=N")
+    rep.add_argument("--downtime-ms", type=float, default=10000.0, help="each broker's downtime in the rolling "
+                                                                        "restart (default 10000)")
+    rep.add_argument("--failures", metavar="FILE.yaml", help="failure rates for durability (docs/durability.md's "
+                                                             "failures: keys; default: its sourced defaults)")
+    rep.add_argument("--windows", type=int, default=200, help="durability: failure windows per replica layout")
+    rep.add_argument("--no-durability", action="store_true", help="skip the durability estimate (the slowest part)")
+    rep.set_defaults(func=_cmd_report)
+
     exp = sub.add_parser("export", help="a scenario as the files import reads: describe.txt (kafka-topics "
                                         "--describe), server-N.properties, traffic.csv")
     exp.add_argument("scenario")
@@ -141,4 +160,62 @@ def _cmd_calibrate(args) -> int:
     for row in result.fitted + result.held_out:
         kind = "fitted" if row in result.fitted else "held out"
         print(f"  {kind:8} {row['source']}: " + ", ".join(f"{k} {v:+.1%}" for k, v in row["relative_error"].items()))
+    return 0
+
+
+def _gate(text: str):
+    if text == "no_under_replicated":
+        return text
+    key, eq, value = text.partition("=")
+    try:
+        ms = float(value)
+    except ValueError:
+        ms = -1.0
+    if not eq or key not in ("wait.ms", "full_isr_for.ms") or ms < 0:
+        raise InputError("--gate", None, f"expected no_under_replicated, wait.ms=N or full_isr_for.ms=N, got {text!r}")
+    return {key: ms}
+
+
+def _cmd_report(args) -> int:
+    import json
+
+    import yaml
+
+    from ..cli import _load
+    from ..folders import staged, writable_folder
+    from .answers import Plan, answers
+    from .report import render
+
+    scenario = _load(args.scenario)
+    try:
+        if args.seeds < 1:
+            raise InputError("--seeds", None, f"expected an integer >= 1, got {args.seeds}")
+        if not args.duration_ms > 0:
+            raise InputError("--duration-ms", None, f"expected a number of ms > 0, got {args.duration_ms}")
+        failures = {}
+        if args.failures:
+            from .importer import read
+
+            text, source = read(args.failures, "--failures")
+            failures = yaml.safe_load(text) or {}
+            failures = failures.get("failures", failures) if isinstance(failures, dict) else failures
+        plan = Plan(seeds=tuple(range(1, args.seeds + 1)), duration_ms=args.duration_ms, gate=_gate(args.gate),
+                    downtime_ms=args.downtime_ms, failures=failures, windows=args.windows,
+                    durability=not args.no_durability)
+    except InputError as exc:
+        raise _usage(exc) from None
+    if args.profile:
+        scenario = scenario.with_overrides({"hardware.broker.profile": args.profile})
+    writable_folder(args.out, "--out")
+    inputs = {"scenario": args.scenario, "hardware profile": args.profile or scenario["hardware"]["broker"]["profile"],
+              "failure rates": args.failures or "docs/durability.md's defaults", "seeds": args.seeds,
+              "rolling restart gate": args.gate}
+    try:
+        a = answers(scenario, plan, inputs=inputs)
+    except ValueError as exc:  # failure rates the estimator refuses
+        raise _usage(exc) from None
+    with staged(Path(args.out)) as tmp:
+        (tmp / "answers.json").write_text(json.dumps(a, indent=1, default=str) + "\n", encoding="utf-8")
+        (tmp / "report.html").write_text(render(a), encoding="utf-8")
+    print(f"{args.out}/report.html, {args.out}/answers.json")
     return 0
