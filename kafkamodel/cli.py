@@ -537,6 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
     hw.add_argument("--markdown", action="store_true", help="print the profiles as docs/calibration.md's tables")
     hw.set_defaults(func=_cmd_hardware)
 
+    from .cluster.command import add_parser as add_cluster
+
+    add_cluster(verbs)
+
     measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")
     measures.set_defaults(func=_cmd_measures)
 

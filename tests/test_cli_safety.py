@@ -211,7 +211,7 @@ def test_version_and_bare_invocation(capsys):
     verbs = {line.split()[0] for line in err.splitlines() if line.startswith("  ")}
     assert code == 2 and out == "" and err.startswith("usage: ")
     assert verbs == {"run", "validate", "study", "sweep", "campaign", "durability", "aggregate", "report", "keys", "hardware",
-                     "measures", "bench", "validation"}
+                     "measures", "bench", "validation", "cluster"}
 
 
 def test_run_prints_a_table_with_units_and_json_on_request(capsys, tmp_path):

@@ -125,7 +125,8 @@ def groups_of(scenario) -> list[Group]:
     racks = tuple(zones) if scenario.get("racks") else ()
     out: dict = {}
     for t in scenario["topics"]:
-        for p, replicas in enumerate(assign(t["partitions"], t["replication.factor"], scenario["brokers"], racks)):
+        placed = t.get("replicas") or assign(t["partitions"], t["replication.factor"], scenario["brokers"], racks)
+        for p, replicas in enumerate(tuple(r) for r in placed):  # a topic's own assignment (topics[].replicas) wins
             key = tuple(zones[b] for b in replicas)
             out.setdefault(key, Group(key, [])).partitions.append((t["name"], p, replicas))
     return list(out.values())
