@@ -17,9 +17,10 @@ import os
 import sys
 
 from . import __version__
-from .config.scenario import ScenarioError, load_scenario
+from .command import UsageError, load_named
+from .config.scenario import ScenarioError
 from .folders import FolderError, check_replaceable, writable_folder
-from .paths import child_environment, scenario_path, unknown_scenario
+from .paths import child_environment
 
 ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.kit.engines checks the name)
 # what the study extra's verbs import: papermill runs notebooks (sweep points, reports), Spark aggregates
@@ -29,20 +30,9 @@ STUDY_EXTRA = {"pyspark", "papermill", "nbconvert", "nbclient", "nbformat", "ipy
                "jupyterlab", "py4j"}
 
 
-class UsageError(Exception):
-    """A bad command line: reported in one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, status 2, like every other input error
         raise UsageError(f"{self.prog}: {message}")
-
-
-def _load(name: str):
-    problem = unknown_scenario(name)
-    if problem:
-        raise UsageError(problem)
-    return load_scenario(scenario_path(name))
 
 
 def _writable_out(out: str) -> None:
@@ -108,7 +98,7 @@ def run_table(summary: dict, consumers: bool) -> list[str]:
 def _cmd_run(args) -> int:
     from .sim.simulation import simulate
 
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     if args.out:
         _writable_out(args.out)
     result = simulate(scenario)
@@ -277,7 +267,7 @@ def _cmd_validation(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     print(f"{args.scenario}: ok ({scenario['name']})")
     return 0
 

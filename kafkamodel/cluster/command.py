@@ -76,7 +76,7 @@ def add_parser(verbs) -> None:
 
 
 def _usage(exc: Exception):
-    from ..cli import UsageError
+    from ..command import UsageError
 
     return UsageError(str(exc))
 
@@ -107,11 +107,11 @@ def _cmd_import(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from ..cli import _load
+    from ..command import load_named
     from ..folders import staged
     from .export import files
 
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     with staged(Path(args.out)) as tmp:
         for name, text in files(scenario).items():
             (tmp / name).write_text(text, encoding="utf-8")
@@ -122,14 +122,14 @@ def _cmd_export(args) -> int:
 def _cmd_calibrate(args) -> int:
     import datetime
 
-    from ..cli import _load
+    from ..command import load_named
     from ..folders import check_file_replaceable, write_atomic
     from .calibrate import FitRefused, fit, profile_yaml
     from .importer import read
     from .omb import read_omb
     from .perftest import read_perf_test
 
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     out = Path(args.out)
     try:
         check_file_replaceable(out, "--out")
@@ -181,12 +181,12 @@ def _cmd_report(args) -> int:
 
     import yaml
 
-    from ..cli import _load
+    from ..command import load_named
     from ..folders import staged, writable_folder
     from .answers import Plan, answers
     from .report import render
 
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     try:
         if args.seeds < 1:
             raise InputError("--seeds", None, f"expected an integer >= 1, got {args.seeds}")
