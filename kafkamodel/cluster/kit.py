@@ -5,7 +5,6 @@ this module is the one to change when they do."""
 from __future__ import annotations
 
 from ..campaign.durability.estimate import estimate as durability_estimate  # noqa: F401
-from ..campaign.durability.markov import MINUTES_PER_YEAR  # noqa: F401
 from ..campaign.durability.spec import Configuration, DurabilitySpec, parse_failures, zones_of  # noqa: F401
-from ..study.present import Table, interval, number, percent  # noqa: F401
+from ..study.present import interval, number  # noqa: F401
 from ..study.report import STYLE, provenance  # noqa: F401
