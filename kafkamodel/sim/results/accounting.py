@@ -238,24 +238,46 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
             "consumed_duplicates": int(np.count_nonzero(processed > 1))}
 
 
+LAG_CHUNK = 1 << 18  # records of a group's per-record times read at a time
+
+
 def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     """How long the group's partitions went unconsumed, and its lag: records of its topic visible (below the HW)
-    and not yet processed, at its worst and at the end. A batch becomes visible whole (+ its count at its
-    visible_ms); each record leaves the lag when first processed."""
+    and not yet processed, at its worst and at the end.
+
+    A batch becomes visible whole (+ its count at its visible_ms); each record leaves the lag when first processed
+    (at equal times, processed first). The lag only rises at a batch's visible time, so its worst is the largest
+    of (records visible by then) - (records processed by then) over those times: the processed records are
+    counted against the sorted visible times a chunk of records at a time, not sorted themselves."""
     paused = dict(g.paused_ms)
     for p, since in g.unowned_from.items():
         paused[p] += end_ms - since
     rows = np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms)
     rows[-1] = False
-    seen, steps_seen = account.visible_ms[rows], account.count[rows]
+    rows = np.flatnonzero(rows)
+    by_time = np.argsort(account.visible_ms[rows], kind="stable")
+    seen = account.visible_ms[rows][by_time]
+    visible = np.cumsum(account.count[rows][by_time], dtype=np.int64)  # records visible by each visible time
     lo = account.lo[rows]
-    mine = ranges_mask(len(g.first_processed_ms), lo, lo + steps_seen)
-    done = g.first_processed_ms[mine]
-    done = done[~np.isnan(done)]
-    times = np.concatenate([seen, done])
-    steps = np.concatenate([steps_seen, np.full(len(done), -1, dtype=np.int64)])
-    order = np.lexsort((steps, times))  # at equal times the record is processed as it appears: -1 first
-    lag = np.cumsum(steps[order])
+    by_lo = np.argsort(lo, kind="stable")
+    starts, ends = lo[by_lo], (lo + account.count[rows])[by_lo]
+    reached = np.zeros(len(seen) + 1, dtype=np.int64)  # processed records whose next visible time is this one
+    done = g.first_processed_ms
+    for a in range(0, len(done), LAG_CHUNK):
+        b = min(a + LAG_CHUNK, len(done))
+        i, j = np.searchsorted(ends, a, side="right"), np.searchsorted(starts, b, side="left")
+        if j <= i:
+            continue  # no batch of the group's visible ones holds records here
+        mine = ranges_mask(b - a, np.clip(starts[i:j], a, b) - a, np.clip(ends[i:j], a, b) - a)
+        t = done[a:b][mine]
+        t = t[~np.isnan(t)]
+        reached += np.bincount(np.searchsorted(seen, t, side="left"), minlength=len(seen) + 1)
+    processed = np.cumsum(reached[:-1])  # processed by each visible time (at it included)
+    total = int(reached.sum())
+    worst = int((visible - processed).max()) if len(seen) else None
+    if total and (not len(seen) or processed[0] > 0):  # the walk starts with a record processed: lag -1
+        worst = -1 if worst is None else max(worst, -1)
     return {"paused_partition_ms": float(sum(paused.values())), "paused_partition_ms_max": float(max(paused.values(), default=0.0)),
             "partitions_paused": sum(1 for v in paused.values() if v > 0),
-            "lag_records_max": int(lag.max()) if len(lag) else 0, "lag_records_end": int(lag[-1]) if len(lag) else 0}
+            "lag_records_max": worst if worst is not None else 0,
+            "lag_records_end": int(visible[-1] if len(seen) else 0) - total}
