@@ -22,7 +22,7 @@ a walk over the records would give, at a cost that follows the batches:
   and not in a poll a live member is still working on. A poll may end inside
   a batch (``max.poll.records``), so the group's per-record ``processed``
   counts are summed over each batch's offset range below the committed
-  offset (one pass over the group's own array, no per-record table).
+  offset (a chunk of the group's own array at a time, no per-record table).
 
 The per-record table (``result.records``), when kept, gives the same numbers
 record by record (tests/test_accounting.py checks both ways).
@@ -174,20 +174,7 @@ def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partit
 
 # ---- consumer groups ----------------------------------------------------------------------------------------
 
-
-def _range_sums(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per range [start, end) (disjoint, any order, possibly empty): how many `flags` are set in it. `flags` has one
-    element more than the records (False), so that an end at the last record is a valid index."""
-    out = np.zeros(len(starts), dtype=np.int64)
-    nonempty = np.flatnonzero(ends > starts)
-    if not len(nonempty):
-        return out
-    order = nonempty[np.argsort(starts[nonempty], kind="stable")]
-    idx = np.empty(2 * len(order), dtype=np.int64)
-    idx[0::2] = starts[order]
-    idx[1::2] = ends[order]
-    out[order] = np.add.reduceat(flags, idx, dtype=np.int64)[0::2]  # (the odd results, the gaps, are not used)
-    return out
+CHUNK = 1 << 18  # records of a group's per-record arrays read at a time (262,144)
 
 
 def ranges_mask(records: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -219,9 +206,19 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
     base, count, lo = logs.first_base[rows], account.count[rows], account.lo[rows]
     first = np.clip(origin[part] - base, 0, count)  # the batch's positions in scope: [first, last)
     last = np.clip(reached[part] - base, 0, count)
-    unprocessed = np.zeros(n + 1, dtype=bool)
-    np.equal(processed, 0, out=unprocessed[:n])
-    lost = int(_range_sums(unprocessed, lo + first, lo + last).sum())
+    scope_lo, scope_hi = lo + first, lo + last  # the records in scope: disjoint ranges
+    by_lo = np.argsort(scope_lo, kind="stable")
+    starts, ends = scope_lo[by_lo], scope_hi[by_lo]
+    lost = once = twice = 0
+    for a in range(0, n, CHUNK):  # (a chunk of the group's per-record counts at a time)
+        z = min(a + CHUNK, n)
+        chunk = processed[a:z]
+        once += int(np.count_nonzero(chunk > 0))
+        twice += int(np.count_nonzero(chunk > 1))
+        i, j = np.searchsorted(ends, a, side="right"), np.searchsorted(starts, z, side="left")
+        if j > i:
+            mine = ranges_mask(z - a, np.clip(starts[i:j], a, z) - a, np.clip(ends[i:j], a, z) - a)
+            lost += int(np.count_nonzero(mine & (chunk == 0)))
     # less those in a poll a live member is still working on (its slices may overlap: each record once)
     working: set = set()
     for m in g.members:
@@ -233,12 +230,8 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
                 start = end.batches.lo[b] + s_first
                 working.update(range(max(int(lo[at] + first[at]), start),
                                      min(int(lo[at] + last[at]), start + s_last - s_first)))
-    lost -= sum(1 for i in working if unprocessed[i])
-    return {"records_processed": int(np.count_nonzero(processed > 0)), "consumed_lost": lost,
-            "consumed_duplicates": int(np.count_nonzero(processed > 1))}
-
-
-LAG_CHUNK = 1 << 18  # records of a group's per-record times read at a time
+    lost -= sum(1 for i in working if processed[i] == 0)
+    return {"records_processed": once, "consumed_lost": lost, "consumed_duplicates": twice}
 
 
 def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
@@ -263,8 +256,8 @@ def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     starts, ends = lo[by_lo], (lo + account.count[rows])[by_lo]
     reached = np.zeros(len(seen) + 1, dtype=np.int64)  # processed records whose next visible time is this one
     done = g.first_processed_ms
-    for a in range(0, len(done), LAG_CHUNK):
-        b = min(a + LAG_CHUNK, len(done))
+    for a in range(0, len(done), CHUNK):
+        b = min(a + CHUNK, len(done))
         i, j = np.searchsorted(ends, a, side="right"), np.searchsorted(starts, b, side="left")
         if j <= i:
             continue  # no batch of the group's visible ones holds records here
