@@ -54,6 +54,12 @@ def test_each_sentence_carries_the_numbers_of_its_table(tiny_answers):
     section = _section(page, "death")
     assert _iv(death["produce_p99_after_crash_ms"]) in _sentence(section)
     assert _iv(death["produce_p99_after_crash_ms"]) in _cells(section)
+    w = death["with_setting"]  # the setting that would change it, and the new figure, beside the table's
+    assert w["setting"] == "broker.session.timeout.ms" and w["value"] == 4500  # KRaft 4.1: half of 9,000
+    # and it moves the way it must: a dead broker noticed sooner leaves its partitions leaderless for less long
+    assert w["partition_unavailable_ms_max"]["high"] < death["partition_unavailable_ms_max"]["low"]
+    assert _iv(w["partition_unavailable_ms_max"], 1 / 1000) in _sentence(section)
+    assert _iv(w["partition_unavailable_ms_max"]) in _cells(section)
     restart = _section(page, "restart")
     took = tiny_answers["rolling_restart"]["operation_ms"]
     assert _iv(took, 1 / 1000) in _sentence(restart) and _iv(took) in _cells(restart)

@@ -114,11 +114,22 @@ def _death_section(d: dict) -> str:
            f"{_n(d['run_ms'] / 1000)} s run; the producers' p99 over records sent after the crash is "
            f"{_iv(d['produce_p99_after_crash_ms'])} ms; send() "
            + ("blocked (buffer.memory ran out)." if d["send_blocked"] else "never blocked (buffer.memory sufficed)."))
+    w = d.get("with_setting")
+    if w:
+        say += (f" With {w['setting']} at {_n(w['value'])} ms (half of today's) the longest unavailability would be "
+                f"{_iv(w['partition_unavailable_ms_max'], 1 / 1000)} s and the producers' p99 after the crash "
+                f"{_iv(w['produce_p99_after_crash_ms'])} ms.")
     rows = [[k.replace("_", " "), _iv(d[k])] for k in ("unavailable_partition_ms", "partition_unavailable_ms_max",
                                                         "under_replicated_partition_ms", "produce_p99_after_crash_ms",
                                                         "producer_buffer_wait_ms", "not_enough_replicas_errors")]
+    header = ["measure (ms, partition-ms or count)", "median (range)"]
+    if w:
+        header.append(f"with {w['setting']} = {_n(w['value'])}")
+        rows = [r + [_iv(w[k]) if k in w else ""] for r, k in zip(rows, (
+            "unavailable_partition_ms", "partition_unavailable_ms_max", "under_replicated_partition_ms",
+            "produce_p99_after_crash_ms", "producer_buffer_wait_ms", "not_enough_replicas_errors"))]
     return ("<h2 id='death'>A broker's death</h2>" f"<p class='answer'>{html.escape(say)}</p>"
-            + _table(["measure (ms, partition-ms or count)", "median (range)"], rows))
+            + _table(header, rows))
 
 
 def _restart_section(r: dict) -> str:
