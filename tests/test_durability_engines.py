@@ -14,7 +14,7 @@ from kafkamodel.durability.spec import load_durability
 from kafkamodel.durability.sweep import STUDY, detailed_point
 from kafkamodel.cli import main
 from kafkamodel.kit.point import scenario_for
-from tests.durability_specs import NO_FAILURES, write_spec
+from durability_specs import NO_FAILURES, write_spec
 
 # one zone, acks=1: every critical class goes to the detailed model (Kafka's rules decide none of them); power
 # losses and crashes only, 2 windows: three classes, a few seconds each

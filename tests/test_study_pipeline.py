@@ -412,7 +412,7 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     monkeypatch.setattr(aggregate_module, "aggregate", fake_aggregate)
     monkeypatch.setattr(report_module, "report", fake_report)
     monkeypatch.setattr(report_module, "write_index", lambda reports, specs: Path(reports) / "index.html")
-    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    monkeypatch.setattr(pipeline, "spawned_pool", ThreadPoolExecutor)
     outcome = pipeline.run_study(studies=studies, runs=tmp_path / "runs",
                                  processed=tmp_path / "processed", reports=tmp_path / "reports", say=said.append,
                                  progress=False)
@@ -452,7 +452,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
     monkeypatch.setattr(spark_module, "build_spark", lambda master, app_name: Session())
     monkeypatch.setattr(sweep_module, "run_sweeps", sweeps)
     monkeypatch.setattr(aggregate_module, "aggregate", slow_aggregate)
-    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    monkeypatch.setattr(pipeline, "spawned_pool", ThreadPoolExecutor)
     t0 = time.perf_counter()
     try:
         with pytest.raises(RuntimeError, match="interrupted"):
