@@ -51,7 +51,7 @@ def fetcher_of(topic: str, partition: int, fetchers: int) -> int:
     return (0 if x == -2**31 else abs(x)) % fetchers
 
 
-# ---- specs to change and run (test_campaign, test_study_spark_engine, test_object_store) -------------------------
+# ---- specs to change and run (test_campaign, test_kit_engines_spark, test_object_store) -------------------------
 SAFETY = CAMPAIGNS / "safety.yaml"
 
 # the engines' sweep: two acks settings x two seeds

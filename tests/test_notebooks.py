@@ -3,7 +3,7 @@
 The study notebooks run through ``report`` (the ``study_reports`` fixture:
 tiny studies, two seeds), which records each notebook's headline numbers in
 ``reports/<study>.json``; the recovery-protocols numbers are also checked by
-the end-to-end test in test_study_pipeline.py.
+the end-to-end test in test_kit_command.py.
 """
 
 from __future__ import annotations
