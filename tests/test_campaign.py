@@ -22,7 +22,7 @@ from helpers import CHROMIUM, CHROMIUM_ARGS, SAFETY, VIEWPORT, campaign_spec_fil
 from kafkamodel import load_scenario, simulate
 from kafkamodel.campaign import analysis, counterexample, vocabulary
 from kafkamodel.campaign.properties import BY_NAME, broken
-from kafkamodel.campaign.run import run_campaign
+from kafkamodel.campaign.command import run_campaign
 from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
 from kafkamodel.cli import main

@@ -9,7 +9,7 @@ import pytest
 from kafkamodel.durability import sweep as sweep_module
 from kafkamodel.durability import windows as W
 from kafkamodel.durability.estimate import detailed_overrides, groups_of, representative
-from kafkamodel.durability.run import run_durability
+from kafkamodel.durability.command import run_durability
 from kafkamodel.durability.spec import load_durability
 from kafkamodel.durability.sweep import STUDY, detailed_point
 from kafkamodel.cli import main

@@ -332,7 +332,7 @@ def test_spark_starts_beside_the_sweep(monkeypatch):
     where the session is needed, and the session is stopped on the way out."""
     import threading
 
-    from kafkamodel.kit import pipeline, spark as spark_module
+    from kafkamodel.kit import command as pipeline, spark as spark_module
 
     release, built = threading.Event(), []
 
@@ -371,7 +371,7 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.kit import aggregate as aggregate_module, pipeline, report as report_module
+    from kafkamodel.kit import aggregate as aggregate_module, command as pipeline, report as report_module
     from kafkamodel.kit import spark as spark_module
     from kafkamodel.kit.sweep import SweepOutcome
 
@@ -430,7 +430,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.kit import aggregate as aggregate_module, pipeline, spark as spark_module
+    from kafkamodel.kit import aggregate as aggregate_module, command as pipeline, spark as spark_module
     from kafkamodel.kit.sweep import SweepOutcome
 
     class Session:
@@ -464,7 +464,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
 
 
 def test_study_reports_its_wall_time_by_phase():
-    from kafkamodel.kit.pipeline import StudyOutcome
+    from kafkamodel.kit.command import StudyOutcome
 
     outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
     assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"

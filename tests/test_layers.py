@@ -246,7 +246,7 @@ def test_a_planted_cycle_is_found(tmp_path):
     ("kafkamodel.kit.report", "kafkamodel.studies.common", ["spread"], True),
     ("kafkamodel.kit.report", "kafkamodel", ["__version__"], False),
     ("kafkamodel.kit.report", "kafkamodel.validation.report", ["html_page"], True),
-    ("kafkamodel.campaign.run", "kafkamodel.durability.run", ["run_durability"], True),
+    ("kafkamodel.campaign.command", "kafkamodel.durability.command", ["run_durability"], True),
 ])
 def test_the_rule_catches_a_wrong_import(module, target, names, broken):
     assert bool(check(module, target, names)) == broken

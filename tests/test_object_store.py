@@ -166,7 +166,7 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
     # the fault campaign: one schedule per setting, its runs in the bucket, its verdicts read back from there; the
     # same verdicts as the same schedules run here on papermill into run folders
     safety = campaign_spec_file(tmp_path)
-    script = ("import sys; from pathlib import Path; from kafkamodel.campaign.run import run_campaign; "
+    script = ("import sys; from pathlib import Path; from kafkamodel.campaign.command import run_campaign; "
               "out = run_campaign(Path(sys.argv[1]), schedules=1, engine=sys.argv[2], master='local[2]', "
               "runs=sys.argv[3] if '://' in sys.argv[3] else Path(sys.argv[3]), processed=Path(sys.argv[4]), "
               "report=False, progress=False, say=lambda line: None); print(chr(10).join(out.lines()))")

@@ -42,7 +42,7 @@ from ..kit.fields import Field, read
 from ..paths import REPORTS, RUNS
 from . import spec as S
 from .estimate import DetailedRunError
-from .run import ASSUMPTIONS, check_engine_options, nines, run_durability
+from .command import ASSUMPTIONS, check_engine_options, nines, run_durability
 
 STUDIES = S.DURABILITY / "studies"  # shipped durability studies
 # a durability study's keys: a durability spec's (but failures, which each profile gives) and its own

@@ -24,7 +24,7 @@ One module per job:
 * ``report``: executed notebook -> offline HTML (``templates/``), and the index; ``cleaning``: a notebook's
   outputs made reproducible;
 * ``progress``: the one progress bar;
-* ``pipeline``: every study end to end, for ``python -m kafkamodel study``.
+* ``command``: the kit's verb, every study end to end, for ``python -m kafkamodel study``.
 
 Heavy dependencies (papermill, pyspark, matplotlib, ipywidgets) are imported by the module that needs them,
 and the names below are imported on first use, so ``import kafkamodel.kit`` stays light.
