@@ -108,8 +108,9 @@ def _death_section(d: dict) -> str:
     say = (f"Broker {d['broker']} (it leads {d['leads_partitions']} partitions) crashes at "
            f"{_n(d['crash_at_ms'] / 1000)} s and stays down. Its partitions cannot take acks=all writes for "
            f"{_iv(d['partition_unavailable_ms_max'], 1 / 1000)} s at the longest "
-           f"({_iv(d['unavailable_partition_ms'], 1 / 1000)} partition-seconds in all), the controller needing "
-           f"{_n(d['detection_ms'] / 1000)} s to notice; partitions are under-replicated for "
+           f"({_iv(d['unavailable_partition_ms'], 1 / 1000)} partition-seconds in all; the controller notices a "
+           f"dead broker after {_n(d['detection_ms'] / 1000)} s, and a partition whose ISR stays below "
+           "min.insync.replicas refuses them until the broker returns); partitions are under-replicated for "
            f"{_iv(d['under_replicated_partition_ms'], 1 / 1000)} partition-seconds within the "
            f"{_n(d['run_ms'] / 1000)} s run; the producers' p99 over records sent after the crash is "
            f"{_iv(d['produce_p99_after_crash_ms'])} ms; send() "
@@ -180,6 +181,9 @@ def _shortening_section(a: dict) -> str:
         words += (f" (the busiest partition rolls a log segment every {_n(s['segment_roll_every_s'])} s"
                   + (", inside the runs)" if s["segment_roll_every_s"] < s["load_run_ms"] / 1000 else
                      ", never within a run)"))
+    cost = s.get("cpu_seconds") or {}
+    if cost:
+        words += ". The runs took " + ", ".join(f"{_n(v)} CPU-s for the {k.replace('_', ' ')}" for k, v in cost.items())
     words += (". Disks write back dirty pages after vm.dirty_expire_centisecs (30 s by default): runs shorter than "
               "that show no disk writes, so the disks' load is computed from the bytes appended.")
     return f"<h2 id='shortened'>How the runs were shortened</h2><p class='shortening'>{html.escape(words)}</p>"
