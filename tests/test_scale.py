@@ -22,8 +22,8 @@ from kafkamodel.config.scenario import load_scenario
 from kafkamodel.sim.batches import _FEW_KEYS, RecordFormat
 from kafkamodel.sim.engine.kernel import Kernel
 from kafkamodel.sim.simulation import Simulation, simulate
-from tests.kafka_format import legacy_record, v2_record
-from tests.shipped import SCENARIOS
+from kafka_format import legacy_record, v2_record
+from shipped import SCENARIOS
 
 
 @pytest.mark.parametrize("n", [1, 2, _FEW_KEYS, _FEW_KEYS + 1, 40])
