@@ -240,6 +240,8 @@ BROKER: dict[str, Key] = {
     "leader.imbalance.per.broker.percentage": Key(10, number(lo=0, hi=100), "imbalance that triggers a preferred election"),
     "eligible.leader.replicas.enable": Key(True, boolean, "KIP-966 (eligible.leader.replicas.version=1): replicas removed below min.insync.replicas stay electable; 4.0+, on from 4.1"),
     "log.segment.bytes": Key(1073741824, integer(1), "a log rolls a new segment past this size"),
+    "num.recovery.threads.per.data.dir": Key(1, integer(1, 10000), "threads that load (and after an unclean shutdown recover) the logs at a broker's start; 1, 2 from 4.0 (KIP-1030)"),
+    "log.flush.offset.checkpoint.interval.ms": Key(60000, integer(1, 2**31 - 1), "how often each log's recovery point is written to recovery-point-offset-checkpoint (an unclean start recovers from there)"),
     "log.retention.ms": Key(604800000, optional(number(positive=True)), "segments older than this are deleted (7 days); null = forever"),
     "log.retention.bytes": Key(None, optional(integer(1)), "old segments are deleted while the log is larger; null = no limit"),
     "log.retention.check.interval.ms": Key(300000, number(positive=True), "how often retention runs"),

@@ -148,6 +148,8 @@ class BrokerSettings:
     replica_fetch_response_max_bytes: int
     num_io_threads: int
     num_network_threads: int
+    num_recovery_threads_per_data_dir: int = 1  # log loading and recovery threads at a start (one data dir)
+    log_flush_offset_checkpoint_interval_ms: float = 60000.0  # recovery points written this often
     replica_selector_class: str | None = None  # KIP-392 (2.4): RackAwareReplicaSelector, LeaderSelector; None: unset
 
     @classmethod
@@ -177,6 +179,8 @@ class BrokerSettings:
             replica_fetch_response_max_bytes=int(b["replica.fetch.response.max.bytes"]),
             num_io_threads=int(b["num.io.threads"]),
             num_network_threads=int(b["num.network.threads"]),
+            num_recovery_threads_per_data_dir=int(b["num.recovery.threads.per.data.dir"]),
+            log_flush_offset_checkpoint_interval_ms=float(b["log.flush.offset.checkpoint.interval.ms"]),
             replica_selector_class=b.get("replica.selector.class"),
         )
 

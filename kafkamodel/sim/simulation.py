@@ -59,6 +59,7 @@ from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
 from .storage.log import Log
+from .storage.recovery import LogRecovery
 
 
 class Simulation:
@@ -152,6 +153,7 @@ class Simulation:
         self.group_coordinator = GroupCoordinator(self)
         self.fetcher = Fetcher(self, self.group_coordinator.groups, self.server, self.consumer_fetch)
         self.consumer = KafkaConsumer(self, self.group_coordinator, self.fetcher)
+        self.recovery = LogRecovery(self)  # recovery points and an unclean start's log recovery (storage.recovery)
         self.faults = FaultInjector(self, producer_network=self.producer_network, leader=self.leader,
                                     follower=self.follower, sessions=self.sessions, server=self.server,
                                     replica_manager=self.replica_manager, controller=self.controller,

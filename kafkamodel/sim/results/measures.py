@@ -45,6 +45,8 @@ FAULT_RESUME = _kind("fault_resume", "a paused broker resumed")
 FAULT_SLOW_END = _kind("fault_slow_end", "a slow broker is normal again")
 FAULT_SKIPPED = _kind("fault_skipped", "a scheduled fault had no target (no leader, already down, no such member)")
 FAULT_DISK_LOSS = _kind("fault_disk_loss", "a broker's machine failed: it comes back (after duration.ms) with an empty log")
+LOG_RECOVERY = _kind("log_recovery", "a broker starting after an unclean shutdown recovered its logs before it "
+                                     "registered (detail: bytes and segments re-read, ms)")
 # the faults that start something (a fault's end, or a skipped one, is not one)
 FAULT_STARTS = frozenset({FAULT_CRASH, FAULT_POWER_LOSS, FAULT_RESTART, FAULT_ISOLATE, FAULT_PAUSE, FAULT_SLOW,
                           FAULT_DISK_LOSS})
@@ -192,6 +194,8 @@ SUMMARY = (
     Measure("partition_unavailable_ms_max", "ms", "the same, the longest"),
     Measure("controller_busy_ms", "ms", "the controller thread's work: ZooKeeper writes and reads, or KRaft records "
                                         "and commits (controller.*)"),
+    Measure("broker_recovery_ms_max", "ms", "the longest log recovery of a broker start after an unclean shutdown "
+                                            "(storage.recovery); 0 when every restart was clean or none happened"),
     Measure("controller_queue_max", "partitions", "the most partition changes in one controller batch"),
     Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker's metadata cache holds it (UpdateMetadata), median"),
     Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
@@ -278,7 +282,7 @@ class Recorder:
     """The run's events (time_ms, kind, topic, partition, broker, detail) and counters."""
 
     __slots__ = ("kernel", "partitions", "events", "counters", "awaiting_leader", "election_ms", "metadata_propagation_ms",
-                 "controller_busy_ms", "controller_queue_max")
+                 "controller_busy_ms", "controller_queue_max", "recovery_ms")
 
     def __init__(self, kernel, partitions) -> None:
         self.kernel = kernel
@@ -292,6 +296,7 @@ class Recorder:
         self.metadata_propagation_ms: list[float] = []
         self.controller_busy_ms = 0.0  # the controller thread's work (writes, reads, records), summed
         self.controller_queue_max = 0  # the most partition changes in one batch
+        self.recovery_ms: list[float] = []  # each unclean start's log recovery (storage.recovery)
 
     def event(self, kind: str, partition: int = -1, broker: int = -1, detail: str = "") -> None:
         part = self.partitions[partition] if partition >= 0 else None

@@ -68,6 +68,7 @@ def control_summary(end: "RunEnd") -> dict:
         "partition_unavailable_ms_p99": _percentile(down, 99),
         "partition_unavailable_ms_max": float(down.max()) if len(down) else None,
         "controller_busy_ms": float(rec.controller_busy_ms),
+        "broker_recovery_ms_max": float(max(rec.recovery_ms, default=0.0)),
         "controller_queue_max": int(rec.controller_queue_max),
         "metadata_propagation_ms_p50": _percentile(propagation, 50),
         "metadata_propagation_ms_max": float(propagation.max()) if len(propagation) else None,
