@@ -25,7 +25,7 @@ from __future__ import annotations
 from .protocol import CLIENT, CONTROLLER
 from .state import Replica
 from .storage.log import Log
-from .results.measures import BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START
+from .results.measures import BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START, OPERATION_UNFINISHED
 from .results.health import OFFLINE, UNDER_REPLICATED
 
 
@@ -76,13 +76,20 @@ class Operations:
         self.ended[i] = self.kernel.now
         self.event(OPERATION_END, -1, -1, f"{i}: {self.operations[i].kind}" + (f"; {detail}" if detail else ""))
 
-    def window(self, end_ms: float) -> tuple[float, float] | None:
-        """The first operation's start and the last one's end (an unfinished one: the run's end); None if none
-        began. operation_ms is its length; the produce latency and errors "during the operation" fall in it."""
+    def close(self, end_ms: float) -> tuple[float, float, bool] | None:
+        """At the run's end: an event for each operation that began and has not finished; the first operation's
+        start and the last one's end (an unfinished one: the run's end), and whether every one finished; None if
+        none began. operation_ms is the window's length once all finished (else null); the produce latency and
+        errors "during the operation" fall in the window."""
         if not self.started:
             return None
-        last = end_ms if len(self.ended) < len(self.started) else max(self.ended.values())
-        return min(self.started), last
+        for i, op in enumerate(self.operations[:len(self.started)]):
+            if i not in self.ended:
+                self.event(OPERATION_UNFINISHED, -1, -1, f"{i}: {op.kind}" + (
+                    f"; {len(self.moving[i])} partitions still moving" if self.moving.get(i) else ""))
+        finished = len(self.ended) == len(self.started)
+        last = max(self.ended.values()) if finished else end_ms
+        return min(self.started), last, finished
 
     # ---- a broker's shutdown and restart --------------------------------------------------------------------
 

@@ -219,6 +219,7 @@ class Simulation:
         self.availability.close(duration)
         self.producer.finish()
         self.zones.close(duration)
+        window = self.operations.close(self.kernel.now)  # (its unfinished operations' events go in first)
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
@@ -228,7 +229,7 @@ class Simulation:
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
             cpu=self.cpu, caches=self.caches, recorder=self.recorder,
-            operations={"window": self.operations.window(self.kernel.now), **self.health.close(duration),
+            operations={"window": window, **self.health.close(duration),
                         "reassignment_bytes": self.quotas.moved_bytes, "produce_error_ms": self.producer.error_ms,
                         "throttled_bytes": self.quotas.throttled_bytes,
                         "under_min_isr_ms": self.health.under_min_isr_ms},

@@ -53,6 +53,8 @@ FAULT_STARTS = frozenset({FAULT_CRASH, FAULT_POWER_LOSS, FAULT_RESTART, FAULT_IS
 # operations, as scheduled (operations)
 OPERATION_START = _kind("operation_start", "a scheduled operation began (detail: its index and kind)")
 OPERATION_END = _kind("operation_end", "an operation finished (a rolling restart: its last gate passed)")
+OPERATION_UNFINISHED = _kind("operation_unfinished", "at the run's end, an operation that began had not finished "
+                                                     "(operation_ms is then null; detail: its index and kind)")
 CONTROLLED_SHUTDOWN = _kind("controlled_shutdown", "the controller answered a broker's controlled shutdown "
                                                    "(its leaderships moved, it left the ISRs)")
 BROKER_SHUTDOWN = _kind("broker_shutdown", "a broker process stopped cleanly (log whole, HW checkpointed)")
@@ -200,7 +202,8 @@ SUMMARY = (
     Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker's metadata cache holds it (UpdateMetadata), median"),
     Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
     Measure("operation_ms", "ms", "operations: from the first operation's start to the last one's end; null without "
-                                  "operations (a reassignment that never finishes ends at the run's end)"),
+                                  "operations, and while one has not finished by the run's end (an "
+                                  "operation_unfinished event says which)"),
     Measure("under_replicated_partition_ms", "partition-ms", "time partitions had an ISR smaller than their replica "
                                                              "list (Kafka's UnderReplicatedPartitions), summed"),
     Measure("under_min_isr_partition_ms", "partition-ms", "time partitions had an ISR below min.insync.replicas "

@@ -84,7 +84,7 @@ def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dic
     during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
               "operation_produce_errors": None}
     if window is not None:
-        start, end = window
+        start, end, _ = window
         sent = (send_ms >= start) & (send_ms <= end)
         latency = (ack_ms - send_ms)[sent & ~np.isnan(ack_ms)]
         if len(latency):
@@ -93,7 +93,7 @@ def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dic
                           operation_produce_max_ms=float(top))
         errors = np.asarray(ops["produce_error_ms"], dtype=float)
         during["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
-    return {"operation_ms": None if window is None else window[1] - window[0],
+    return {"operation_ms": None if window is None or not window[2] else window[1] - window[0],
             **{k: ops[k] for k in ("under_replicated_partition_ms", "under_min_isr_partition_ms",
                                    "offline_partition_ms", "reassignment_bytes")},
             **during, "throttled_bytes": ops["throttled_bytes"]}
