@@ -373,6 +373,7 @@ PRODUCER: dict[str, Key] = {
     "record.size.bytes": Key(100, integer(1), "serialized size of one record (not a Kafka property)"),
     "retries": Key(MAX_INT, integer(0, MAX_INT), "resends of a failed batch"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait before a resend"),
+    "retry.backoff.max.ms": Key(1000, optional(number(positive=True)), "3.7+ (KIP-580): a resend's backoff doubles from retry.backoff.ms per attempt up to this, with 20% jitter"),
     "request.timeout.ms": Key(30000, number(positive=True), "a request without answer fails after this"),
     "delivery.timeout.ms": Key(120000, number(positive=True), "a batch fails this long after its creation (unset and below linger.ms + request.timeout.ms: that sum, as KafkaProducer)"),
     "enable.idempotence": Key(None, optional(boolean), "producer id + sequence (0.11+); from 3.0 on unless acks, retries or in-flight requests conflict"),

@@ -319,6 +319,7 @@ class ProducerSettings:
     record_size_bytes: int
     retries: int
     retry_backoff_ms: float
+    retry_backoff_max_ms: float | None  # KIP-580 (3.7+): the exponential backoff's cap; None: constant (before 3.7)
     request_timeout_ms: float
     delivery_timeout_ms: float
     enable_idempotence: bool
@@ -349,8 +350,8 @@ class ProducerSettings:
             start_ms=float(p["start.ms"]), stop_ms=_ms(p["stop.ms"]),
             acks=acks_code(p["acks"]), linger_ms=float(p["linger.ms"]), batch_size=int(p["batch.size"]),
             record_size_bytes=int(p["record.size.bytes"]), retries=int(p["retries"]),
-            retry_backoff_ms=float(p["retry.backoff.ms"]), request_timeout_ms=float(p["request.timeout.ms"]),
-            delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
+            retry_backoff_ms=float(p["retry.backoff.ms"]), retry_backoff_max_ms=_ms(p.get("retry.backoff.max.ms")),
+            request_timeout_ms=float(p["request.timeout.ms"]), delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
             max_in_flight=int(p["max.in.flight.requests.per.connection"]),
             max_request_size=int(p["max.request.size"]), client_rack=p["client.rack"], partitioner=p["partitioner"],
             key_cardinality=None if p["keys"] is None else int(p["keys"]["cardinality"]),

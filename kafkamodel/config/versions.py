@@ -175,6 +175,9 @@ PROPERTIES: dict[tuple[str, str], Property] = {
     ("producers", "delivery.timeout.ms"): Property(
         since="2.1", came="it came in 2.1 with KIP-91", absent=MAX_INT,
         instead='use retries and request.timeout.ms, or set kafka.version "2.1" or later'),
+    ("producers", "retry.backoff.max.ms"): Property(
+        since="3.7", came="exponential client backoff came in 3.7 with KIP-580", absent=None,
+        instead='leave it out (a constant retry.backoff.ms), or set kafka.version "3.7" or later'),
     ("consumers", "max.poll.records"): Property(
         since="0.10", came="it came in 0.10.0 with KIP-41", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
     ("consumers", "group.instance.id"): Property(
@@ -337,6 +340,8 @@ class Mechanisms:
     consumer_clears_preferred_on_error: bool = False  # 3.5 (KAFKA-14379): a failed fetch, or an error asking for a
     # metadata update, sends the consumer back to the leader; before, only OFFSET_OUT_OF_RANGE, the replica offline
     # in its metadata, or metadata.max.age.ms
+    kip951: bool = False  # 3.7 (KIP-951): a NOT_LEADER_OR_FOLLOWER produce answer names the leader the broker's
+    # metadata cache has (CurrentLeader); the producer sends there at once, without a metadata refresh or backoff
     producer_snapshot_fsync: bool = False  # 2.8 (KAFKA-9892): a producer-state snapshot is forced to disk, so log
     # recovery fsyncs once per recovered segment (LogLoader.recoverSegment's takeSnapshot)
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
@@ -370,4 +375,5 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         follower_completes_delayed_fetch=at_least(version, "3.4"),
         consumer_clears_preferred_on_error=at_least(version, "3.5"),
         producer_snapshot_fsync=at_least(version, "2.8"),
+        kip951=at_least(version, "3.7"),
     )

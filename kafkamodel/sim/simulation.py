@@ -164,6 +164,7 @@ class Simulation:
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
+        self.produce.metadata_cache = self.replica_manager.metadata_leader
         self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
@@ -229,7 +230,7 @@ class Simulation:
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
             cpu=self.cpu, caches=self.caches, recorder=self.recorder,
-            operations={"window": window, **self.health.close(duration),
+            operations={"window": window, "catch_up_ms": self.operations.catch_up_ms, **self.health.close(duration),
                         "reassignment_bytes": self.quotas.moved_bytes, "produce_error_ms": self.producer.error_ms,
                         "throttled_bytes": self.quotas.throttled_bytes,
                         "under_min_isr_ms": self.health.under_min_isr_ms},

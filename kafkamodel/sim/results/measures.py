@@ -55,6 +55,8 @@ OPERATION_START = _kind("operation_start", "a scheduled operation began (detail:
 OPERATION_END = _kind("operation_end", "an operation finished (a rolling restart: its last gate passed)")
 OPERATION_UNFINISHED = _kind("operation_unfinished", "at the run's end, an operation that began had not finished "
                                                      "(operation_ms is then null; detail: its index and kind)")
+BROKER_CAUGHT_UP = _kind("broker_caught_up", "a broker a rolling restart started again is back in the ISR of every "
+                                             "partition it holds (detail: ms from its process's start)")
 CONTROLLED_SHUTDOWN = _kind("controlled_shutdown", "the controller answered a broker's controlled shutdown "
                                                    "(its leaderships moved, it left the ISRs)")
 BROKER_SHUTDOWN = _kind("broker_shutdown", "a broker process stopped cleanly (log whole, HW checkpointed)")
@@ -101,6 +103,10 @@ COUNTERS = (
     Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
     Measure("consumer_fetches_from_followers", "count", "consumer fetch requests sent to a follower, its preferred read "
                                                        "replica (KIP-392: replica.selector.class)"),
+    Measure("producer_metadata_refreshes", "count", "metadata requests the producers sent to find a partition's "
+                                                    "leader (after NOT_LEADER_OR_FOLLOWER or a lost connection)"),
+    Measure("producer_leader_hints", "count", "NOT_LEADER_OR_FOLLOWER answers that named the new leader (KIP-951, "
+                                              "3.7+): the batch went there at once, without a metadata refresh"),
     Measure("producer_buffer_wait_ms", "ms", "time producers' send() blocked on a full buffer.memory (BufferPool), summed over producers"),
     Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
@@ -213,6 +219,7 @@ SUMMARY = (
     Measure("operation_produce_p50_ms", "ms", "send -> acknowledgement, median over the acknowledged records sent "
                                               "during the operations (operation_ms's window); null without operations"),
     Measure("operation_produce_p99_ms", "ms", "the same, 99th percentile"),
+    Measure("operation_produce_p999_ms", "ms", "the same, 99.9th percentile"),
     Measure("operation_produce_max_ms", "ms", "the same, the longest"),
     Measure("operation_produce_errors", "batches", "errors the producers got during the operations: a batch answered "
                                                    "with an error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, ...), in "
@@ -220,6 +227,10 @@ SUMMARY = (
                                                    "retried or not; null without operations"),
     Measure("throttled_bytes", "bytes", "bytes throttled replicas fetched under a replication throttle "
                                         "(leader/follower.replication.throttled.rate, KIP-73); 0 when unthrottled"),
+    Measure("broker_catch_up_ms_max", "ms", "rolling restarts: the longest time from a broker's process start to "
+                                            "its return to every ISR it belongs to; null without rolling restarts"),
+    _COUNTED["producer_metadata_refreshes"],
+    _COUNTED["producer_leader_hints"],
     # zones (racks) and their bill (results.zones; docs/zones.md): record bytes as sent (message format overhead in,
     # compressed; request headers and TCP/IP not counted), a byte crossing when its two ends are in different racks
     Measure("cross_zone_bytes", "bytes", "record bytes that crossed zones over the run (produce + replication + "

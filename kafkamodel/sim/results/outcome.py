@@ -81,16 +81,16 @@ def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dic
     window and the producers' errors in it (None without operations); throttled_bytes. `ack_ms`: NaN where not
     acknowledged."""
     window = ops["window"]
-    during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
-              "operation_produce_errors": None}
+    during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_p999_ms": None,
+              "operation_produce_max_ms": None, "operation_produce_errors": None}
     if window is not None:
         start, end, _ = window
         sent = (send_ms >= start) & (send_ms <= end)
         latency = (ack_ms - send_ms)[sent & ~np.isnan(ack_ms)]
         if len(latency):
-            p50, p99, top = np.percentile(latency, [50, 99, 100], overwrite_input=True)
+            p50, p99, p999, top = np.percentile(latency, [50, 99, 99.9, 100], overwrite_input=True)
             during.update(operation_produce_p50_ms=float(p50), operation_produce_p99_ms=float(p99),
-                          operation_produce_max_ms=float(top))
+                          operation_produce_p999_ms=float(p999), operation_produce_max_ms=float(top))
         errors = np.asarray(ops["produce_error_ms"], dtype=float)
         during["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
     return {"operation_ms": None if window is None or not window[2] else window[1] - window[0],
@@ -326,6 +326,10 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
     summary.update(operation_summary(end.operations, w.send_ms, rec_ack))
+    caught = end.operations["catch_up_ms"]
+    summary["broker_catch_up_ms_max"] = float(max(caught)) if caught else None
+    summary["producer_metadata_refreshes"] = c.producer_metadata_refreshes
+    summary["producer_leader_hints"] = c.producer_leader_hints
     summary.update(zone_summary(end))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
