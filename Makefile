@@ -72,7 +72,7 @@ campaign: $(STAMP)
 ## processes for the detailed runs (default: cores); ENGINE=spark (MASTER=local[2]) or ENGINE=papermill runs them as
 ## the campaign's sweep points (default here: local, a process pool; the same numbers)
 durability: $(STAMP)
-	$(PY) -m kafkamodel.campaign.durability.study $(if $(WINDOWS),--windows $(WINDOWS)) $(if $(WORKERS),--workers $(WORKERS)) \
+	$(PY) -m kafkamodel.durability.study $(if $(WINDOWS),--windows $(WINDOWS)) $(if $(WORKERS),--workers $(WORKERS)) \
 		$(if $(filter command line environment,$(origin ENGINE)),--engine $(ENGINE)) $(if $(MASTER),--master '$(MASTER)')
 
 ## snapshot: re-record the model's regression snapshot (tests/snapshots/) after a change that moves numbers
@@ -93,7 +93,7 @@ bench-sweep: $(STAMP)
 ## dist: the package for Spark executors: dist/kafkamodel-VERSION+HASH.zip (--py-files) and a wheel
 dist: $(STAMP)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
-	$(PY) -m kafkamodel.study.ship dist
+	$(PY) -m kafkamodel.kit.ship dist
 
 ## lab: JupyterLab on the notebooks, with the repository's jupyter_server_config.py (the kit's notebooks are
 ## saved without outputs); as root it needs --allow-root, added here

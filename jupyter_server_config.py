@@ -3,4 +3,4 @@
 # (or autosave does), Jupyter writes it clean, so running a notebook or its widget panel never leaves
 # it modified in git. Outputs stay on screen until you close it; reports (`make study`) keep them.
 c = get_config()  # noqa: F821 (traitlets provides it)
-c.ContentsManager.pre_save_hook = "kafkamodel.study.cleaning.pre_save_hook"
+c.ContentsManager.pre_save_hook = "kafkamodel.kit.cleaning.pre_save_hook"

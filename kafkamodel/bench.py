@@ -225,7 +225,7 @@ overrides: {{duration.ms: 2000}}
 grid:
   producers[*].acks: [0, 1, all]
 """
-# engine, Spark master, runs as a dataset at a file:// URI (kafkamodel.study.dataset) rather than run folders
+# engine, Spark master, runs as a dataset at a file:// URI (kafkamodel.kit.dataset) rather than run folders
 SWEEP_ENGINES = (("papermill", None, False), ("spark", "local[1]", False), ("spark", "local[2]", False),
                  ("spark", "local[2]", True))
 
@@ -234,7 +234,7 @@ def run_sweep_bench(points: int = 24) -> int:
     """Points per second and per-point overhead of each sweep engine, on the same points.
 
     The last row runs Spark ``local[2]`` into the runs dataset at a
-    ``file://`` URI (``kafkamodel.study.dataset``) instead of run folders.
+    ``file://`` URI (``kafkamodel.kit.dataset``) instead of run folders.
     Overhead per point = (wall x parallel slots - time in the model and
     writing) / points: the slot-seconds each point costs beyond its own work.
     A Spark session's start and its first job (JVM and Python worker warm-up)
@@ -244,9 +244,9 @@ def run_sweep_bench(points: int = 24) -> int:
     import tempfile
     from pathlib import Path
 
-    from .study.spark import spark_session
-    from .study.specfile import load_spec
-    from .study.sweep import run_sweeps
+    from .kit.spark import spark_session
+    from .kit.specfile import load_spec
+    from .kit.sweep import run_sweeps
 
     seeds = max(1, -(-points // 3))
     with tempfile.TemporaryDirectory(prefix="kafkamodel-bench-") as tmp:

@@ -1,7 +1,7 @@
 """``kafkamodel VERB`` (or ``python -m kafkamodel VERB``): run, validate, keys, hardware, measures, bench, validation,
 and the study kit's study, sweep, aggregate, report, campaign.
 
-The study kit (``kafkamodel.study``) is imported only by its own verbs, so
+The study kit (``kafkamodel.kit``) is imported only by its own verbs, so
 ``run``, ``validate`` and ``keys`` stay light; a verb whose extra is not
 installed says which in one line. Bad input exits with status 2 and one line
 on stderr naming the field and the rule; nothing is left half-written, and no
@@ -17,11 +17,12 @@ import os
 import sys
 
 from . import __version__
-from .config.scenario import ScenarioError, load_scenario
+from .command import UsageError, load_named
+from .config.scenario import ScenarioError
 from .folders import FolderError, check_replaceable, writable_folder
-from .paths import child_environment, scenario_path, unknown_scenario
+from .paths import child_environment
 
-ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.study.engines checks the name)
+ENGINES = "papermill, spark"  # the study kit's sweep engines (kafkamodel.kit.engines checks the name)
 # what the study extra's verbs import: papermill runs notebooks (sweep points, reports), Spark aggregates
 PAPERMILL = ("papermill", "nbformat", "nbclient", "ipykernel")
 REPORTING = ("papermill", "nbconvert", "matplotlib", "ipykernel")
@@ -29,20 +30,9 @@ STUDY_EXTRA = {"pyspark", "papermill", "nbconvert", "nbclient", "nbformat", "ipy
                "jupyterlab", "py4j"}
 
 
-class UsageError(Exception):
-    """A bad command line: reported in one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, status 2, like every other input error
         raise UsageError(f"{self.prog}: {message}")
-
-
-def _load(name: str):
-    problem = unknown_scenario(name)
-    if problem:
-        raise UsageError(problem)
-    return load_scenario(scenario_path(name))
 
 
 def _writable_out(out: str) -> None:
@@ -108,7 +98,7 @@ def run_table(summary: dict, consumers: bool) -> list[str]:
 def _cmd_run(args) -> int:
     from .sim.simulation import simulate
 
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     if args.out:
         _writable_out(args.out)
     result = simulate(scenario)
@@ -166,7 +156,7 @@ def _engine_modules(engine: str) -> tuple:
 def _cmd_study(args) -> int:
     """All sweeps, Spark aggregation, reports and the index; prints where the reports are."""
     _needs("study", *_engine_modules(args.engine), "pyspark", *REPORTING)
-    from .study.pipeline import run_study
+    from .kit.pipeline import run_study
 
     scale = args.scale if args.scale is not None else _default_scale()
     outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
@@ -180,8 +170,8 @@ def _cmd_study(args) -> int:
 
 def _cmd_sweep(args) -> int:
     _needs("sweep", *_engine_modules(args.engine))
-    from .study.specfile import load_spec
-    from .study.sweep import run_sweeps
+    from .kit.specfile import load_spec
+    from .kit.sweep import run_sweeps
 
     spec = load_spec(args.spec)
     if spec.is_pending:
@@ -224,9 +214,9 @@ def _cmd_campaign(args) -> int:
 
 
 def _cmd_durability(args) -> int:
-    from .campaign.durability.run import lines, run_durability
+    from .durability.run import lines, run_durability
 
-    from .campaign.durability.estimate import DetailedRunError
+    from .durability.estimate import DetailedRunError
 
     if args.engine in ("papermill", "spark"):
         _needs("durability", *_engine_modules(args.engine))
@@ -244,7 +234,7 @@ def _cmd_durability(args) -> int:
 
 def _cmd_aggregate(args) -> int:
     _needs("aggregate", "pyspark")
-    from .study.aggregate import aggregate
+    from .kit.aggregate import aggregate
 
     print(aggregate(args.study, master=args.master, runs=args.runs).line())
     return 0
@@ -252,7 +242,7 @@ def _cmd_aggregate(args) -> int:
 
 def _cmd_report(args) -> int:
     _needs("report", *REPORTING)
-    from .study.report import report
+    from .kit.report import report
 
     outcome = report(args.study, timeout=args.timeout)
     print(outcome.line())
@@ -277,7 +267,7 @@ def _cmd_validation(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    scenario = _load(args.scenario)
+    scenario = load_named(args.scenario)
     print(f"{args.scenario}: ok ({scenario['name']})")
     return 0
 
@@ -454,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--scale", type=_scale, help="multiply the seeds per configuration (default: $SCALE or 1)")
 
     def keep_option(p: argparse.ArgumentParser) -> None:
-        from .study.sweep import KEEP
+        from .kit.sweep import KEEP
 
         p.add_argument("--keep", choices=KEEP, default="needed",
                        help="needed: the per-record table (records.parquet) only in runs of parts whose analysis "
@@ -536,6 +526,10 @@ def build_parser() -> argparse.ArgumentParser:
     hw.add_argument("--json", action="store_true", help="print the profiles as JSON")
     hw.add_argument("--markdown", action="store_true", help="print the profiles as docs/calibration.md's tables")
     hw.set_defaults(func=_cmd_hardware)
+
+    from .cluster.command import add_parser as add_cluster
+
+    add_cluster(verbs)
 
     measures = verbs.add_parser("measures", help="list every summary key (with its unit) and event kind a run reports")
     measures.set_defaults(func=_cmd_measures)

@@ -86,7 +86,7 @@ def tiny_spec_text(study: str, seeds: int = 1) -> str:
 @pytest.fixture(scope="session")
 def spark():
     """The one Spark session of the test run (each new one costs about 10 s)."""
-    from kafkamodel.study.spark import build_spark
+    from kafkamodel.kit.spark import build_spark
 
     session = build_spark("local[2]", app_name="kafkamodel tests")
     yield session
@@ -105,7 +105,7 @@ def study_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_spec(study_root):
     """tiny_spec(study) -> the loaded tiny Spec (its file in study_root/specs/)."""
-    from kafkamodel.study.specfile import load_spec
+    from kafkamodel.kit.specfile import load_spec
 
     def make(study: str, seeds: int = 1):
         path = study_root / "specs" / f"{study}.yaml"
@@ -122,9 +122,9 @@ TINY_SEEDS = 2  # the aggregated tiny studies: enough for a 95% interval in ever
 def aggregated(spark, tmp_path_factory):
     """aggregated(study) -> its processed folder: tiny points (2 seeds) run in-process, aggregated on Spark
     (once per study; in a folder of their own, apart from the pipeline tests' sweeps)."""
-    from kafkamodel.study.aggregate import aggregate
-    from kafkamodel.study.point import execute_point
-    from kafkamodel.study.specfile import load_spec
+    from kafkamodel.kit.aggregate import aggregate
+    from kafkamodel.kit.point import execute_point
+    from kafkamodel.kit.specfile import load_spec
 
     root = tmp_path_factory.mktemp("tiny")
     done: dict[str, Path] = {}
@@ -150,8 +150,8 @@ STUDY_NAMES = ("quorum_vs_isr", "zones", "fetch_from_follower", "requests", "lag
 @pytest.fixture(scope="session")
 def study_reports(aggregated, tmp_path_factory) -> Path:
     """Every study's report (HTML and its JSON record) from the tiny aggregates, and the index: the folder."""
-    from kafkamodel.study.report import report, write_index
-    from kafkamodel.study.specfile import load_spec
+    from kafkamodel.kit.report import report, write_index
+    from kafkamodel.kit.specfile import load_spec
 
     out = tmp_path_factory.mktemp("reports")
     for study in STUDY_NAMES:
@@ -164,8 +164,8 @@ def study_reports(aggregated, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def task_counts(monkeypatch) -> list:
-    """The Spark engine's task counts, one per job, as it cuts them (study.engines.spark.task_count, spied)."""
-    from kafkamodel.study.engines import spark as spark_engine
+    """The Spark engine's task counts, one per job, as it cuts them (kit.engines.spark.task_count, spied)."""
+    from kafkamodel.kit.engines import spark as spark_engine
 
     counted, count = [], spark_engine.task_count
 

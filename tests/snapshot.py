@@ -64,8 +64,8 @@ def scenario_cases():
 def study_cases():
     """(case id, Scenario): every point of every study at scale 1."""
     sys.path.insert(0, str(ROOT))
-    from kafkamodel.study.point import scenario_for
-    from kafkamodel.study.specfile import all_specs
+    from kafkamodel.kit.point import scenario_for
+    from kafkamodel.kit.specfile import all_specs
 
     for spec in all_specs():
         if spec.is_pending:

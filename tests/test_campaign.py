@@ -26,8 +26,8 @@ from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
 from kafkamodel.cli import main
 from kafkamodel.paths import CAMPAIGNS
-from kafkamodel.study.engines import spark as spark_engine
-from kafkamodel.study.point import run_point
+from kafkamodel.kit.engines import spark as spark_engine
+from kafkamodel.kit.point import run_point
 
 SAFETY = CAMPAIGNS / "safety.yaml"
 HEADER = re.compile(r"^# Breaks (?P<prop>\w+) \(.*\): (?P<amount>[\d,]+) \w+ here\.$", re.M)

@@ -211,7 +211,7 @@ def test_version_and_bare_invocation(capsys):
     verbs = {line.split()[0] for line in err.splitlines() if line.startswith("  ")}
     assert code == 2 and out == "" and err.startswith("usage: ")
     assert verbs == {"run", "validate", "study", "sweep", "campaign", "durability", "aggregate", "report", "keys", "hardware",
-                     "measures", "bench", "validation"}
+                     "measures", "bench", "validation", "cluster"}
 
 
 def test_run_prints_a_table_with_units_and_json_on_request(capsys, tmp_path):
@@ -278,7 +278,7 @@ def test_a_file_where_a_studys_run_folder_goes_is_one_line(capsys, tmp_path):
 
 def test_a_sweep_cleans_only_the_leftovers_it_names(tmp_path):
     from kafkamodel.folders import hidden_sibling
-    from kafkamodel.study.runs import clean_staging, staging_dir
+    from kafkamodel.kit.runs import clean_staging, staging_dir
 
     staging = staging_dir(tmp_path, "main-a67d0d5327-s1")
     staging.mkdir()
@@ -300,9 +300,9 @@ class _Untouchable:
 
 
 def test_aggregate_refuses_a_users_folder_before_any_spark_work(tmp_path, monkeypatch):
-    from kafkamodel.study import aggregate as agg
-    from kafkamodel.study.spec import StudyError
-    from kafkamodel.study.specfile import load_spec
+    from kafkamodel.kit import aggregate as agg
+    from kafkamodel.kit.spec import StudyError
+    from kafkamodel.kit.specfile import load_spec
 
     spec = load_spec("recovery_protocols")
     mine = tmp_path / "processed" / spec.study / "mine.txt"

@@ -71,9 +71,9 @@ import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from kafkamodel.campaign.durability import markov, windows as W  # noqa: E402
-from kafkamodel.campaign.durability.spec import load_durability  # noqa: E402
-from kafkamodel.study.spec import SpecError  # noqa: E402
+from kafkamodel.durability import markov, windows as W  # noqa: E402
+from kafkamodel.durability.spec import load_durability  # noqa: E402
+from kafkamodel.kit.spec import SpecError  # noqa: E402
 from tests.durability_specs import NO_FAILURES, write_spec  # noqa: E402
 
 
@@ -397,7 +397,7 @@ def test_a_file_the_kit_did_not_write_is_not_replaced(tmp_path, capsys):
 
 def test_a_second_estimate_reuses_every_detailed_run(tmp_path):
     """Each detailed run's answer is kept as it finishes: a rerun (or a killed run resumed) runs none again."""
-    from kafkamodel.campaign.durability.estimate import estimate
+    from kafkamodel.durability.estimate import estimate
 
     spec = load_durability(_spec(tmp_path, {**NO_FAILURES, "zone.power.loss.per.year": 2.0},
                                  configurations={"one_zone": ONE_ZONE}, windows=50))
@@ -420,7 +420,7 @@ def test_the_whole_estimator_agrees_with_the_markov_chain_across_three_orders_of
     rates from 0.05 to 5 per broker-year. The chain's rebuilds are exponential, the estimator's fixed: to first
     order in lam r both give 3 lam^3 r^2 (first failure 3 lam, second within r: 2 lam r, third while both are
     down: lam r / 2), and lam r <= 0.014 here."""
-    from kafkamodel.campaign.durability import estimate as E
+    from kafkamodel.durability import estimate as E
 
     raw = []  # the cluster sampler's own estimate, before within_partition_bounds keeps it inside the partitions'
     bounds = E.within_partition_bounds
@@ -478,7 +478,7 @@ def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(
     ZooKeeper, with min.insync.replicas 1 (where a paused leader that shrank its ISR to itself could acknowledge
     alone) and 2. Each paused follower leaves the ISR (its session expires, or the leader's
     replica.lag.time.max.ms) and the paused leader's log is kept."""
-    from kafkamodel.campaign.durability.estimate import gaps_ms, groups_of, schedule
+    from kafkamodel.durability.estimate import gaps_ms, groups_of, schedule
 
     scenario = _steady().with_overrides({"kafka.version": version, "broker.min.insync.replicas": min_isr,
                                          "producers[0].rate.per.s": 500})
@@ -497,9 +497,9 @@ def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(
 
 # ---- the detailed runs in a process pool -------------------------------------------------------------------------
 
-from kafkamodel.campaign.durability import run as run_module  # noqa: E402
-from kafkamodel.campaign.durability.estimate import DetailedRunError, estimate  # noqa: E402
-from kafkamodel.study.spec import stable_hash  # noqa: E402
+from kafkamodel.durability import run as run_module  # noqa: E402
+from kafkamodel.durability.estimate import DetailedRunError, estimate  # noqa: E402
+from kafkamodel.kit.spec import stable_hash  # noqa: E402
 
 
 def _fake_measure(scenario, topic, partition, replicas, pattern, returns, slow_factor=None):
@@ -677,7 +677,8 @@ def test_a_slow_leader_acknowledges_alone_then_its_crash_loses_with_unclean_elec
     acknowledged from the shrink on (acks=all held them until then). Over the profile's NIC too: a slowed fetch is
     late after the wire, so it does not hold the slow broker's NIC queue, and the producer's requests still reach
     the leader."""
-    from kafkamodel.campaign.durability.estimate import detailed_overrides, groups_of, records_lost
+    from kafkamodel.durability.estimate import detailed_overrides, groups_of
+    from kafkamodel.durability.sweep import records_lost
 
     scenario = load_scenario(scenario_path("three-zones")).with_overrides(
         {**RF2_MIN1, "broker.unclean.leader.election.enable": True, **nic})
@@ -713,7 +714,7 @@ def test_a_slow_follower_leaves_the_isr_after_replica_lag_time_max_ms():
     lag = 30000.0
     scenario = load_scenario(scenario_path("three-zones")).with_overrides(
         {"producers[0].rate.per.s": 500, "duration.ms": 70000, "broker.replica.lag.time.max.ms": lag})
-    from kafkamodel.campaign.durability.estimate import groups_of
+    from kafkamodel.durability.estimate import groups_of
 
     _, partition, replicas = groups_of(scenario)[0].partitions[0]
     for factor, leaves in ((100000, True), (10, False)):
@@ -735,7 +736,7 @@ def test_a_leaders_zone_cut_off_loses_only_with_acks_1(acks, loses, version):
     it acknowledges what its followers never get while a new leader is elected on the other side, and those
     records are lost when it rejoins and truncates; with acks=all (min.insync.replicas 1, unclean election on)
     it cannot shrink its ISR without the controller, so it acknowledges nothing the new leader lacks."""
-    from kafkamodel.campaign.durability.estimate import groups_of, measure
+    from kafkamodel.durability.estimate import groups_of, measure
 
     scenario = load_scenario(scenario_path("three-zones")).with_overrides(
         {**RF2_MIN1, "broker.unclean.leader.election.enable": True, "producers[0].acks": acks,
@@ -746,7 +747,7 @@ def test_a_leaders_zone_cut_off_loses_only_with_acks_1(acks, loses, version):
 
 
 def test_a_zone_partition_is_the_isolate_fault_from_the_other_zones_and_the_controller():
-    from kafkamodel.campaign.durability.estimate import schedule, step_fault
+    from kafkamodel.durability.estimate import schedule, step_fault
 
     scenario = load_scenario(scenario_path("three-zones"))  # brokers 0..5 in zones a, b, c, a, b, c
     gaps = {W.SLOW: 10, W.ZONE_PARTITION: 10, "return": 10}
@@ -757,7 +758,7 @@ def test_a_zone_partition_is_the_isolate_fault_from_the_other_zones_and_the_cont
 
 
 def test_one_zone_has_no_zone_partition(tmp_path):
-    from kafkamodel.campaign.durability.estimate import rates_of
+    from kafkamodel.durability.estimate import rates_of
 
     f = load_durability(_spec(tmp_path, {"zone.partition.per.year": 3})).failures
     assert rates_of(f, ["a", "b", "c"]).partition == {"a": 3, "b": 3, "c": 3}
@@ -767,7 +768,7 @@ def test_one_zone_has_no_zone_partition(tmp_path):
 def test_a_crash_and_a_power_loss_are_down_for_the_restart_plus_the_derived_log_recovery(tmp_path):
     """broker.restart.ms is the process's start; the windows add the scenario's mean log recovery (docs/restarts.md),
     longer after a power loss (read from the disk) than after a process crash (the page cache holds it)."""
-    from kafkamodel.campaign.durability.estimate import rates_of
+    from kafkamodel.durability.estimate import rates_of
     from kafkamodel.config.settings import Settings
     from kafkamodel.sim.storage.recovery import scenario_mean_recovery_ms
     spec = load_durability(write_spec(tmp_path, configurations={"base": {"producers[0].rate.per.s": 500}},

@@ -10,10 +10,10 @@ import re
 import pytest
 import yaml
 
-from kafkamodel.campaign.durability import run as run_module
-from kafkamodel.campaign.durability import windows as W
-from kafkamodel.campaign.durability.estimate import estimate
-from kafkamodel.campaign.durability.study import main, run_study
+from kafkamodel.durability import run as run_module
+from kafkamodel.durability import windows as W
+from kafkamodel.durability.estimate import estimate
+from kafkamodel.durability.study import main, run_study
 
 RATES = {"broker.crash.per.year": 1, "machine.crash.per.year": 0, "broker.restart.ms": 60000, "machine.failure.per.year": 0.04,
          "machine.replace.hours": 24, "zone.outage.per.year": 0.5, "zone.outage.hours": 6}
@@ -142,7 +142,7 @@ def test_a_compare_pair_naming_no_configuration_is_one_line_exit_2(tmp_path, cap
 
 def test_on_spark_every_profile_runs_on_the_one_session(tmp_path, monkeypatch, spark):
     """`--engine spark`: the study hands one session to every profile's estimate (none started per profile)."""
-    from kafkamodel.campaign.durability import study as study_module
+    from kafkamodel.durability import study as study_module
 
     monkeypatch.setattr(run_module, "estimate", functools.partial(estimate, measure=_power_loss_loses))
     seen = []

@@ -219,3 +219,21 @@ def test_calibration_md_carries_every_profile_as_the_data_has_it(capsys):
     start = page.index("<!-- hardware profiles: generated")
     generated = page[page.index("\n", start) + 1:page.index("<!-- end of hardware profiles -->")].strip()
     assert generated == tables  # regenerate with: python -m kafkamodel hardware --markdown
+
+
+def test_a_profile_file_sets_parts_and_costs_over_its_base(tmp_path, monkeypatch):
+    # what cluster calibrate writes: a base profile, the parts and costs it fitted, each with its source
+    (tmp_path / "mine.yaml").write_text(
+        "name: mine\nabout: fitted\nbase: i3en.xlarge\nparts:\n  nic.gbps: {value: 1.5, source: fitted}\n"
+        "costs:\n  request.us: {value: 99, source: fitted}\n")
+    monkeypatch.chdir(tmp_path)
+    from kafkamodel import load_scenario
+    from kafkamodel.config.scenario import ScenarioError
+
+    s = load_scenario({"hardware": {"broker": {"profile": "mine.yaml"}}})
+    assert s["hardware"]["broker"]["nic.gbps"] == 1.5 and s["hardware"]["broker"]["cores"] == 4  # i3en.xlarge's
+    assert s["costs"]["request.us"] == 99
+    assert load_scenario({"hardware": {"broker": {"profile": "mine.yaml"}}, "costs": {"request.us": 5}})[
+        "costs"]["request.us"] == 5  # the scenario's own wins
+    with pytest.raises(ScenarioError, match=r"^hardware.broker.profile: profile file gone.yaml: FileNotFoundError"):
+        load_scenario({"hardware": {"broker": {"profile": "gone.yaml"}}})

@@ -54,6 +54,17 @@ def test_a_run_places_replicas_rack_aware_and_reports_them():
     assert list(r.partitions.leader) == [int(row.split(",")[0]) for row in expected]
 
 
+def test_a_topic_given_its_replicas_keeps_them_and_leads_from_the_first():
+    # as kafka-topics --describe printed them for an operator's cluster (cluster import reads them): not the placement
+    given = [[2, 0, 1], [2, 1, 0], [0, 2, 1], [1, 2, 0]]
+    r = simulate({"name": "given", "duration.ms": 500, "brokers": 3,
+                  "topics": [{"name": "t", "partitions": 4, "replication.factor": 3, "replicas": given}],
+                  "producers": [{"topic": "t", "rate.per.s": 100}]})
+    assert list(r.partitions.replicas) == [",".join(map(str, g)) for g in given]
+    assert list(r.partitions.leader) == [g[0] for g in given]
+    assert r.summary["records_acked"] > 0
+
+
 # ---- links: latency is the sum of the legs the protocol waits for -------------------------------------------------
 
 FAR = 6.0  # one way between zones a and b

@@ -2,7 +2,7 @@
 
 The object store is moto's S3 server on the loopback; Spark reaches it through Hadoop's S3A filesystem
 (``hadoop-aws``), as it would reach Amazon S3 or MinIO. An object store has no folders and no atomic rename:
-the kit's driver goes through Hadoop's FileSystem API only (``study.dataset.Storage``), and this checks it.
+the kit's driver goes through Hadoop's FileSystem API only (``kit.dataset.Storage``), and this checks it.
 
 PySpark ships no ``hadoop-aws``, and Maven Central is out of reach here, so the jars come from a PyPI package
 that carries them (``sagemaker-pyspark==1.4.5``: ``hadoop-aws-3.3.1.jar`` and
@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from kafkamodel.paths import ROOT
-from kafkamodel.study.point import execute_point
-from kafkamodel.study.specfile import load_spec
+from kafkamodel.kit.point import execute_point
+from kafkamodel.kit.specfile import load_spec
 from tests.test_campaign import spec_file  # the shipped safety campaign's spec, copied
 from tests.test_study_spark_engine import SPEC  # the engines' spec: two acks settings x two seeds
 
@@ -150,7 +150,7 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
     assert not _keys(client, "kafkamodel/runs/engines/_failed/")
     assert not [k for k in _keys(client, "kafkamodel/") if "kafkamodel-probe" in k]  # the write check cleaned up
 
-    aggregated = _python(conf, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
+    aggregated = _python(conf, "-c", "import sys; from pathlib import Path; from kafkamodel.kit.aggregate import "
                          "aggregate; print(aggregate(sys.argv[1], master='local[2]', runs=sys.argv[2], "
                          "processed=Path(sys.argv[3])).line())", str(tmp_path / "spec" / "engines.yaml"), runs,
                          str(tmp_path / "processed"))

@@ -57,6 +57,8 @@ CASES = [
     # unknown keys, with the nearest valid name (or the list of valid ones)
     pytest.param(broken((("broker", "min.insync.replica"), 2)),
                  "broker.min.insync.replica", "unknown key; did you mean 'min.insync.replicas'?", id="unknown-broker-key"),
+    pytest.param(broken((("results.records",), "some")), "results.records", "must be one of all, sample, none, got 'some'",
+                 id="results-records"),
     pytest.param(broken((("dration.ms",), 5000)),
                  "dration.ms", "unknown key; did you mean 'duration.ms'?", id="unknown-top-key-suggest"),
     pytest.param(broken((("zzzz",), 1)),
@@ -111,6 +113,13 @@ CASES = [
     # relations between fields
     pytest.param(broken((T0 + ("replication.factor",), 5)),
                  "topics[0].replication.factor", "5 exceeds brokers (3)", id="rf-exceeds-brokers"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 2, 0]])),
+                 "topics[0].replicas", "must be a list of 3 broker lists (one per partition), got [[0, 1, 2], [1, 2, 0]]",
+                 id="replicas-one-list-per-partition"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 1, 0], [2, 0, 1]])),
+                 "topics[0].replicas[1]", "a broker is listed twice in [1, 1, 0]", id="replicas-distinct"),
+    pytest.param(broken((T0 + ("replicas",), [[0, 1, 2], [1, 2, 3], [2, 0, 1]])),
+                 "topics[0].replicas[1]", "broker ids must be 0..2, got [1, 2, 3]", id="replicas-known-brokers"),
     pytest.param(broken((T0 + ("min.insync.replicas",), 4)),
                  "topics[0].min.insync.replicas", "4 exceeds topics[0].replication.factor (3)", id="topic-min-isr-exceeds-rf"),
     pytest.param(broken((P0 + ("topic",), "order")),

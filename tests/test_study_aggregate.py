@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kafkamodel.study.aggregate import MIN_T_SEEDS, RANGE, T, T95, T_CLIPPED, T_LOG, seed_stats
+from kafkamodel.kit.aggregate import MIN_T_SEEDS, RANGE, T, T95, T_CLIPPED, T_LOG, seed_stats
 
 
 def _stats(spark, values: dict[str, list[float]], run_ms: float | None = None) -> dict:
@@ -80,10 +80,10 @@ def test_a_latency_interval_never_ends_beyond_the_run(spark):
 def test_runs_without_events_aggregate_beside_runs_with_them(spark, tmp_path):
     """A run with no event writes an events table of untyped columns; Spark must not read the others through it
     (here the quiet part's runs come first in the folder)."""
-    from kafkamodel.study.aggregate import aggregate
-    from kafkamodel.study.point import execute_point
-    from kafkamodel.study.specfile import load_spec
-    from kafkamodel.study.tables import load_aggregates
+    from kafkamodel.kit.aggregate import aggregate
+    from kafkamodel.kit.point import execute_point
+    from kafkamodel.kit.specfile import load_spec
+    from kafkamodel.kit.tables import load_aggregates
 
     spec_file = tmp_path / "quiet_and_fault.yaml"
     spec_file.write_text(

@@ -9,13 +9,13 @@ import nbformat
 import pytest
 
 from kafkamodel.paths import NOTEBOOKS, ROOT
-from kafkamodel.study.cleaning import clean, main
+from kafkamodel.kit.cleaning import clean, main
 
 KIT = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def test_every_committed_notebook_is_stored_clean():
-    from kafkamodel.study.specfile import all_specs
+    from kafkamodel.kit.specfile import all_specs
 
     # each study's, the explorer, the campaigns' report
     assert {p.name for p in KIT} == {s.notebook for s in all_specs()} | {"00_explore.ipynb", "01_sweep_batch.ipynb", "70_campaign.ipynb"}

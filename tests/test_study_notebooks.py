@@ -19,8 +19,8 @@ import yaml
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import NOTEBOOKS, ROOT, SCENARIOS, STUDIES
-from kafkamodel.study.engines.papermill import KERNEL_ARGS
-from kafkamodel.study.headline import read_headline
+from kafkamodel.kit.engines.papermill import KERNEL_ARGS
+from kafkamodel.kit.headline import read_headline
 
 
 def execute(notebook: str, executed, **parameters) -> dict:

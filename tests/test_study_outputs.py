@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from conftest import tiny_spec_text
-from kafkamodel.study.point import execute_point
-from kafkamodel.study.specfile import all_specs, load_spec
-from kafkamodel.study.spec import StudyError
-from kafkamodel.study.sweep import check_keep
+from kafkamodel.kit.point import execute_point
+from kafkamodel.kit.specfile import all_specs, load_spec
+from kafkamodel.kit.spec import StudyError
+from kafkamodel.kit.sweep import check_keep
 
 STUDY_BUDGET = 150e6  # bytes `make study` may leave under data/runs at its default scale (issue 23)
 TIMES = ("send_ms", "ack_ms", "visible_ms")  # a record's only values that are neither constant nor sequential

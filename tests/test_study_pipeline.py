@@ -19,12 +19,12 @@ import pytest
 
 from kafkamodel import cli
 from kafkamodel.paths import ROOT
-from kafkamodel.study import sweep as sweep_module
-from kafkamodel.study.aggregate import aggregate
-from kafkamodel.study.engines.papermill import papermill_point
-from kafkamodel.study.report import report
-from kafkamodel.study.specfile import all_specs, load_spec
-from kafkamodel.study.sweep import run_sweeps
+from kafkamodel.kit import sweep as sweep_module
+from kafkamodel.kit.aggregate import aggregate
+from kafkamodel.kit.engines.papermill import papermill_point
+from kafkamodel.kit.report import report
+from kafkamodel.kit.specfile import all_specs, load_spec
+from kafkamodel.kit.sweep import run_sweeps
 
 
 def test_sweep_aggregate_report_end_to_end(spark, study_root, tiny_spec):
@@ -103,7 +103,7 @@ def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path, request, e
     total = 2 * seeds
     runs = tmp_path / "runs"
     on = {"engine": engine, **({"master": "local[2]"} if engine == "spark" else {})}
-    code = (f"from kafkamodel.study.specfile import load_spec; from kafkamodel.study.sweep import run_sweeps; "
+    code = (f"from kafkamodel.kit.specfile import load_spec; from kafkamodel.kit.sweep import run_sweeps; "
             f"run_sweeps([load_spec({str(spec_path)!r})], workers=2, runs={str(runs)!r}, progress=False, **{on!r})")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -183,7 +183,7 @@ def test_a_kernel_that_does_not_start_is_started_again_but_a_point_error_is_not_
 def test_a_batch_records_a_failing_and_a_slow_point_and_goes_on(tmp_path, monkeypatch):
     """execute_batch (what a papermill kernel runs): a point that raises and one past --timeout are recorded
     under _failed/, the rest are published; nothing is left in staging."""
-    from kafkamodel.study import point as point_module
+    from kafkamodel.kit import point as point_module
 
     points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
     study_dir = tmp_path / "runs" / "killme"
@@ -212,8 +212,8 @@ def test_a_batch_records_a_failing_and_a_slow_point_and_goes_on(tmp_path, monkey
 def test_a_batch_whose_kernel_dies_keeps_what_it_finished(tmp_path, monkeypatch):
     """papermill_batch: the kernel finishes one point, then dies; that point stands, the others are failed with
     the batch's error (the next sweep runs them), and the first of them keeps the executed notebook."""
-    from kafkamodel.study import point as point_module
-    from kafkamodel.study.engines import papermill as engine
+    from kafkamodel.kit import point as point_module
+    from kafkamodel.kit.engines import papermill as engine
 
     points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
     study_dir = tmp_path / "runs" / "killme"
@@ -239,7 +239,7 @@ def test_a_worker_runs_its_batches_on_one_kernel_and_a_failed_batch_gets_a_fresh
     import papermill
     import psutil
 
-    from kafkamodel.study.engines import papermill as engine
+    from kafkamodel.kit.engines import papermill as engine
 
     points = [p.to_dict() for p in load_spec(_kill_spec(tmp_path, seeds=2)).points()]
     study_dir = tmp_path / "runs" / "killme"
@@ -278,7 +278,7 @@ def test_a_worker_runs_its_batches_on_one_kernel_and_a_failed_batch_gets_a_fresh
 
 
 FAILING_NOTEBOOK = """
-from kafkamodel.study.point import execute_point
+from kafkamodel.kit.point import execute_point
 
 if point["columns"]["acks"] == "1":
     raise RuntimeError("deliberate failure for acks=1")
@@ -332,7 +332,7 @@ def test_spark_starts_beside_the_sweep(monkeypatch):
     where the session is needed, and the session is stopped on the way out."""
     import threading
 
-    from kafkamodel.study import pipeline, spark as spark_module
+    from kafkamodel.kit import pipeline, spark as spark_module
 
     release, built = threading.Event(), []
 
@@ -371,9 +371,9 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.study import aggregate as aggregate_module, pipeline, report as report_module
-    from kafkamodel.study import spark as spark_module
-    from kafkamodel.study.sweep import SweepOutcome
+    from kafkamodel.kit import aggregate as aggregate_module, pipeline, report as report_module
+    from kafkamodel.kit import spark as spark_module
+    from kafkamodel.kit.sweep import SweepOutcome
 
     class Session:
         def stop(self):
@@ -430,8 +430,8 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.study import aggregate as aggregate_module, pipeline, spark as spark_module
-    from kafkamodel.study.sweep import SweepOutcome
+    from kafkamodel.kit import aggregate as aggregate_module, pipeline, spark as spark_module
+    from kafkamodel.kit.sweep import SweepOutcome
 
     class Session:
         def stop(self):
@@ -464,15 +464,15 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
 
 
 def test_study_reports_its_wall_time_by_phase():
-    from kafkamodel.study.pipeline import StudyOutcome
+    from kafkamodel.kit.pipeline import StudyOutcome
 
     outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
     assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"
 
 
 def test_a_points_base_scenario_is_read_once_per_process_and_again_when_edited(tmp_path, monkeypatch):
-    from kafkamodel.study import point as point_module
-    from kafkamodel.study.spec import point_of
+    from kafkamodel.kit import point as point_module
+    from kafkamodel.kit.spec import point_of
 
     parsed = []
     load = point_module.load_scenario

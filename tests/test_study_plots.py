@@ -8,8 +8,8 @@ from matplotlib.collections import LineCollection, PathCollection
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import SCENARIOS
-from kafkamodel.study import plots
-from kafkamodel.study.analyses import (
+from kafkamodel.kit import plots
+from kafkamodel.studies import (
     acks_durability,
     control_plane,
     delivery_semantics,
@@ -21,8 +21,8 @@ from kafkamodel.study.analyses import (
     versions,
     zones,
 )
-from kafkamodel.study.runfigure import isr_counts, run_figure
-from kafkamodel.study.tables import load_aggregates
+from kafkamodel.studies.explorer.runfigure import isr_counts, run_figure
+from kafkamodel.kit.tables import load_aggregates
 
 FIGURES = {
     "quorum_vs_isr": (quorum_vs_isr, ["latency_vs_rf", "latency_vs_tail", "survival", "slow_follower"]),

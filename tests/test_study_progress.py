@@ -6,8 +6,8 @@ import io
 
 from tqdm import tqdm
 
-from kafkamodel.study import progress
-from kafkamodel.study.progress import LineBar, progress_bar
+from kafkamodel.kit import progress
+from kafkamodel.kit.progress import LineBar, progress_bar
 
 
 class Terminal(io.StringIO):

@@ -20,9 +20,9 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import STUDY_NAMES
 
-from kafkamodel.study.headline import MAX_FINDING
-from kafkamodel.study.present import Table, interval, number, percent, percent_interval
-from kafkamodel.study.tables import load_aggregates
+from kafkamodel.kit.headline import MAX_FINDING
+from kafkamodel.kit.present import Table, interval, number, percent, percent_interval
+from kafkamodel.kit.tables import load_aggregates
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
 MISSING = {"nan", "NaN", "None", "<NA>", "NaT", "inf", "-inf"}
@@ -198,7 +198,7 @@ def test_a_campaign_rate_of_zero_reads_as_zero():
 def test_recovery_protocols_says_leader_epochs_do_not_save_what_was_never_fsynced(study_reports):
     """KIP-101's second scenario: 0.11 ends the divergence, but both replicas lost power and what neither had
     fsynced is lost on 0.11 as on 0.10; the finding must say so, with the number the table shows."""
-    from kafkamodel.study.analyses.common import fmt
+    from kafkamodel.studies.common import fmt
 
     record = json.loads((study_reports / "recovery_protocols.json").read_text())
     n = record["numbers"]

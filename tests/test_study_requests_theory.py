@@ -1,4 +1,4 @@
-"""The requests study's formulas (kafkamodel.study.analyses.requests_theory) against the tests' own."""
+"""The requests study's formulas (kafkamodel.studies.requests_theory) against the tests' own."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from kafka_format import v2_capacity
 from test_requests import fetcher_of, java_hash
 
-from kafkamodel.study.analyses import requests_theory as rt
+from kafkamodel.studies import requests_theory as rt
 
 
 @pytest.mark.parametrize("topic", ["t", "orders", "a-much-longer-topic-name-with-unicode-é"])
@@ -53,7 +53,7 @@ def test_the_requests_specs_rates_are_the_stated_multiples_of_the_capacity_its_s
     from kafkamodel.config.scenario import load_scenario
     from kafkamodel.config.settings import Settings
     from kafkamodel.paths import scenario_path
-    from kafkamodel.study.specfile import load_spec
+    from kafkamodel.kit.specfile import load_spec
 
     spec = load_spec("requests")
     part = next(p for p in spec.parts if p.name == "load_one_partition")

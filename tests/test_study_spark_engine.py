@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 from kafkamodel.paths import ROOT
-from kafkamodel.study.engines import spark as spark_engine
-from kafkamodel.study.aggregate import aggregate
-from kafkamodel.study.point import deadline, execute_point
-from kafkamodel.study.specfile import load_spec
-from kafkamodel.study.sweep import run_sweeps
+from kafkamodel.kit.engines import spark as spark_engine
+from kafkamodel.kit.aggregate import aggregate
+from kafkamodel.kit.point import deadline, execute_point
+from kafkamodel.kit.specfile import load_spec
+from kafkamodel.kit.sweep import run_sweeps
 
 # two acks settings x two seeds over a leader crash that loses acks=1 writes: runs that differ from each other
 SPEC = """\
@@ -205,7 +205,7 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         assert "engines: 4 points: 4 ran, 0 already done, 0 failed" in done.stdout
         aggregated = subprocess.run(
-            [sys.executable, "-c", "import sys; from pathlib import Path; from kafkamodel.study.aggregate import "
+            [sys.executable, "-c", "import sys; from pathlib import Path; from kafkamodel.kit.aggregate import "
              "aggregate; print(aggregate(sys.argv[1], master=sys.argv[2], runs=sys.argv[3], "
              "processed=Path(sys.argv[4])).line())", str(tmp_path / "spec" / "engines.yaml"),
              f"spark://127.0.0.1:{port}", uri, str(tmp_path / "processed")],
@@ -234,7 +234,7 @@ def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     assert sorted(acked["config_id"]) == sorted({p.config_id for p in spec.points()}) and set(acked["n"]) == {2}
 
 
-# --- the runs dataset at a URI (kafkamodel.study.dataset) ------------------------------------------------
+# --- the runs dataset at a URI (kafkamodel.kit.dataset) ------------------------------------------------
 
 def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads_it(spark, tmp_path):
     spec = _spec(tmp_path)
@@ -301,7 +301,7 @@ def test_the_spark_engine_writes_the_runs_dataset_at_a_uri_and_aggregation_reads
 
 
 def test_a_runs_uri_spark_cannot_write_is_one_line_and_nothing_is_written(spark, tmp_path):
-    from kafkamodel.study.spec import StudyError
+    from kafkamodel.kit.spec import StudyError
 
     spec = _spec(tmp_path / "spec")
     before = sorted(tmp_path.rglob("*"))

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from kafkamodel import cli
-from kafkamodel.study.spec import SpecError, column_for_path
-from kafkamodel.study.specfile import all_specs, load_spec
+from kafkamodel.kit.spec import SpecError, column_for_path
+from kafkamodel.kit.specfile import all_specs, load_spec
 from kafkamodel.theory import predict, replicas_needed
 
 

@@ -6,10 +6,10 @@ import pytest
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import SCENARIOS, shipped_scenarios
-from kafkamodel.study import panel_model as pm
-from kafkamodel.study.explore import explore_scenario
-from kafkamodel.study.spec import StudyError
-from kafkamodel.study.widgets import explorer_panel, study_panel
+from kafkamodel.studies.explorer import panel_model as pm
+from kafkamodel.studies.explorer.explore import explore_scenario
+from kafkamodel.kit.spec import StudyError
+from kafkamodel.studies.explorer.widgets import explorer_panel, study_panel
 
 SMALL = {"duration.ms": 6000}
 
@@ -137,7 +137,7 @@ def test_switching_scenario_resets_the_controls_to_it():
 
 
 def test_study_panel_starts_from_the_part_the_charts_ran(aggregated):
-    from kafkamodel.study.tables import load_aggregates
+    from kafkamodel.kit.tables import load_aggregates
 
     agg = load_aggregates("quorum_vs_isr", aggregated("quorum_vs_isr"))
     panel = study_panel(agg, draw=lambda r: None, part="failures")

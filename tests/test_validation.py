@@ -22,7 +22,7 @@ import yaml
 
 from kafkamodel.cli import main
 from kafkamodel.paths import VALIDATION
-from kafkamodel.study.report import write_index
+from kafkamodel.kit.report import write_index
 from kafkamodel.validation import band_for, inside, load_case, load_cases
 from kafkamodel.validation import command
 from kafkamodel.validation.cases import ValidationError
@@ -328,7 +328,7 @@ def test_the_finding_names_the_figure_furthest_either_way():
 
 
 def test_each_sentence_states_its_figures_numbers(small_doc):
-    from kafkamodel.study.present import number
+    from kafkamodel.kit.present import number
 
     for fig in small_doc["cases"][0]["figures"]:
         text = figure_sentence(fig)

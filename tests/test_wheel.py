@@ -79,7 +79,7 @@ def test_the_wheel_holds_every_package_and_what_the_commands_read(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {str(p.parent.relative_to(REPO)) for p in (REPO / "kafkamodel").rglob("__init__.py")}
     assert packages <= {n.rpartition("/")[0] for n in names}  # every package, campaign included
-    assert "kafkamodel/study/templates/report.html.j2" in names
+    assert "kafkamodel/kit/templates/report.html.j2" in names
     for pattern in ("data/scenarios/*.yaml", "data/studies/*.yaml", "data/campaigns/*.yaml",
                     "data/campaigns/*/*.yaml", "data/validation/*.yaml", "data/durability/*.yaml",
                     "notebooks/*.ipynb"):

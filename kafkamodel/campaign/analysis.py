@@ -15,11 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..kit import StudyError, Table, fit, number, percent, percent_interval, plots
 from ..paths import PROCESSED
-from ..study import plots
-from ..study.headline import fit
-from ..study.present import Table, number, percent, percent_interval
-from ..study.spec import StudyError
 from .properties import PROPERTIES, quantity
 
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval

@@ -15,8 +15,8 @@ from pathlib import Path
 import yaml
 
 from ..folders import write_atomic
+from ..kit import scenario_for
 from ..paths import ROOT
-from ..study.point import scenario_for
 from .properties import BY_NAME, quantity
 from .shrink import Shrunk
 from .spec import Campaign

@@ -1,8 +1,8 @@
 """A campaign's report: its notebook executed against the published results, exported as the studies are.
 
-``reports/campaign_<campaign>.html`` (offline: ``study.report.export_html``)
+``reports/campaign_<campaign>.html`` (offline: ``kit.report.export_html``)
 and ``reports/campaign_<campaign>.json`` (the finding, the headline numbers,
-when and how it was made), then the index (``study.report.write_index``
+when and how it was made), then the index (``kit.report.write_index``
 lists campaigns after the studies).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..kit import execute_report_notebook, publish
 from ..paths import NOTEBOOKS, REPORTS
-from ..study.report import execute_report_notebook, publish
 from .spec import Campaign
 
 NOTEBOOK = NOTEBOOKS / "70_campaign.ipynb"

@@ -2,7 +2,7 @@
 
 1. The spec is loaded and checked whole (``spec``); nothing runs on bad input.
 2. Its sweep (a part per setting, a point per schedule) runs on the study
-   kit's engines (``study.sweep.run_sweeps``: papermill or Spark; run folders
+   kit's engines (``kit.sweep.run_sweeps``: papermill or Spark; run folders
    under ``<runs>/campaigns/<campaign>/``, finished runs skipped, failed points
    recorded and retried next time).
 3. Every finished run is judged (``verdicts``).
@@ -29,9 +29,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..folders import FolderError, check_replaceable, staged
+from ..kit import (SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, progress_bar,
+                   run_sweeps)
 from ..paths import PROCESSED, REPORTS, counterexamples
-from ..study.progress import progress_bar
-from ..study.sweep import SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, run_sweeps
 from . import counterexample, verdicts
 from .properties import BY_NAME, PROPERTIES, quantity
 from .shrink import shrink
@@ -124,7 +124,7 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
         f"{len(points)} runs on {engine}")
     with ExitStack() as stack:
         if isinstance(root, str) and spark is None:  # the dataset is read back after the sweep: one session for both
-            from ..study.spark import spark_session
+            from ..kit import spark_session
 
             spark = stack.enter_context(spark_session(master, app_name=f"kafkamodel campaign {campaign.name}"))
         (outcome,) = run_sweeps([sweep], workers=workers, timeout=timeout, resume=resume, runs=root,

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..study.point import run_point
+from ..kit import run_point
 from .properties import BY_NAME
 from .spec import Campaign, Setting
 

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
+from ..kit import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, load_spec_file, point_of
 from ..paths import CAMPAIGNS, scenario_path, shipped_scenarios
-from ..study.spec import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, point_of
-from ..study.specfile import load_spec_file
 from . import vocabulary
 from .properties import PROMISES
 

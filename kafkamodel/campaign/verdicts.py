@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..study.point import SUMMARY_TABLE
+from ..kit import SUMMARY_TABLE
 from .properties import PROPERTIES
 
 MEASURES = ("records_acked", "acked_records_lost", "committed_records_lost", "replica_divergence",
@@ -24,14 +24,14 @@ COUNTS = [m for m in MEASURES if m != "unavailable_wall_ms"]  # integers in the 
 def collect(points: list, study_dir: "Path | str", spark=None) -> pd.DataFrame:
     """One row per finished run of `points`: setting, promise, schedule, seed, the fault schedule's shape, the
     measures, and ``<property>`` = how much of it the run broke (0: held). `study_dir`: the campaign's run
-    folders, or (a URI) its runs dataset, read with `spark` (``kafkamodel.study.dataset``)."""
+    folders, or (a URI) its runs dataset, read with `spark` (``kafkamodel.kit.dataset``)."""
     import pyarrow.dataset as ds
 
     plan = pd.DataFrame([{"run_id": p.run_id, "setting": p.part, "promise": p.columns["promise"],
                           "schedule": p.columns["schedule"], "seed": p.seed, "faults": len(p.overrides["faults"]),
                           "power_lost_brokers": _power_lost(p.overrides["faults"])} for p in points])
     if isinstance(study_dir, str):
-        from ..study.dataset import Storage
+        from ..kit import Storage
 
         uri = f"{study_dir}/summary"
         table = (spark.read.parquet(uri).select("run_id", *MEASURES).toPandas()

@@ -21,7 +21,7 @@ bandwidth means unlimited.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 # the parts of a machine, as scenarios name them (hardware.broker.<part>), in the order tables show them
@@ -64,6 +64,7 @@ class Profile:
     name: str
     about: str  # one line: what machine this is
     parts: Mapping[str, Part]  # every name in PARTS
+    costs: Mapping[str, Part] = field(default_factory=dict)  # a profile file's fitted costs (costs: keys)
 
     def values(self) -> dict[str, Any]:
         """{part: value} in PARTS order."""
@@ -216,6 +217,55 @@ DEFAULT = Profile(DEFAULT_BROKER, "the default broker: the parts of i3en.2xlarge
 PROFILES: dict[str, Profile] = {p.name: p for p in (DEFAULT, *I3EN_PROFILES, LINKEDIN_2014, C5N_2XLARGE)}
 
 
+def is_profile_file(name) -> bool:
+    """A profile given as a file (what ``cluster calibrate`` writes) rather than a shipped name."""
+    return isinstance(name, str) and name.endswith((".yaml", ".yml"))
+
+
+_FILES: dict[tuple, Profile] = {}  # (path, mtime) -> its profile
+
+
+def profile_file_problem(path: str) -> str | None:
+    """Why `path` is not a usable profile file (None if it is)."""
+    try:
+        load_profile_file(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{exc.__class__.__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    return None
+
+
+def load_profile_file(path: str) -> Profile:
+    """A profile file: {name, about, base: a shipped profile, parts: {part: {value, source}}, costs: {key: {value,
+    source}}}; parts it does not set are the base's. Read relative to the current folder."""
+    import os
+
+    import yaml
+
+    key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
+    if key in _FILES:
+        return _FILES[key]
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict) or not isinstance(data.get("parts", {}), dict):
+        raise ValueError("a profile file is a mapping with name, about, base, parts and costs")
+    base = data.get("base", DEFAULT_BROKER)
+    if base not in PROFILES:
+        raise ValueError(f"base: unknown profile {base!r} (profiles: {', '.join(PROFILES)})")
+    parts = dict(PROFILES[base].parts)
+    for name, part in (data.get("parts") or {}).items():
+        if name not in PARTS or not isinstance(part, dict) or "value" not in part or "source" not in part:
+            raise ValueError(f"parts.{name}: expected one of {', '.join(PARTS)} as {{value, source}}")
+        parts[name] = Part(part["value"], part["source"])
+    costs = {}
+    for name, part in (data.get("costs") or {}).items():
+        if not isinstance(part, dict) or "value" not in part or "source" not in part:
+            raise ValueError(f"costs.{name}: expected {{value, source}}")
+        costs[name] = Part(part["value"], part["source"])
+    out = Profile(str(data.get("name", path)), str(data.get("about", f"the profile in {path}")), parts, costs)
+    _FILES[key] = out
+    return out
+
+
 def profile(name: str) -> Profile:
-    """The profile of that name (names are checked by the schema first)."""
-    return PROFILES[name]
+    """The profile of that name, or of that file (names are checked by the schema first)."""
+    return load_profile_file(name) if is_profile_file(name) else PROFILES[name]

@@ -119,6 +119,7 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
                 f"topics[{i}].min.insync.replicas: {own} exceeds topics[{i}].replication.factor ({rf}); "
                 "no acks=all write could succeed"
             )
+        problems.extend(_check_assignment(t["replicas"], f"topics[{i}].replicas", t["partitions"], rf, brokers))
     if not s["topics"] and (s["producers"] or s["faults"]):
         problems.append("topics: at least one topic is needed")
     _check_racks_and_links(s, brokers, problems)
@@ -203,6 +204,23 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
         if added and isinstance(t["replication.factor"], int) and t["replication.factor"] > brokers - len(added):
             problems.append(f"topics[{i}].replication.factor: {t['replication.factor']} exceeds the brokers running at "
                             f"the start ({brokers - len(added)}: operations add {sorted(added)} later)")
+
+
+def _check_assignment(v: Any, where: str, partitions: Any, rf: Any, brokers: int) -> list[str]:
+    """A topic's explicit replica assignment: one list of distinct broker ids per partition, each RF long."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or len(v) != partitions:
+        return [f"{where}: must be a list of {partitions} broker lists (one per partition), got {v!r}"]
+    for p, replicas in enumerate(v):
+        if (not isinstance(replicas, list) or len(replicas) != rf
+                or any(isinstance(b, bool) or not isinstance(b, int) for b in replicas)):
+            return [f"{where}[{p}]: must be a list of {rf} broker ids (replication.factor), got {replicas!r}"]
+        if len(set(replicas)) < len(replicas):
+            return [f"{where}[{p}]: a broker is listed twice in {replicas!r}"]
+        if any(not 0 <= b < brokers for b in replicas):
+            return [f"{where}[{p}]: broker ids must be 0..{brokers - 1}, got {replicas!r}"]
+    return []
 
 
 def _broker_id(v: Any, where: str, brokers: int) -> list[str]:

@@ -179,6 +179,9 @@ def profile_name(v: Any, path: str) -> list[str]:
     names = list(hardware.PROFILES)
     if isinstance(v, str) and v in hardware.PROFILES:
         return []
+    if hardware.is_profile_file(v):
+        problem = hardware.profile_file_problem(v)
+        return [f"{path}: profile file {v}: {problem}"] if problem else []
     near = difflib.get_close_matches(str(v), names, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
     return [f"{path}: unknown profile {v!r}{hint} (profiles: {', '.join(names)})"]
@@ -208,6 +211,7 @@ TOP: dict[str, Key] = {
     "brokers": Key(3, integer(1, 1000), "number of brokers, ids 0..n-1"),
     "timeline.interval.ms": Key(None, optional(number(positive=True)), "timeline sampling period (default: duration/400, fewer past 125 partitions: at most 50,000 rows)"),
     "debug.invariants": Key(False, boolean, "evaluate the safety properties after every event (slow)"),
+    "results.records": Key("all", choice("all", "sample", "none"), "the per-record table: all (exact percentiles), sample (every k-th record, at most 100,000 rows) or none; loss, duplicates and order are counted per batch either way, percentiles from a histogram (within p/256 + 0.5 us) unless all"),
     "racks": Key(None, lambda v, p: rack_list(v, p), "broker.rack of each broker: broker i is in racks[i % len]; null = no racks"),
     "quorum.fsync": Key(True, boolean, "quorum mode: a replica counts towards the majority once it fsynced (Raft); false = from memory"),
     "kafka.version": Key(NEWEST, check_version, "the Kafka release line whose mechanisms, defaults and property names apply (docs/versions.md)"),
@@ -345,6 +349,8 @@ TOPIC: dict[str, Key] = {
     "segment.bytes": Key(None, optional(integer(1)), "topic override of log.segment.bytes"),
     "retention.ms": Key(None, optional(number(positive=True)), "topic override of log.retention.ms"),
     "retention.bytes": Key(None, optional(integer(1)), "topic override of log.retention.bytes"),
+    "replicas": Key(None, lambda v, p: [], "one broker list per partition, the preferred leader first (as kafka-topics "
+                    "--describe's Replicas and the reassignment JSON); null = placed as Kafka places a new topic's"),
 }
 
 BURST: dict[str, Key] = {

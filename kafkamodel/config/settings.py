@@ -86,6 +86,10 @@ def resolved_machines(s: Mapping, given: Mapping) -> dict[str, dict]:
 def derive(s: dict, given: Mapping, kafka: Mechanisms) -> dict:
     """Fill the defaults that depend on other settings, in place; returns `s`. `given`: what the author wrote."""
     s["hardware"] = resolved_machines(s, given)
+    written = given.get("costs") if isinstance(given.get("costs"), Mapping) else {}
+    for key, part in profile(s["hardware"]["broker"]["profile"]).costs.items():  # a calibrated profile's costs
+        if key in s["costs"] and key not in written:
+            s["costs"][key] = part.value
     for p, mine in zip(s["producers"], authored(given, "producers", len(s["producers"]))):
         if p["enable.idempotence"] is None:  # Kafka 3.x: on unless the settings conflict
             p["enable.idempotence"] = not idempotence_conflicts(p, kafka)
@@ -283,6 +287,7 @@ class TopicSettings:
     segment_bytes: int  # in force: segment.bytes, else log.segment.bytes
     retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
     retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
+    replicas: tuple[tuple[int, ...], ...] | None  # each partition's replicas as given (None: Kafka's placement)
 
     @classmethod
     def of(cls, t: Mapping, b: Mapping, kafka: Mechanisms) -> "TopicSettings":
@@ -296,6 +301,7 @@ class TopicSettings:
             segment_bytes=t["segment.bytes"] or b["log.segment.bytes"],
             retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
             retention_bytes=t["retention.bytes"] or b["log.retention.bytes"],
+            replicas=None if t["replicas"] is None else tuple(tuple(r) for r in t["replicas"]),
         )
 
 
@@ -504,6 +510,7 @@ class Settings:
     faults: tuple  # FaultSettings
     operations: tuple  # OperationSettings, in scenario order
     cross_zone_price_per_gb: float = 0.02  # network.cross.zone.price.per.gb: a GB (2^30 bytes) across zones, both ends
+    results_records: str = "all"  # results.records: the per-record table kept (all, sample, none)
 
     @classmethod
     def of(cls, scenario: Mapping) -> "Settings":
@@ -540,6 +547,7 @@ class Settings:
             faults=tuple(FaultSettings.of(f, racks, scenario["brokers"]) for f in scenario["faults"]),
             operations=tuple(OperationSettings.of(op, scenario["brokers"]) for op in scenario["operations"]),
             cross_zone_price_per_gb=float(scenario["network"].get("cross.zone.price.per.gb", 0.02)),
+            results_records=scenario["results.records"],
         )
 
     def topic(self, name: str) -> TopicSettings:

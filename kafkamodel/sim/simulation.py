@@ -87,7 +87,7 @@ class Simulation:
         present = [b for b in range(settings.brokers) if b not in self.added_later]
         for t in settings.topics:
             self.topic_first[t.name] = len(self.partitions)
-            placed = assign_to(t.partitions, t.replication_factor, present, settings.racks)
+            placed = t.replicas or assign_to(t.partitions, t.replication_factor, present, settings.racks)
             for p, replicas in enumerate(placed):
                 self.partitions.append(Partition(len(self.partitions), p, replicas, t))
         self.partitions_of: list[list[int]] = [[] for _ in self.brokers]  # broker -> partitions it holds

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from ..config.scenario import did_you_mean
 from ..folders import FolderError, file_is_kits, hidden_sibling, writable_folder, write_atomic
+from ..kit import progress_bar, write_index
 from ..paths import CHECKOUT, REPORTS, VALIDATION
-from ..study.progress import progress_bar
-from ..study.report import write_index
 from .cases import ValidationError, load_cases
 from .report import finding, html_page, update_readme
 from .runner import run_cases

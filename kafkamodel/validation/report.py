@@ -11,8 +11,7 @@ import math
 import re
 from pathlib import Path
 
-from ..study.present import number
-from ..study.report import STYLE, provenance
+from ..kit import STYLE, number, provenance
 from .bands import BANDS
 
 README_START = "<!-- validation table: python -m kafkamodel validation --readme -->"

@@ -13,8 +13,8 @@ import time
 
 from .. import __version__
 from ..config.scenario import load_scenario
+from ..kit import provenance
 from ..sim.simulation import Simulation
-from ..study.report import provenance
 from .bands import band_for, inside
 from .cases import Case
 from .measure import describe, measure

@@ -145,6 +145,9 @@ SUMMARY = (
     Measure("acked_records_lost", "records", "acknowledged, and absent from the final log"),
     Measure("committed_records_lost", "records", "committed, and absent from the final log"),
     Measure("records_duplicated", "records", "present more than once in the final log"),
+    Measure("records_out_of_order", "records", "copies in the final log after a record their producer sent later to "
+                                               "the same partition (without idempotence: a batch overtaken by a later "
+                                               "one, or a duplicate after the original's later records)"),
     _COUNTED["not_enough_replicas_errors"],
     Measure("produce_latency_ms_p50", "ms", "send -> acknowledgement, median over acknowledged records"),
     Measure("produce_latency_ms_p99", "ms", "send -> acknowledgement, 99th percentile"),

@@ -4,7 +4,11 @@ Loss and duplication are judged against the final log of each partition's
 last elected leader, by construction:
 ``acked_records_lost`` = the producer got success, the record is absent;
 ``committed_records_lost`` = some leader's HW covered it, it is absent;
-``records_duplicated`` = records present more than once.
+``records_duplicated`` = records present more than once;
+``records_out_of_order`` = copies after a record their producer sent later.
+Each is counted per batch (``accounting``: a batch's records share its fate),
+whatever ``results.records`` keeps of the per-record table; without the whole
+table the latency percentiles come from streamed histograms (``latency``).
 
 Nothing here changes the run's state: ``build_result(end)`` reads a ``RunEnd``
 (what the run left) and returns new tables.
@@ -14,17 +18,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 import pandas as pd
 
 from ..engine.collector import collector_paused
-from ..protocol import ACKED, ERRORS, FAILED, INFLIGHT, NONE, PENDING
+from ..protocol import ACKED, ERRORS, FAILED
+from .accounting import BatchAccount, group_delivery, group_lag, undrained_per_partition
 from .invariants import diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
 from .result import Result
-from .zones import zone_summary
+from .histogram import LatencyHistogram
+from .latency import stream_batches, stream_group
+from .zones import consume_latency, zone_summary
 
 
 @dataclass(frozen=True)
@@ -75,28 +81,81 @@ def control_summary(end: "RunEnd") -> dict:
     }
 
 
-def operation_summary(ops: dict, send_ms: np.ndarray, ack_ms: np.ndarray) -> dict:
+def operation_summary(ops: dict, during: tuple | None) -> dict:
     """The operations' summary keys: operation_ms (the window from the first operation's start to the last one's
     end), partition-ms per state, reassignment_bytes; produce latency over the acknowledged records sent in the
-    window and the producers' errors in it (None without operations); throttled_bytes. `ack_ms`: NaN where not
-    acknowledged."""
+    window, `during` (its p50, p99, p99.9 and maximum; None without any), and the producers' errors in it (None without
+    operations); throttled_bytes."""
     window = ops["window"]
-    during = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_p999_ms": None,
-              "operation_produce_max_ms": None, "operation_produce_errors": None}
+    keys = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_p999_ms": None,
+            "operation_produce_max_ms": None, "operation_produce_errors": None}
     if window is not None:
         start, end, _ = window
-        sent = (send_ms >= start) & (send_ms <= end)
-        latency = (ack_ms - send_ms)[sent & ~np.isnan(ack_ms)]
-        if len(latency):
-            p50, p99, p999, top = np.percentile(latency, [50, 99, 99.9, 100], overwrite_input=True)
-            during.update(operation_produce_p50_ms=float(p50), operation_produce_p99_ms=float(p99),
-                          operation_produce_p999_ms=float(p999), operation_produce_max_ms=float(top))
+        if during is not None:
+            keys.update(operation_produce_p50_ms=during[0], operation_produce_p99_ms=during[1],
+                        operation_produce_p999_ms=during[2], operation_produce_max_ms=during[3])
         errors = np.asarray(ops["produce_error_ms"], dtype=float)
-        during["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
+        keys["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
     return {"operation_ms": None if window is None or not window[2] else window[1] - window[0],
             **{k: ops[k] for k in ("under_replicated_partition_ms", "under_min_isr_partition_ms",
                                    "offline_partition_ms", "reassignment_bytes")},
-            **during, "throttled_bytes": ops["throttled_bytes"]}
+            **keys, "throttled_bytes": ops["throttled_bytes"]}
+
+
+def exact_latencies(end: RunEnd, table: dict) -> dict:
+    """The summary's latencies from the per-record columns, exact: produce (p50, p99, p999, mean), e2e (p50, p99,
+    p999), during the operations (p50, p99, p999, max or None), per group and pooled over groups."""
+    w = end.workload
+    produce_latency = (table["ack_ms"] - w.send_ms)[table["acked"]]
+    mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
+    produce = (*_percentiles(produce_latency), mean)
+    del produce_latency
+    e2e = (table["visible_ms"] - w.send_ms)[~np.isnan(table["visible_ms"])]
+    e2e_p = _percentiles(e2e)
+    del e2e
+    during = None
+    window = end.operations["window"]
+    if window is not None:
+        sent = (w.send_ms >= window[0]) & (w.send_ms <= window[1])
+        latency = (table["ack_ms"] - w.send_ms)[sent & ~np.isnan(table["ack_ms"])]
+        if len(latency):
+            during = tuple(float(v) for v in np.percentile(latency, [50, 99, 99.9, 100], overwrite_input=True))
+    groups = {}
+    for g in end.groups:
+        latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+        groups[g.name] = (_percentile(latency, 50), _percentile(latency, 99), _percentile(latency, 99.9))
+    return {"produce": produce, "e2e": e2e_p, "during": during, "groups": groups,
+            "consume": consume_latency(end.groups, w.send_ms)}
+
+
+def streamed_latencies(end: RunEnd, account: BatchAccount) -> dict:
+    """``exact_latencies``' numbers from histograms (``latency``): the percentiles within p/256 + 0.5 µs, p999
+    and the maxima exact, the mean up to float rounding."""
+    h = stream_batches(end, account)
+    produce, e2e, during = h["produce"], h["e2e"], h["during"]
+    groups, pooled = {}, None
+    for g in end.groups:
+        gh = stream_group(g, end.workload.send_ms)
+        groups[g.name] = tuple(gh.percentile(q) for q in (50, 99, 99.9))
+        if pooled is None:
+            pooled = LatencyHistogram(gh.keep)
+        pooled.merge(gh)
+    return {"produce": (*(produce.percentile(q) for q in (50, 99, 99.9)), produce.mean),
+            "e2e": tuple(e2e.percentile(q) for q in (50, 99, 99.9)),
+            "during": (during.percentile(50), during.percentile(99), during.percentile(99.9), during.max)
+            if during is not None and during.n
+            else None,
+            "groups": groups,
+            "consume": (pooled.percentile(50), pooled.percentile(99)) if pooled is not None else (None, None)}
+
+
+SAMPLE_RECORDS = 100_000  # results.records: sample keeps every k-th record, at most this many rows
+
+
+def sample_indices(records: int) -> np.ndarray:
+    """The records ``results.records: sample`` keeps: every k-th one in the workload's order (by producer,
+    partition and send time: each partition's share), k = ceil(records / SAMPLE_RECORDS)."""
+    return np.arange(0, records, max(1, -(-records // SAMPLE_RECORDS)), dtype=np.int64)
 
 
 def _percentile(values: np.ndarray, q: float):
@@ -121,29 +180,54 @@ def _clean(value):
 
 
 MIB = 1048576.0
-_base_of, _batch_of = itemgetter(0), itemgetter(3)  # a log entry's base offset, its batch
 
 
-class _FinalLogs:
-    """Per batch: how many copies the last leaders' logs hold, and the base offset of the first and last copy."""
+def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = None) -> dict:
+    """The per-record table's computed columns (acked, ack_ms, error codes, offset, last_offset, visible_ms,
+    copies) of every record, or of the records `idx` (workload indexes, ascending), each record taking its
+    batch's fate (the records never drained: pending, absent)."""
+    w = end.workload
+    nb = len(account.count) - 1
+    logs = account.logs
+    if idx is None:
+        rb = end.batches.of_records(w.records)
+        rb[rb < 0] = nb
+        position = np.arange(w.records, dtype=np.int64)
+    else:
+        rb = _batches_holding(account, idx)
+        position = idx.copy()
+    rec_state = account.state[rb]
+    error_codes = np.where(rec_state == FAILED, account.error[rb], -1).astype(np.int8)
+    acked = rec_state == ACKED
+    del rec_state
+    rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
+    # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
+    position -= account.lo[rb]  # the record's place in its batch
+    offset = logs.first_base[rb]
+    offset += position
+    offset[rec_presence == 0] = -1
+    last_offset = logs.last_base[rb]
+    last_offset += position
+    last_offset[rec_presence == 0] = -1
+    del position  # (each per-record temporary goes once used: the peak is their sum)
+    rec_ack = account.ack_ms[rb]  # NaN where not acknowledged
+    rec_visible = account.visible_ms[rb]
+    return {"acked": acked, "ack_ms": rec_ack, "error": error_codes, "offset": offset, "last_offset": last_offset,
+            "visible_ms": rec_visible, "copies": rec_presence}
 
-    def __init__(self, end: RunEnd):
-        nb = len(end.batches) + 1  # the last: records never drained into a batch
-        self.presence = np.zeros(nb, dtype=np.int64)
-        self.first_base = np.full(nb, -1, dtype=np.int64)
-        self.last_base = np.full(nb, -1, dtype=np.int64)
-        for part in end.partitions:
-            final = end.replicas[part.index][part.last_leader].log
-            if not final.entries and not final.retired:
-                continue  # a partition that never held a record (most, in a large idle cluster)
-            log = final.retired + final.entries  # what retention deleted was there, not lost
-            ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
-            bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
-            data = ids >= 0
-            ids, bases = ids[data], bases[data]
-            np.add.at(self.presence, ids, 1)
-            self.first_base[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
-            self.last_base[ids] = bases
+
+def _batches_holding(account: BatchAccount, idx: np.ndarray) -> np.ndarray:
+    """The batch (account row) holding each record of `idx`; the last row for a record no batch took."""
+    nb = len(account.count) - 1
+    rb = np.full(len(idx), nb, dtype=np.int64)
+    if nb and len(idx):
+        order = np.argsort(account.lo[:-1], kind="stable")
+        starts = account.lo[:-1][order]
+        at = np.searchsorted(starts, idx, side="right") - 1
+        candidate = order[np.maximum(at, 0)]
+        inside = (at >= 0) & (idx < account.lo[candidate] + account.count[candidate])
+        rb[inside] = candidate[inside]
+    return rb
 
 
 def _clipped(ranges: list, lo: int, hi: int) -> list:
@@ -188,18 +272,11 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     return _covered(committed), uncommitted
 
 
-@collector_paused()  # a row per partition and per-record columns: all kept
+@collector_paused()  # a row per partition and per-record columns (results.records: all): all kept
 def build_result(end: RunEnd) -> Result:
     w, batches = end.workload, end.batches
     nb = len(batches)
-    # per batch, and one more row for the records no batch took (still in the accumulator: never sent)
-    state = np.asarray(batches.state + [PENDING], dtype=np.int8)
-    ack_ms = np.asarray(batches.ack_ms + [np.nan], dtype=np.float64)
-    visible = np.asarray(batches.visible_ms + [np.nan], dtype=np.float64)
-    committed = np.asarray(batches.committed + [False], dtype=bool)
-    error = np.asarray(batches.error + [NONE], dtype=np.int8)
-    lo = np.asarray(batches.lo + [0], dtype=np.int64)
-    logs = _FinalLogs(end)
+    account = BatchAccount.of(end)  # loss, duplicates, order: per batch (accounting)
 
     part_rows = []
     for part in end.partitions:
@@ -213,45 +290,23 @@ def build_result(end: RunEnd) -> Result:
         })
         part_rows[-1]["replica_divergence"], part_rows[-1]["replica_uncommitted_divergence"] = _divergence(end, part)
 
-    rb = batches.of_records(w.records)
-    rb[rb < 0] = nb
-    rec_state = state[rb]
-    error_codes = np.where(rec_state == FAILED, error[rb], -1) if w.records else np.empty(0, np.int8)
-    rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
-    acked = rec_state == ACKED
-    rec_committed = committed[rb]
-    # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
-    position = np.arange(w.records, dtype=np.int64)
-    position -= lo[rb]  # the record's place in its batch
-    offset = logs.first_base[rb]
-    offset += position
-    offset[rec_presence == 0] = -1
-    last_offset = logs.last_base[rb]
-    last_offset += position
-    last_offset[rec_presence == 0] = -1
-    del position  # (each per-record temporary goes once used: the peak is their sum)
-    rec_ack = ack_ms[rb]
-    rec_ack[~acked] = np.nan
-    rec_visible = visible[rb]
-    del rb
-
-    acked_lost = acked & (rec_presence == 0)
-    committed_lost = rec_committed & (rec_presence == 0)
-    duplicated = rec_presence > 1
+    acked_lost, committed_lost, duplicated = account.lost()
     P = len(end.partitions)
     for name, mask in (("acked_records_lost", acked_lost), ("committed_records_lost", committed_lost),
                        ("records_duplicated", duplicated)):
-        counts = np.bincount(w.partition[mask], minlength=P)
-        for row, c in zip(part_rows, counts.tolist()):
+        for row, c in zip(part_rows, account.per_partition(mask, P).tolist()):
             row[name] = c
 
-    produce_latency = (rec_ack - w.send_ms)[acked]
-    produce_mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
-    produce_p50, produce_p99, produce_p999 = _percentiles(produce_latency)
-    del produce_latency
-    e2e = (rec_visible - w.send_ms)[~np.isnan(rec_visible)]
-    e2e_p50, e2e_p99, e2e_p999 = _percentiles(e2e)
-    del e2e
+    mode = end.settings.results_records  # results.records: the per-record table kept, and exact percentiles
+    if mode == "all":
+        table = record_columns(end, account)
+        latency = exact_latencies(end, table)
+    else:
+        latency = streamed_latencies(end, account)
+        idx = sample_indices(w.records) if mode == "sample" else np.empty(0, dtype=np.int64)
+        table = record_columns(end, account, idx)
+    produce_p50, produce_p99, produce_p999, produce_mean = latency["produce"]
+    e2e_p50, e2e_p99, e2e_p999 = latency["e2e"]
     counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
     skews = []
     for t in end.settings.topics:
@@ -261,13 +316,15 @@ def build_result(end: RunEnd) -> Result:
             skews.append(float(per.max() / per.mean()))
     for row, c in zip(part_rows, counts.tolist()):
         row["records"] = c
-    waiting = (rec_state == PENDING) | (rec_state == INFLIGHT)  # sent by the application, not answered yet
-    backlog = np.bincount(w.partition[waiting], minlength=P) if w.records else np.zeros(P, int)
+    waiting = account.waiting  # sent by the application, not answered yet
+    backlog = account.per_partition(waiting, P) + undrained_per_partition(w.partition, account, P)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
     for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
         row["under_min_isr_ms"] = float(end.operations["under_min_isr_ms"][part.index])
-    group_rows = [group_row(end, g, offset, rec_presence, rec_visible) for g in end.groups]
+    group_rows = [group_row(end, g, account, latency["groups"][g.name]) for g in end.groups]
+    acked = account.acked
+    records_acked = account.records(acked)
 
     s, c = end.settings, end.counters
     summary = {
@@ -276,17 +333,18 @@ def build_result(end: RunEnd) -> Result:
         "replication": s.replication,
         "duration_ms": s.duration_ms,
         "records_sent": int(w.records),
-        "records_acked": int(acked.sum()),
-        "records_failed": int((rec_state == FAILED).sum()),
-        "records_acked_per_s": float(acked.sum()) / (s.duration_ms / 1000.0),
-        "acked_mib_per_s": float(np.dot(np.bincount(w.producer[acked], minlength=len(s.producers)),
+        "records_acked": records_acked,
+        "records_failed": account.records(account.failed),
+        "records_acked_per_s": float(records_acked) / (s.duration_ms / 1000.0),
+        "acked_mib_per_s": float(np.dot(account.per_producer(acked, len(s.producers)),
                                         [p.record_size_bytes for p in s.producers])) / 2**20 / (s.duration_ms / 1000.0)
         if len(s.producers) else 0.0,
-        "records_pending": int(((rec_state == PENDING) | (rec_state == INFLIGHT)).sum()),
-        "records_committed": int(rec_committed.sum()),
-        "acked_records_lost": int(acked_lost.sum()),
-        "committed_records_lost": int(committed_lost.sum()),
-        "records_duplicated": int(duplicated.sum()),
+        "records_pending": int(backlog.sum()),
+        "records_committed": account.records(account.committed),
+        "acked_records_lost": account.records(acked_lost),
+        "committed_records_lost": account.records(committed_lost),
+        "records_duplicated": account.records(duplicated),
+        "records_out_of_order": account.out_of_order(),
         "not_enough_replicas_errors": c.not_enough_replicas_errors,
         "produce_latency_ms_p50": produce_p50,
         "produce_latency_ms_p99": produce_p99,
@@ -314,7 +372,7 @@ def build_result(end: RunEnd) -> Result:
         "request_handler_busy_max": _busiest(end.threads["request_handler"], s.duration_ms),
         "network_thread_busy_max": _busiest(end.threads["network"], s.duration_ms),
         "replica_fetcher_busy_max": end.threads["replica_fetcher"] / s.duration_ms,
-        "backlog_records": int(waiting.sum()),
+        "backlog_records": int(backlog.sum()),
         "producer_buffer_wait_ms": float(c.producer_buffer_wait_ms),
         "buffer_exhausted_records": c.buffer_exhausted_records,
         **machine_summary(end),
@@ -325,12 +383,12 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_lost"] = sum(r["consumed_lost"] for r in group_rows)
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
-    summary.update(operation_summary(end.operations, w.send_ms, rec_ack))
+    summary.update(operation_summary(end.operations, latency["during"]))
     caught = end.operations["catch_up_ms"]
     summary["broker_catch_up_ms_max"] = float(max(caught)) if caught else None
     summary["producer_metadata_refreshes"] = c.producer_metadata_refreshes
     summary["producer_leader_hints"] = c.producer_leader_hints
-    summary.update(zone_summary(end))
+    summary.update(zone_summary(end, latency["consume"]))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
         for m in GROUP_SUMMARY:
@@ -340,22 +398,20 @@ def build_result(end: RunEnd) -> Result:
     topics = [t.name for t in end.settings.topics]
     topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
-    key_codes, key_names = _key_categories(w.key)
+    kept = slice(None) if mode == "all" else idx
+    key_codes, key_names = _key_categories(w.key[kept])
+    partition = w.partition[kept]
     records = pd.DataFrame({
-        "topic": pd.Categorical.from_codes(topic_of[w.partition] if w.records else np.empty(0, np.int32),
-                                           categories=topics),
-        "partition": number_of[w.partition] if w.records else np.empty(0, np.int32),
+        "topic": pd.Categorical.from_codes(topic_of[partition], categories=topics),
+        "partition": number_of[partition],
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
-        "producer": w.producer,
-        "send_ms": w.send_ms,
-        "acked": acked,
-        "ack_ms": rec_ack,
-        "error": pd.Categorical.from_codes(error_codes.astype(np.int8), categories=list(ERRORS)),
-        "offset": offset,
-        "last_offset": last_offset,
-        "visible_ms": rec_visible,
-        "copies": rec_presence,
+        "producer": w.producer[kept],
+        "send_ms": w.send_ms[kept],
+        **{name: table[name] for name in ("acked", "ack_ms")},
+        "error": pd.Categorical.from_codes(table["error"], categories=list(ERRORS)),
+        **{name: table[name] for name in ("offset", "last_offset", "visible_ms", "copies")},
     }, copy=False)  # fresh arrays: no need to copy them again
+    del table
     events = pd.DataFrame(events_rows(end), columns=list(TABLES["events"]))
     timeline = pd.DataFrame(end.timeline, columns=list(TABLES["timeline"]))
     partitions = pd.DataFrame(part_rows)
@@ -393,54 +449,19 @@ def events_rows(end: RunEnd) -> list:
                          for name, problems in end.violations.items() for problem in problems]
 
 
-def group_row(end: RunEnd, g, offset: np.ndarray, presence: np.ndarray, visible: np.ndarray) -> dict:
-    """A group's delivery: lost = in the final log below the group's committed offset (and above where it
-    started), never processed, and not in a poll a live member is still working on."""
-    w = end.workload
-    P = len(end.partitions)
-    reached = np.zeros(P, dtype=np.int64)
-    in_progress = np.zeros(w.records, dtype=bool)  # polls live members are still working on at the end
-    for p in g.partitions:  # the group resumes from its committed offsets: below them, what was not processed never will be
-        reached[p] = g.committed.get(p, 0)
-    for m in g.members:
-        if m.alive and m.processing is not None:
-            for b, first, last, _ in m.processing[1]:
-                start = end.batches.lo[b] + first
-                in_progress[start:start + last - first] = True
-    origin = np.zeros(P, dtype=np.int64)
-    for p, start in g.origin.items():
-        origin[p] = start
-    in_scope = (presence > 0) & (offset >= origin[w.partition]) & (offset < reached[w.partition])
-    lost = in_scope & (g.processed == 0) & ~in_progress
-    latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
+def group_row(end: RunEnd, g, account: BatchAccount, latency: tuple) -> dict:
+    """A group's delivery (``accounting.group_delivery``: lost = in the final log below the group's committed
+    offset and above where it started, never processed, and not in a poll a live member is still working on),
+    latency (send -> first processed: p50, p99, p999) and lag."""
     return {
         "group": g.name, "topic": g.config.topic, "members": len(g.members), "commit": g.config.commit,
-        "records_processed": int((g.processed > 0).sum()),
-        "consumed_lost": int(lost.sum()),
-        "consumed_duplicates": int((g.processed > 1).sum()),
-        "consume_e2e_latency_ms_p50": _percentile(latency, 50),
-        "consume_e2e_latency_ms_p99": _percentile(latency, 99),
-        "consume_e2e_latency_ms_p999": _percentile(latency, 99.9),
+        **group_delivery(end, g, account),
+        "consume_e2e_latency_ms_p50": latency[0],
+        "consume_e2e_latency_ms_p99": latency[1],
+        "consume_e2e_latency_ms_p999": latency[2],
         "rebalances": g.rebalances,
-        **pause_and_lag(end.end_ms, g, w.partition, visible),
+        **group_lag(end.end_ms, g, account),
     }
-
-
-def pause_and_lag(end_ms: float, g, partition: np.ndarray, visible: np.ndarray) -> dict:
-    """How long the group's partitions went unconsumed, and its lag: records of its topic visible (below the HW)
-    and not yet processed, at its worst and at the end."""
-    paused = dict(g.paused_ms)
-    for p, since in g.unowned_from.items():
-        paused[p] += end_ms - since
-    mine = np.isin(partition, g.partitions) & ~np.isnan(visible)
-    seen, done = visible[mine], g.first_processed_ms[mine]
-    times = np.concatenate([seen, done[~np.isnan(done)]])
-    steps = np.concatenate([np.ones(len(seen)), -np.ones(int((~np.isnan(done)).sum()))])
-    order = np.lexsort((steps, times))  # at equal times the record is processed as it appears: -1 first
-    lag = np.cumsum(steps[order])
-    return {"paused_partition_ms": float(sum(paused.values())), "paused_partition_ms_max": float(max(paused.values(), default=0.0)),
-            "partitions_paused": sum(1 for v in paused.values() if v > 0),
-            "lag_records_max": int(lag.max()) if len(lag) else 0, "lag_records_end": int(lag[-1]) if len(lag) else 0}
 
 
 def _key_categories(key: np.ndarray):

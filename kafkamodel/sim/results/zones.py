@@ -135,10 +135,11 @@ def consume_latency(groups: list, send_ms: np.ndarray) -> tuple:
     return float(p50), float(p99)
 
 
-def zone_summary(end) -> dict:
-    """The summary's zone keys, in measures.SUMMARY's order, from a RunEnd."""
+def zone_summary(end, consume: tuple) -> dict:
+    """The summary's zone keys, in measures.SUMMARY's order, from a RunEnd; `consume`: the pooled consume latency's
+    p50 and p99 (``consume_latency``, or its histogram's)."""
     s = end.zones.summary(end.settings.duration_ms)
-    p50, p99 = consume_latency(end.groups, end.workload.send_ms)
+    p50, p99 = consume
     return {k: s[k] for k in ("cross_zone_bytes", "cross_zone_bytes_produce", "cross_zone_bytes_replication",
                               "cross_zone_bytes_consume", "cross_zone_cost_per_month")} | {
         "consumer_fetches_from_followers": end.counters.consumer_fetches_from_followers,

@@ -1,0 +1,261 @@
+"""Loss, duplicates, order and delivery counted per batch: Kafka's unit of atomicity.
+
+A producer batch is appended, replicated, truncated and read whole: every
+record of a batch shares its fate (acknowledged, failed, committed, visible)
+and its copies in the final log. So each count of records the summary gives
+is a sum of batch record counts over the batches that qualify, exactly what
+a walk over the records would give, at a cost that follows the batches:
+
+* ``acked_records_lost``: acknowledged batches with no copy in the final log
+  of the partition's last leader; ``committed_records_lost``: batches some
+  leader's HW covered, with no copy; ``records_duplicated``: batches with
+  more than one copy (retention's deleted segments count as present);
+* ``records_out_of_order``: records (each copy) in the final log that come
+  after a record their producer sent later to the same partition (Kafka keeps
+  one producer's order per partition; without idempotence a resend breaks it:
+  a batch overtaken by a later one, or a duplicate copy after the original's
+  later records). A batch is a contiguous range of its producer's records for
+  one partition (``batches``), in order within itself, so each copy's count is
+  its records below the latest record logged before it;
+* a consumer group's ``consumed_lost``: records in the final log from where
+  the group started (``origin``) up to its committed offset, never processed
+  and not in a poll a live member is still working on. A poll may end inside
+  a batch (``max.poll.records``), so the group's per-record ``processed``
+  counts are summed over each batch's offset range below the committed
+  offset (one pass over the group's own array, no per-record table).
+
+The per-record table (``result.records``), when kept, gives the same numbers
+record by record (tests/test_accounting.py checks both ways).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import itemgetter
+
+import numpy as np
+
+from ..protocol import ACKED, FAILED, INFLIGHT, NONE, PENDING
+
+_base_of, _batch_of = itemgetter(0), itemgetter(3)  # a log entry's base offset, its batch
+
+
+class FinalLogs:
+    """Per batch: how many copies the last leaders' logs hold, the base offset of the first and last copy, and how
+    many records of its copies are out of their producer's order (``records_out_of_order``)."""
+
+    def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
+        """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s, the last row included)."""
+        nb = len(end.batches) + 1  # the last: records never drained into a batch
+        self.presence = np.zeros(nb, dtype=np.int64)
+        self.first_base = np.full(nb, -1, dtype=np.int64)
+        self.last_base = np.full(nb, -1, dtype=np.int64)
+        self.out_of_order = np.zeros(nb, dtype=np.int64)  # records of its copies after a later one of its producer's
+        for part in end.partitions:
+            final = end.replicas[part.index][part.last_leader].log
+            if not final.entries and not final.retired:
+                continue  # a partition that never held a record (most, in a large idle cluster)
+            log = final.retired + final.entries  # what retention deleted was there, not lost
+            ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
+            bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
+            data = ids >= 0
+            ids, bases = ids[data], bases[data]
+            np.add.at(self.presence, ids, 1)
+            self.first_base[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
+            self.last_base[ids] = bases
+            self._order(ids, lo, count, producer)
+
+    def _order(self, ids: np.ndarray, lo: np.ndarray, count: np.ndarray, producer: np.ndarray) -> None:
+        """Count, per batch, the records of its copies that come after a record its producer sent later (a higher
+        workload index: the workload holds records by producer, partition and send time). A copy's records are in
+        order among themselves, so those of batch X after entries reaching up to record M are X's records below M:
+        min(max(M - lo, 0), count). Sorted by (producer, log position), each producer's indexes lifted above the
+        one's before, a running maximum compares each copy only with its own producer's before it."""
+        if len(ids) < 2:
+            return
+        owner = producer[ids]
+        order = np.lexsort((np.arange(len(ids)), owner))
+        seq = ids[order]
+        lift = owner[order].astype(np.int64) << 44
+        starts = lo[seq] + lift
+        sizes = count[seq].astype(np.int64)
+        reach = np.maximum.accumulate(starts + sizes - 1)  # the latest record up to each copy, included
+        behind = np.zeros(len(seq), dtype=np.int64)
+        behind[1:] = np.clip(reach[:-1] - starts[1:], 0, sizes[1:])
+        np.add.at(self.out_of_order, seq, behind)
+
+
+@dataclass(frozen=True)
+class BatchAccount:
+    """Every batch's fate and its copies, with one more row (the last) for the records no batch took (still in
+    the accumulator at the end: never sent). Sums of ``count`` over rows give the summary's record counts."""
+
+    count: np.ndarray  # int32: records in the batch
+    partition: np.ndarray  # int32: global partition index (-1: the last row)
+    producer: np.ndarray  # int32
+    lo: np.ndarray  # int64: its first record (workload index)
+    state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
+    committed: np.ndarray  # bool
+    ack_ms: np.ndarray  # float64: NaN where not acknowledged
+    visible_ms: np.ndarray  # float64
+    error: np.ndarray  # int8
+    logs: FinalLogs
+
+    @classmethod
+    def of(cls, end) -> "BatchAccount":
+        b = end.batches
+        drained = int(np.sum(b.count)) if len(b) else 0
+        state = np.asarray(b.state + [PENDING], dtype=np.int8)
+        acked = state == ACKED
+        ack_ms = np.asarray(b.ack_ms + [np.nan], dtype=np.float64)
+        ack_ms[~acked] = np.nan
+        count = np.asarray(b.count + [end.workload.records - drained], dtype=np.int32)
+        lo = np.asarray(b.lo + [0], dtype=np.int64)
+        producer = np.asarray(b.producer + [-1], dtype=np.int32)
+        return cls(count=count, partition=np.asarray(b.partition + [-1], dtype=np.int32), producer=producer, lo=lo,
+                   state=state, committed=np.asarray(b.committed + [False], dtype=bool), ack_ms=ack_ms,
+                   visible_ms=np.asarray(b.visible_ms + [np.nan], dtype=np.float64),
+                   error=np.asarray(b.error + [NONE], dtype=np.int8), logs=FinalLogs(end, lo, count, producer))
+
+    # ---- masks over the rows ----------------------------------------------------------------------------------
+
+    @property
+    def acked(self) -> np.ndarray:
+        return self.state == ACKED
+
+    @property
+    def waiting(self) -> np.ndarray:
+        """Sent by the application, not answered yet (in the accumulator or in flight)."""
+        return (self.state == PENDING) | (self.state == INFLIGHT)
+
+    @property
+    def failed(self) -> np.ndarray:
+        return self.state == FAILED
+
+    @property
+    def absent(self) -> np.ndarray:
+        return self.logs.presence == 0
+
+    # ---- record counts ----------------------------------------------------------------------------------------
+
+    def records(self, mask: np.ndarray) -> int:
+        """Records in the rows of `mask`."""
+        return int(self.count[mask].sum(dtype=np.int64))
+
+    def per_partition(self, mask: np.ndarray, partitions: int) -> np.ndarray:
+        """Records in the rows of `mask`, per global partition (the last row has none: its records are counted by
+        ``undrained``)."""
+        rows = mask.copy()
+        rows[-1] = False
+        return np.bincount(self.partition[rows], weights=self.count[rows], minlength=partitions).astype(np.int64)
+
+    def per_producer(self, mask: np.ndarray, producers: int) -> np.ndarray:
+        rows = mask.copy()
+        rows[-1] = False
+        return np.bincount(self.producer[rows], weights=self.count[rows], minlength=producers).astype(np.int64)
+
+    def lost(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row masks: acknowledged and absent, committed and absent, duplicated."""
+        absent = self.absent
+        return self.acked & absent, self.committed & absent, self.logs.presence > 1
+
+    def out_of_order(self) -> int:
+        """Records of the final logs' copies that come after a record their producer sent later."""
+        return int(self.logs.out_of_order.sum())
+
+
+def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
+    """Records still in the accumulator at the end, per partition: each partition's records less those its batches
+    took. `partition`: the workload's per-record partitions (what the records per partition come from)."""
+    total = np.bincount(partition, minlength=partitions) if len(partition) else np.zeros(partitions, np.int64)
+    taken = account.per_partition(np.ones(len(account.count), dtype=bool), partitions)
+    return total - taken
+
+
+# ---- consumer groups ----------------------------------------------------------------------------------------
+
+
+def _range_sums(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per range [start, end) (disjoint, any order, possibly empty): how many `flags` are set in it. `flags` has one
+    element more than the records (False), so that an end at the last record is a valid index."""
+    out = np.zeros(len(starts), dtype=np.int64)
+    nonempty = np.flatnonzero(ends > starts)
+    if not len(nonempty):
+        return out
+    order = nonempty[np.argsort(starts[nonempty], kind="stable")]
+    idx = np.empty(2 * len(order), dtype=np.int64)
+    idx[0::2] = starts[order]
+    idx[1::2] = ends[order]
+    out[order] = np.add.reduceat(flags, idx, dtype=np.int64)[0::2]  # (the odd results, the gaps, are not used)
+    return out
+
+
+def ranges_mask(records: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A per-record mask of disjoint ranges [start, end)."""
+    steps = np.zeros(records + 1, dtype=np.int8)
+    keep = ends > starts
+    np.add.at(steps, starts[keep], 1)
+    np.add.at(steps, ends[keep], -1)
+    return np.cumsum(steps[:-1], dtype=np.int8).astype(bool)
+
+
+def group_delivery(end, g, account: BatchAccount) -> dict:
+    """A group's records_processed, consumed_lost and consumed_duplicates (``consumed_lost`` per batch: the
+    records of each batch in the final log between the group's origin and its committed offset)."""
+    processed = g.processed
+    n = len(processed)
+    P = len(end.partitions)
+    origin = np.zeros(P, dtype=np.int64)
+    reached = np.zeros(P, dtype=np.int64)  # the group resumes from its committed offsets: below them, what was
+    for p in g.partitions:  # not processed never will be
+        reached[p] = g.committed.get(p, 0)
+    for p, start in g.origin.items():
+        origin[p] = start
+    logs = account.logs
+    rows = np.flatnonzero(logs.presence[:-1] > 0)
+    part = account.partition[rows]
+    rows = rows[reached[part] > origin[part]]
+    part = account.partition[rows]
+    base, count, lo = logs.first_base[rows], account.count[rows], account.lo[rows]
+    first = np.clip(origin[part] - base, 0, count)  # the batch's positions in scope: [first, last)
+    last = np.clip(reached[part] - base, 0, count)
+    unprocessed = np.zeros(n + 1, dtype=bool)
+    np.equal(processed, 0, out=unprocessed[:n])
+    lost = int(_range_sums(unprocessed, lo + first, lo + last).sum())
+    # less those in a poll a live member is still working on (its slices may overlap: each record once)
+    working: set = set()
+    for m in g.members:
+        if m.alive and m.processing is not None:
+            for b, s_first, s_last, _ in m.processing[1]:
+                at = int(np.searchsorted(rows, b))
+                if at == len(rows) or rows[at] != b:
+                    continue  # not in the final log, or not in the group's scope
+                start = end.batches.lo[b] + s_first
+                working.update(range(max(int(lo[at] + first[at]), start),
+                                     min(int(lo[at] + last[at]), start + s_last - s_first)))
+    lost -= sum(1 for i in working if unprocessed[i])
+    return {"records_processed": int(np.count_nonzero(processed > 0)), "consumed_lost": lost,
+            "consumed_duplicates": int(np.count_nonzero(processed > 1))}
+
+
+def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
+    """How long the group's partitions went unconsumed, and its lag: records of its topic visible (below the HW)
+    and not yet processed, at its worst and at the end. A batch becomes visible whole (+ its count at its
+    visible_ms); each record leaves the lag when first processed."""
+    paused = dict(g.paused_ms)
+    for p, since in g.unowned_from.items():
+        paused[p] += end_ms - since
+    rows = np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms)
+    rows[-1] = False
+    seen, steps_seen = account.visible_ms[rows], account.count[rows]
+    lo = account.lo[rows]
+    mine = ranges_mask(len(g.first_processed_ms), lo, lo + steps_seen)
+    done = g.first_processed_ms[mine]
+    done = done[~np.isnan(done)]
+    times = np.concatenate([seen, done])
+    steps = np.concatenate([steps_seen, np.full(len(done), -1, dtype=np.int64)])
+    order = np.lexsort((steps, times))  # at equal times the record is processed as it appears: -1 first
+    lag = np.cumsum(steps[order])
+    return {"paused_partition_ms": float(sum(paused.values())), "paused_partition_ms_max": float(max(paused.values(), default=0.0)),
+            "partitions_paused": sum(1 for v in paused.values() if v > 0),
+            "lag_records_max": int(lag.max()) if len(lag) else 0, "lag_records_end": int(lag[-1]) if len(lag) else 0}

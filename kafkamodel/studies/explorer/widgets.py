@@ -1,0 +1,261 @@
+"""The interactive panel: change a setting, the model re-runs and the plots redraw in place.
+
+``explorer_panel(scenario, overrides)`` (``00_explore``) starts from the
+notebook's scenario and can switch to any shipped scenario;
+``study_panel(agg)`` (the study notebooks) starts from one part of the study,
+its base scenario with that part's overrides, and switches between parts.
+An untouched panel runs exactly that scenario; each control then overrides
+one setting (``panel_model``). Controls with no effect are greyed out, a
+combination the panel refuses is named in one line, the status line says
+"running…" while the model runs and then the key numbers. Notebooks show
+the panel only when their ``interactive`` parameter is true (papermill runs
+keep it off: widgets can stall a batch client).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ...config.scenario import Scenario, ScenarioError, load_scenario
+from ...paths import scenario_path, shipped_scenarios
+from . import panel_model as pm
+from .explore import explore_scenario, scenario_description
+
+LABEL_WIDTH = "190px"  # fits the longest Kafka property name shown ("replica.lag.max.messages")
+CONTROL_WIDTH = "400px"  # two columns fit a notebook cell at 1280 px
+OUTPUT_HEIGHT = "290px"  # the figure's height: the panel does not jump while it redraws
+
+
+@dataclass
+class Source:
+    """Where the panel starts from: a label, the scenario, and one line about it."""
+
+    label: str
+    load: Callable[[], Scenario]
+    about: str
+
+
+def _shipped(name: str) -> Source:
+    return Source(name, lambda: load_scenario(scenario_path(name)), scenario_description(name))
+
+
+def _overrides_text(overrides: Mapping) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in overrides.items())
+    return text if len(text) < 160 else text[:157] + "…"
+
+
+class ExplorerPanel:
+    """A scenario selector, controls, a status line and an output area; every change re-runs the model."""
+
+    def __init__(self, sources: list[Source], draw: Callable | None = None, source_label: str = "scenario"):
+        import ipywidgets as w
+
+        self.sources = {s.label: s for s in sources}
+        self.draw = draw or _draw_run
+        self.runs = 0  # model runs so far (one per change)
+        self.result = None  # the latest Result
+        self.error: str | None = None  # the latest problem with the settings, if any
+        self._quiet = False  # setting controls programmatically: no re-run per control
+        style = {"description_width": LABEL_WIDTH}
+        layout = w.Layout(width=CONTROL_WIDTH)
+
+        def slider(cls, desc, **kw):
+            return cls(description=desc, continuous_update=False, style=style, layout=layout, **kw)
+
+        def dropdown(desc, options, **kw):
+            return w.Dropdown(options=options, description=desc, style=style, layout=layout, **kw)
+
+        self.source = w.Dropdown(options=list(self.sources), value=sources[0].label, description=source_label,
+                                 style=style, layout=w.Layout(width="810px"))
+        self.about = w.HTML(layout=w.Layout(margin="0 0 4px 0"))
+        self.controls = {
+            "kafka_version": dropdown("kafka.version", pm.VERSIONS),
+            "replication": dropdown("replication", ["isr", "quorum"]),
+            "rf": slider(w.IntSlider, "replication factor", min=1, max=7),
+            "acks": dropdown("acks", ["0", "1", "all"]),
+            "min_insync_replicas": slider(w.IntSlider, "min.insync.replicas", min=1, max=7),
+            "unclean": w.Checkbox(description="unclean.leader.election.enable", indent=False,
+                                  layout=w.Layout(width=CONTROL_WIDTH, margin="2px 0 2px 64px")),
+            "session_timeout_ms": slider(w.SelectionSlider, "session.timeout.ms", options=pm.SESSION_TIMEOUTS),
+            "lag_time_ms": slider(w.SelectionSlider, "replica.lag.time.max.ms", options=pm.LAG_TIMES),
+            "lag_max_messages": slider(w.SelectionSlider, "replica.lag.max.messages", options=pm.LAG_MESSAGES),
+            "latency_median_ms": slider(w.FloatSlider, "latency median (ms)", min=0.05, max=20.0, step=0.05),
+            "latency_sigma": slider(w.FloatSlider, "latency tail (σ)", min=0.0, max=2.0, step=0.05),
+            "faults": dropdown("fault schedule", list(pm.FAULTS)),
+            "fault_at_ms": slider(w.IntSlider, "fault at (ms)", min=0, max=1),
+            "fault_duration_ms": slider(w.IntSlider, "fault lasts (ms)", min=1, max=2),
+            "operation": dropdown("operation", list(pm.OPERATIONS)),
+            "replica_selector": dropdown("replica.selector.class", list(pm.SELECTORS)),
+            "consumer_racks": dropdown("consumers' client.rack", [pm.AS_GIVEN]),
+        }
+        tips = {"kafka_version": "the Kafka release whose mechanisms and defaults apply (docs/versions.md); moving it "
+                                 "reloads the scenario under that version, the controls at its defaults",
+                "session_timeout_ms": "zookeeper.session.timeout.ms (ZooKeeper) or broker.session.timeout.ms (KRaft): "
+                                      "how long the controller waits before it declares a silent broker dead",
+                "lag_max_messages": "Kafka 0.8's count rule: out of sync when more than this many messages behind",
+                "latency_sigma": "σ of a lognormal one-way network latency (0: a constant)",
+                "operation": "an operator's maintenance (operations:), from a quarter of the run: watch the partitions "
+                             "by ISR size (under-replicated, under min ISR) and the latency while it runs",
+                "replica_selector": "KIP-392 (2.4+): RackAwareReplicaSelector lets each consumer read from the replica "
+                                    "in its client.rack (docs/zones.md); the status line gives the cross-zone bill",
+                "consumer_racks": "the zones the consumer groups run in (client.rack): a group in every zone reads "
+                                  "the first topic once per zone"}
+        for name, tip in tips.items():
+            self.controls[name].tooltip = tip
+        self.status = w.HTML(layout=w.Layout(min_height="2.6em"))
+        self.note = w.HTML()
+        self.output = w.Output(layout=w.Layout(min_height=OUTPUT_HEIGHT))
+        self.source.observe(self._source_changed, names="value")
+        for name, control in self.controls.items():
+            control.observe(self._version_changed if name == "kafka_version" else self._changed, names="value")
+        names = list(self.controls)
+        half = (len(names) + 1) // 2
+        columns = w.HBox([w.VBox([self.controls[n] for n in names[:half]]),
+                          w.VBox([self.controls[n] for n in names[half:]])])
+        self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
+        self.load(sources[0].label)
+
+    # -- state ---------------------------------------------------------------------------------------------
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def load(self, label: str) -> None:
+        """Start from `label`'s scenario: the controls take its values, then one run."""
+        source = self.sources[label]
+        self.base = self.scenario = source.load()  # as given; under the version control's kafka.version
+        self.label = label
+        self.about.value = f"<small>{html.escape(source.about)}</small>"
+        self._reset()
+
+    def _reset(self, keep: Mapping | None = None) -> None:
+        """The controls take the values of the scenario in force (but those in `keep`), then one run."""
+        v = {**pm.initial_values(self.scenario), **(keep or {})}
+        duration = int(self.scenario["duration.ms"])
+        step = max(duration // 100, 1)
+        self._quiet = True
+        try:
+            self.controls["consumer_racks"].options = pm.consumer_rack_choices(self.scenario)
+            at, lasts = self.controls["fault_at_ms"], self.controls["fault_duration_ms"]
+            at.max, lasts.max = max(duration - 1, 1), duration  # widen before narrowing: min <= value <= max holds
+            at.min, lasts.min, at.step, lasts.step = 0, 1, step, step
+            for name, value in v.items():
+                control = self.controls[name]
+                if hasattr(control, "max") and isinstance(value, (int, float)) and value > control.max:
+                    value = control.max
+                control.value = value
+        finally:
+            self._quiet = False
+        self.rerun()
+
+    def _source_changed(self, change) -> None:
+        self.load(change["new"])
+
+    def _version_changed(self, change) -> None:
+        """Another kafka.version: the scenario under it (what the version lacks left out), controls at its values."""
+        if self._quiet:
+            return
+        try:
+            self.scenario = pm.at_version(self.base, change["new"])
+        except ScenarioError as exc:
+            self.error = str(exc)
+            self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(self.error)}"
+            return
+        self._reset(keep={"faults": self.controls["faults"].value})  # its timing follows the new session timeout
+
+    def _changed(self, change) -> None:
+        if not self._quiet:
+            self.rerun()
+
+    def _grey_out(self, values: dict) -> None:
+        for name, on in pm.active(values).items():
+            self.controls[name].disabled = not on
+
+    # -- running -------------------------------------------------------------------------------------------
+    def rerun(self) -> None:
+        """Simulate with the current settings and redraw (a bad combination is shown in one line, not raised)."""
+        from ...sim.simulation import simulate
+
+        values = self.values()
+        self._grey_out(values)
+        hint = pm.hint(values, self.scenario)
+        self.note.value = f"<span style='color:#8a6d00'>{html.escape(hint)}</span>" if hint else ""
+        problem = pm.problem(values)
+        if problem is None:
+            try:
+                scenario = self.scenario.with_overrides(pm.panel_overrides(values, self.scenario))
+            except ScenarioError as exc:
+                problem = str(exc)
+        if problem is not None:
+            self.error = problem
+            self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(problem)}"
+            self.output.clear_output()
+            return
+        self.error = None
+        previous = self.status.value
+        self.status.value = ("<b style='color:#1f77b4'>running…</b> "
+                             f"<span style='color:#999'>{previous}</span>")
+        self.result = simulate(scenario)
+        self.runs += 1
+        from .summary import status_line
+
+        self.status.value = status_line(self.result, self.runs)
+        self.output.clear_output(wait=True)
+        with self.output:
+            self.draw(self.result)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _draw_run(result) -> None:
+    from IPython.display import HTML, display
+
+    from ...kit.plots import show
+    from .runfigure import run_figure
+    from .summary import full_summary, setting
+
+    show(run_figure(result, f"{result.summary['scenario']}: {setting(result)}"))
+    table = full_summary(result)
+    display(HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>"))
+
+
+def explorer_panel(scenario: "str | Scenario" = "steady-state", overrides: Mapping | None = None,
+                   draw: Callable | None = None) -> ExplorerPanel:
+    """The panel on `scenario` (a shipped name or YAML path, with the notebook's overrides), and every shipped
+    scenario in its selector. It runs the model once straight away."""
+    if isinstance(scenario, Scenario):
+        first = Source(str(scenario["name"]), lambda: scenario, "the scenario given")
+    else:
+        name = str(scenario)
+        explore_scenario(name, overrides)  # a bad name or override is reported here, in one line
+        about = scenario_description(name) if name in shipped_scenarios() else name
+        label = name if not overrides else f"{name} with the notebook's overrides"
+        if overrides:
+            about = f"{about} Overrides: {_overrides_text(overrides)}."
+        first = Source(label, lambda: explore_scenario(name, overrides), about)
+    others = [_shipped(n) for n in shipped_scenarios() if n != first.label]
+    return ExplorerPanel([first, *others], draw)
+
+
+def study_panel(agg, draw: Callable | None = None, part: str | None = None) -> ExplorerPanel:
+    """The panel on a study's parts: each part's base scenario with the part's overrides, as its charts ran it."""
+    parts = agg.spec["parts"]
+    if part is not None and part not in {p["name"] for p in parts}:
+        from ...kit import StudyError
+
+        raise StudyError([f"parameter part: {agg.study} has no part {part!r}; parts are "
+                          f"{', '.join(p['name'] for p in parts)}"])
+    sources = []
+    for p in sorted(parts, key=lambda p: p["name"] != part):  # the requested part first
+        base, overrides = p["base"], dict(p["overrides"])
+        about = (f"Part {p['name']} of {agg.study}: {base} with the part's overrides"
+                 + (f" ({_overrides_text(overrides)})" if overrides else "")
+                 + "; the swept settings take the controls' values.")
+        sources.append(Source(p["name"], _part_loader(base, overrides), about))
+    return ExplorerPanel(sources, draw, source_label="study part")
+
+
+def _part_loader(base: str, overrides: Mapping[str, Any]) -> Callable[[], Scenario]:
+    return lambda: load_scenario(scenario_path(base)).with_overrides(overrides)

@@ -1,0 +1,105 @@
+"""results.outcome with results.records: all | sample | none. Without the per-record table the summary is the
+same: every count equal (loss, duplicates, order and delivery are counted per batch either way), the percentiles
+from the streamed histogram within its stated error of the exact ones, p99.9 and the maxima equal; sample keeps
+every k-th record of the full table, as it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kafkamodel.sim.results.histogram import ABSOLUTE_ERROR_MS, RELATIVE_ERROR
+from kafkamodel.sim.results.measures import TABLES
+from kafkamodel.sim.results.outcome import SAMPLE_RECORDS, sample_indices
+
+from shipped import SCENARIOS, run
+
+SHIPPED = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+# faults and truncations, retries with and without idempotence, consumer groups, operations
+MIXED = ("kip101-hw-truncation-loss", "unclean-election", "producer-retry-duplicates", "producer-retry-idempotent",
+         "producer-refusal-reordering", "delivery-at-least-once", "delivery-at-most-once", "delivery-exactly-once")
+APPROXIMATE = ("produce_latency_ms_p50", "produce_latency_ms_p99", "e2e_latency_ms_p50", "e2e_latency_ms_p99",
+               "consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99", "operation_produce_p50_ms",
+               "operation_produce_p99_ms")
+GROUP_APPROXIMATE = ("consume_e2e_latency_ms_p50", "consume_e2e_latency_ms_p99")
+
+
+def assert_same_summary(full: dict, streamed: dict) -> None:
+    assert full.keys() == streamed.keys()
+    groups = {k.split(".")[0] for k in full if "." in k}
+    approximate = set(APPROXIMATE) | {f"{g}.{k}" for g in groups for k in GROUP_APPROXIMATE}
+    for key, exact in full.items():
+        value = streamed[key]
+        if key in approximate and exact is not None:
+            assert abs(value - exact) <= RELATIVE_ERROR * abs(exact) + ABSOLUTE_ERROR_MS + 1e-12 * abs(exact), key
+        elif key == "produce_latency_ms_mean" and exact is not None:
+            assert value == pytest.approx(exact, rel=1e-12)  # (a sum in chunks: float rounding only)
+        else:
+            assert value == exact, (key, exact, value)  # counts, p99.9s, maxima: exactly
+
+
+def check_modes(name: str, seed: int | None = None) -> None:
+    seed = {} if seed is None else {"seed": seed}
+    full = run(name, **seed)
+    none = run(name, **seed, **{"results.records": "none"})
+    assert_same_summary(full.summary, none.summary)
+    assert len(none.records) == 0 and list(none.records.columns) == list(TABLES["records"])
+    assert none.records.dtypes.astype(str).to_dict() == full.records.dtypes.astype(str).to_dict()
+    for table in ("events", "timeline", "partitions", "groups", "zones"):  # the other tables: as they were
+        a, b = getattr(full, table), getattr(none, table)
+        approximate = [c for c in b.columns if c in GROUP_APPROXIMATE]
+        pd.testing.assert_frame_equal(a.drop(columns=approximate), b.drop(columns=approximate))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_without_the_table_the_summary_is_the_same_within_the_histograms_error(name):
+    check_modes(name)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("name", MIXED)
+def test_without_the_table_faults_retries_and_groups_count_the_same(name, seed):
+    check_modes(name, seed)
+
+
+@pytest.mark.parametrize("name", ["delivery-at-least-once", "steady-state"])
+def test_without_the_table_an_operations_window_counts_the_same(name):
+    """The produce latency of the records sent during the operations (a rolling restart): streamed the same."""
+    ops = [{"at.ms": 1000, "kind": "rolling_restart", "gate": "no_under_replicated"}]
+    full = run(name, operations=ops).summary
+    assert full["operation_produce_max_ms"] is not None and full["operation_produce_errors"] > 0
+    assert_same_summary(full, run(name, operations=ops, **{"results.records": "none"}).summary)
+
+
+def test_the_comparison_covers_the_keys_that_differ():
+    """Not vacuous: the runs above lose, duplicate and reorder records, and their streamed percentiles do differ
+    from the exact ones (the bound is what lets them pass, not equality)."""
+    full = run("producer-refusal-reordering")
+    none = run("producer-refusal-reordering", **{"results.records": "none"})
+    assert full.summary["records_duplicated"] > 0 and full.summary["records_out_of_order"] > 0
+    assert none.summary["produce_latency_ms_p50"] != full.summary["produce_latency_ms_p50"]
+    lost = run("kip101-hw-truncation-loss", **{"results.records": "none"}).summary
+    assert lost["acked_records_lost"] > 0
+
+
+@pytest.mark.parametrize("name", ["steady-state", "delivery-at-least-once"])
+def test_sample_keeps_every_kth_row_of_the_full_table(name):
+    full = run(name)
+    sample = run(name, **{"results.records": "sample"})
+    n = len(full.records)
+    idx = sample_indices(n)
+    k = -(-n // SAMPLE_RECORDS)
+    assert len(sample.records) == len(idx) <= SAMPLE_RECORDS and np.array_equal(idx, np.arange(0, n, k))
+    expected = full.records.iloc[idx].reset_index(drop=True)
+    expected["key"] = expected["key"].cat.remove_unused_categories()  # (the sample's own keys)
+    pd.testing.assert_frame_equal(sample.records, expected)
+    assert_same_summary(full.summary, sample.summary)
+
+
+def test_the_default_keeps_the_table():
+    """The default is all: the studies that pool record latencies (record_latency: true) and result.records
+    (DESIGN's contract) see every record."""
+    r = run("key-ordering")
+    assert len(r.records) == r.summary["records_sent"] > 0
+    assert r.scenario["results.records"] == "all"
