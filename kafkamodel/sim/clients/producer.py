@@ -47,7 +47,8 @@ class ProducerState:
     """What one producer client tracks while it runs."""
 
     __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "no_leader", "refresh_armed",
-                 "refresh_stamp", "last_refresh_ms", "jitter", "epoch", "next_seq", "next_request", "app", "watch", "pooled", "nic_free", "sender_free")
+                 "refresh_stamp", "last_refresh_ms", "jitter", "failed_at", "epoch", "next_seq", "next_request", "app",
+                 "watch", "pooled", "nic_free", "sender_free")
 
     def __init__(self, index: int, node: int, config: ProducerSettings, acc: Accumulator, partitions: int,
                  brokers: int):
@@ -64,6 +65,7 @@ class ProducerState:
         self.refresh_stamp = 0  # the metadata request in flight (an answer to an older one, or after a timeout, is void)
         self.last_refresh_ms = float("-inf")  # when the last metadata answer came (Metadata.lastRefreshMs)
         self.jitter = None  # KIP-580 (3.7+): its backoffs' random factors, draw after draw (ExponentialBackoff)
+        self.failed_at: dict[int, int] = {}  # partition -> the broker its last failed batch was sent to
         self.epoch = [0] * partitions  # partition -> producer epoch; bumped when a batch fails for good (KIP-360)
         self.next_seq = [0] * partitions  # partition -> next sequence number in the current epoch
         self.next_request = 0
@@ -91,6 +93,7 @@ class ProducerClient:
         self.metadata_process = sim.replica_manager.metadata_process  # broker -> the process that has its cache
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
+        self.kip951 = sim.settings.kafka.kip951  # 3.7+: a new leader (hinted or in metadata) skips the resend backoff
         self.counters = sim.recorder.counters
         self.error_ms: list[float] = []  # when a batch got an error: an error answer, its request failed, or it expired
         self.settings = sim.settings
@@ -510,6 +513,8 @@ class ProducerClient:
             self._arm(ps, q)
             return
         batches.state[b] = PENDING
+        if q.node >= 0:
+            ps.failed_at[q.p] = q.node
         insort(q.retry, b)
         q.probing = ps.config.enable_idempotence
         q.backoff_until = self.kernel.now + (0.0 if leader_changed else self._backoff_ms(ps, batches.attempt[b]))
@@ -582,6 +587,14 @@ class ProducerClient:
         self.kernel.schedule(self.kernel.now + ps.config.request_timeout_ms, self._metadata_timeout, ps,
                              ps.refresh_stamp)
 
+    def _skip_backoff(self, ps: ProducerState, q, leader: int, now: float) -> None:
+        """3.7+ (KIP-951's client side): a resend whose partition now has another leader than the one its batch
+        failed at goes without backoff (RecordAccumulator.shouldBackoff, ProducerBatch.hasLeaderChangedForTheOngoingRetry)."""
+        if self.kip951 and leader >= 0 and ps.failed_at.get(q.p, leader) != leader:
+            del ps.failed_at[q.p]
+            if q.backoff_until > now:
+                q.backoff_until = now
+
     def handle_metadata_request(self, pi: int, stamp: int, _, node: int) -> None:
         """At broker `node`: the answer carries its metadata cache's leaders now."""
         self.send(node, self.states[pi].node, self.handle_metadata_response,
@@ -618,11 +631,13 @@ class ProducerClient:
                     known[p] = leader
                     q = acc.queues[p]
                     if q.node >= 0:
+                        self._skip_backoff(ps, q, leader, now)
                         self._arm(ps, q)
         for p in sorted(waiting):
             q = acc.queues[p]
             if leaders is not None or ps.metadata[p] < 0:
                 ps.metadata[p] = leaders[p] if leaders is not None else -1
+                self._skip_backoff(ps, q, ps.metadata[p], now)
             while q.retry and now - self.batches.create_ms[q.retry[0]] >= cfg.delivery_timeout_ms:
                 self._fail(ps, q.retry.pop(0), DELIVERY_TIMEOUT)
             for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):
