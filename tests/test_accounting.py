@@ -158,3 +158,13 @@ def test_only_a_producer_without_idempotence_logs_records_out_of_order(seed):
     idem = _run("producer-refusal-idempotent", seed)[1].summary
     assert plain["records_out_of_order"] > 0
     assert idem["records_out_of_order"] == 0
+
+
+@pytest.mark.parametrize("name", ["delivery-at-least-once", "delivery-at-most-once", "key-ordering"])
+def test_a_groups_counts_do_not_depend_on_how_its_records_are_chunked(name, monkeypatch):
+    """The group's arrays are read CHUNK records at a time; with chunks of 997 records (batches and polls cut
+    across chunk boundaries) the counts are still the record walk's."""
+    from kafkamodel.sim.results import accounting
+
+    monkeypatch.setattr(accounting, "CHUNK", 997)
+    check_agree(*_run(name))

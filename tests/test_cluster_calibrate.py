@@ -40,6 +40,20 @@ def test_the_handler_cost_per_kib_the_model_was_given_is_fitted_back():
     assert abs(f.held_out[0]["relative_error"]["records_per_s"]) < 0.10
 
 
+def test_a_hardware_part_the_model_was_given_is_fitted_back_too():
+    # fsync on every message (log.flush.interval.messages 1): the fsync time is in every acknowledgement
+    lab = LAB.with_overrides({"broker.log.flush.interval.messages": 1})
+    props = {"acks": "all", "linger.ms": 0}
+    points = []
+    for rate, size in ((2000, 1000), (500, 200), ("max", 1000)):
+        got = predict(lab, Measurement(f"p{rate}", "t", size, rate, props), {"fsync.ms": 3.0}, 1000)
+        points.append(Measurement(f"p{rate}", "t", size, rate, props, records_per_s=got["records_per_s"],
+                                  latency_ms={"avg": got["avg"] - 0.5, "p99": math.floor(got["p99"])}))
+    f = fit(lab, points[:2], points[2:], names=("fsync.ms",))
+    assert f.values["fsync.ms"] == pytest.approx(3.0, rel=0.10)  # the stated tolerance: 10 %; from 0.9 ms
+    assert lab["hardware"]["broker"]["fsync.ms"]["median"] == 0.9
+
+
 KREPS = yaml.safe_load((REPO / "data" / "validation" / "kreps-2014.yaml").read_text())
 
 

@@ -1,7 +1,7 @@
 """The package's layers import one way, read from the source (every import, function-level ones included).
 
 config  <- sim (engine, storage, broker, controller, rules, clients, results)  <- kit
-        <- studies, campaign, durability, validation  <- cli, bench
+        <- studies, campaign, durability, validation, cluster  <- cli, bench
 
 sim reads config only as resolved settings (``config.settings``, and ``config.distributions`` to draw). The kit
 knows none of what is built on it; what is built on it uses the kit's public names only (``kafkamodel.kit``'s
@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kafkamodel"
 SETTINGS = ("kafkamodel.config.settings", "kafkamodel.config.distributions")
 _SERVER_SIDE = ("kafkamodel.sim.engine", "kafkamodel.sim.storage", "kafkamodel.sim.broker", "kafkamodel.sim.controller",
                 "kafkamodel.sim.rules", "kafkamodel.sim.results", "kafkamodel.sim.protocol", "kafkamodel.sim.state",
-                "kafkamodel.sim.batches", "kafkamodel.config")
+                "kafkamodel.sim.batches", *SETTINGS)
 ALLOWED = {
     "kafkamodel.config": ("kafkamodel.config",),
     "kafkamodel.sim": ("kafkamodel.sim", *SETTINGS, "kafkamodel.folders"),
@@ -46,6 +46,11 @@ ALLOWED = {
                               "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
     "kafkamodel.campaign": ("kafkamodel.campaign", "kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config",
                             "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
+    # your cluster: imported into a scenario, calibrated, reported on (with the durability estimate)
+    "kafkamodel.cluster": ("kafkamodel.cluster", "kafkamodel.command", "kafkamodel.durability", "kafkamodel.kit",
+                           "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
+    # what every verb's command module shares
+    "kafkamodel.command": ("kafkamodel.config", "kafkamodel.paths"),
     # the durability study reads its base scenario as a campaign does
     "kafkamodel.durability": ("kafkamodel.durability", "kafkamodel.campaign.spec", "kafkamodel.kit", "kafkamodel.sim",
                               "kafkamodel.config", "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
@@ -95,7 +100,8 @@ def _within(target: str, prefixes) -> bool:
 
 
 KIT = "kafkamodel.kit"
-BUILT_ON_KIT = ("kafkamodel.studies", "kafkamodel.campaign", "kafkamodel.durability", "kafkamodel.validation")
+BUILT_ON_KIT = ("kafkamodel.studies", "kafkamodel.campaign", "kafkamodel.durability", "kafkamodel.validation",
+                "kafkamodel.cluster")
 
 
 def _kit_public() -> set[str]:
@@ -204,12 +210,12 @@ def test_a_planted_leak_fails_the_layer_check(tmp_path):
     """A controller module that reads a version rule from config.versions (as sim/controller/replication.py once
     did, instead of settings.kafka's resolved mechanisms) is flagged; one that reads settings is not; and a study
     module reaching into a kit module is flagged."""
-    _plant(tmp_path, "kafkamodel.sim.leak", "from ..config.versions import at_least\n")
-    _plant(tmp_path, "kafkamodel.sim.fine", "from ..config.settings import ACKS_ALL\n")
+    _plant(tmp_path, "kafkamodel.sim.controller.leak", "from ...config.versions import at_least\n")
+    _plant(tmp_path, "kafkamodel.sim.controller.fine", "from ...config.settings import ACKS_ALL\n")
     _plant(tmp_path, "kafkamodel.studies.leak", "from ..kit.present import number\n")
     _plant(tmp_path, "kafkamodel.studies.fine", "from ..kit import number\n")
     assert sorted(violations(tmp_path)) == [
-        "kafkamodel.sim.leak imports kafkamodel.config.versions",
+        "kafkamodel.sim.controller.leak imports kafkamodel.config.versions",
         "kafkamodel.studies.leak imports the kit's module kafkamodel.kit.present, not the kit's public names"]
 
 
@@ -226,6 +232,9 @@ def test_a_planted_cycle_is_found(tmp_path):
     ("kafkamodel.sim.broker.leader", "kafkamodel.config.settings", ["ACKS_ALL"], False),
     ("kafkamodel.sim.faults", "kafkamodel.config.schema", ["CONSUMER_FAULTS"], True),
     ("kafkamodel.sim.simulation", "kafkamodel.config.versions", ["mechanisms"], True),
+    ("kafkamodel.sim.controller.replication", "kafkamodel.config.versions", ["at_least"], True),
+    ("kafkamodel.sim.broker.replica_manager", "kafkamodel.config.schema", ["SECTIONS"], True),
+    ("kafkamodel.sim.controller.replication", "kafkamodel.config.settings", ["Settings"], False),
     ("kafkamodel.sim.controller.replication", "kafkamodel.config.settings", ["Settings"], False),
     ("kafkamodel.campaign.spec", "kafkamodel.kit", ["_points"], True),
     ("kafkamodel.campaign.spec", "kafkamodel.kit", ["Spec", "point_of"], False),

@@ -103,3 +103,20 @@ def test_the_default_keeps_the_table():
     r = run("key-ordering")
     assert len(r.records) == r.summary["records_sent"] > 0
     assert r.scenario["results.records"] == "all"
+
+
+@pytest.mark.parametrize("name", ["delivery-at-most-once", "steady-state"])
+def test_streamed_latencies_do_not_depend_on_the_chunk_size(name, monkeypatch):
+    """Batches are streamed CHUNK records at a time; chunks of 997 records (a batch alone when larger) give the
+    same summary."""
+    from kafkamodel.sim.results import latency
+
+    big = run(name, **{"results.records": "none"}).summary
+    monkeypatch.setattr(latency, "CHUNK", 997)
+    small = run(name, **{"results.records": "none"}).summary
+    assert small.keys() == big.keys()
+    for key, value in big.items():
+        if key.endswith("_mean") and value is not None:
+            assert small[key] == pytest.approx(value, rel=1e-12)  # (sums in other chunks: float rounding)
+        else:
+            assert small[key] == value, key

@@ -234,9 +234,18 @@ def _death_runs(scenario, given: dict, plan: Plan, simulate, broker: int, leads:
             "send_blocked": any((r["producer_buffer_wait_ms"] or 0) > 0 for r in runs)}
 
 
+RESTART_MARGIN_MS = 15000.0  # per broker, beyond its downtime and gate: its start, log recovery and catch-up
+
+
+def _gate_ms(gate) -> float:
+    return float(next(iter(gate.values()))) if isinstance(gate, dict) else 0.0
+
+
 def restart_answer(scenario: Scenario, plan: Plan, simulate) -> dict:
     brokers = scenario["brokers"]
-    duration = plan.warmup_ms + brokers * (plan.downtime_ms + detection_ms(scenario) + 20000.0)
+    # a controlled shutdown needs no failure detection: each broker's downtime, its catch-up and the gate; a run
+    # that ends first says so (unfinished_seeds)
+    duration = plan.warmup_ms + brokers * (plan.downtime_ms + RESTART_MARGIN_MS + _gate_ms(plan.gate))
     given = thaw(scenario.given)
     given.update({"duration.ms": duration, "faults": [],
                   "operations": [{"at.ms": plan.warmup_ms, "kind": "rolling_restart", "gate": plan.gate,

@@ -326,6 +326,8 @@ class Mechanisms:
     # group.instance.id (KIP-345's group.instance.id itself is 2.3: there they order every member by member id)
     kip841: bool = False  # KRaft (KIP-841) and ZooKeeper from 3.4 (KAFKA-14140): the controller refuses an ISR that
     # adds a broker it does not count live: fenced or offline, or in a controlled shutdown
+    controlled_shutdown_batched: bool = True  # 1.1 (KAFKA-5642) and KRaft: the controller moves a controlled shutdown's
+    # partitions in one batch; before, a ZooKeeper controller moved them one at a time, each its own batch
     # fetch-from-follower (KIP-392, 2.4: replica.selector.class exists from there), as it changed (docs/zones.md):
     kip392: bool = False  # 2.4: a consumer's fetch carries its client metadata (rack), so any replica serves it
     hw_ends_follower_long_poll: bool = False  # 2.4-2.5 (KIP-392's DelayedFetch "Case H", removed in 2.6 by
@@ -368,6 +370,7 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         hw_completes_delayed_fetch=version != "0.8.1",
         static_member_order=at_least(version, "2.4"),
         kip841=kraft or at_least(version, "3.4"),
+        controlled_shutdown_batched=kraft or at_least(version, "1.1"),
         kip392=at_least(version, "2.4"),
         hw_ends_follower_long_poll=at_least(version, "2.4") and not at_least(version, "2.6"),
         preferred_replica_answers_at_once=at_least(version, "3.3"),

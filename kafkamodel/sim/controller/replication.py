@@ -16,7 +16,6 @@ leader as any other does.
 
 from __future__ import annotations
 
-from ...config.versions import at_least
 from ..protocol import CONTROLLER
 from ..results.measures import ISR_SHRINK, LEADER_ELECTION, PARTITION_OFFLINE
 from ..state import Partition, Replica
@@ -47,7 +46,7 @@ class ReplicationControl:
         self.close_batch = channel.close_batch
         self.controller_done = lambda: max(channel.busy_until, self.kernel.now)  # when the controller's thread is free
         # before 1.1 (KAFKA-5642) a controlled shutdown moved partitions one at a time, each its own batch
-        self.partition_at_a_time = not sim.settings.kafka.kraft and not at_least(sim.settings.kafka.version, "1.1")
+        self.partition_at_a_time = not sim.settings.kafka.controlled_shutdown_batched
         self.awaiting_leader = sim.recorder.awaiting_leader
         self.kraft = sim.settings.kafka.kraft
         self.send_stop_replica = channel.send_stop_replica

@@ -22,7 +22,7 @@ a walk over the records would give, at a cost that follows the batches:
   and not in a poll a live member is still working on. A poll may end inside
   a batch (``max.poll.records``), so the group's per-record ``processed``
   counts are summed over each batch's offset range below the committed
-  offset (one pass over the group's own array, no per-record table).
+  offset (a chunk of the group's own array at a time, no per-record table).
 
 The per-record table (``result.records``), when kept, gives the same numbers
 record by record (tests/test_accounting.py checks both ways).
@@ -174,20 +174,7 @@ def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partit
 
 # ---- consumer groups ----------------------------------------------------------------------------------------
 
-
-def _range_sums(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per range [start, end) (disjoint, any order, possibly empty): how many `flags` are set in it. `flags` has one
-    element more than the records (False), so that an end at the last record is a valid index."""
-    out = np.zeros(len(starts), dtype=np.int64)
-    nonempty = np.flatnonzero(ends > starts)
-    if not len(nonempty):
-        return out
-    order = nonempty[np.argsort(starts[nonempty], kind="stable")]
-    idx = np.empty(2 * len(order), dtype=np.int64)
-    idx[0::2] = starts[order]
-    idx[1::2] = ends[order]
-    out[order] = np.add.reduceat(flags, idx, dtype=np.int64)[0::2]  # (the odd results, the gaps, are not used)
-    return out
+CHUNK = 1 << 18  # records of a group's per-record arrays read at a time (262,144)
 
 
 def ranges_mask(records: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -219,9 +206,19 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
     base, count, lo = logs.first_base[rows], account.count[rows], account.lo[rows]
     first = np.clip(origin[part] - base, 0, count)  # the batch's positions in scope: [first, last)
     last = np.clip(reached[part] - base, 0, count)
-    unprocessed = np.zeros(n + 1, dtype=bool)
-    np.equal(processed, 0, out=unprocessed[:n])
-    lost = int(_range_sums(unprocessed, lo + first, lo + last).sum())
+    scope_lo, scope_hi = lo + first, lo + last  # the records in scope: disjoint ranges
+    by_lo = np.argsort(scope_lo, kind="stable")
+    starts, ends = scope_lo[by_lo], scope_hi[by_lo]
+    lost = once = twice = 0
+    for a in range(0, n, CHUNK):  # (a chunk of the group's per-record counts at a time)
+        z = min(a + CHUNK, n)
+        chunk = processed[a:z]
+        once += int(np.count_nonzero(chunk > 0))
+        twice += int(np.count_nonzero(chunk > 1))
+        i, j = np.searchsorted(ends, a, side="right"), np.searchsorted(starts, z, side="left")
+        if j > i:
+            mine = ranges_mask(z - a, np.clip(starts[i:j], a, z) - a, np.clip(ends[i:j], a, z) - a)
+            lost += int(np.count_nonzero(mine & (chunk == 0)))
     # less those in a poll a live member is still working on (its slices may overlap: each record once)
     working: set = set()
     for m in g.members:
@@ -233,29 +230,47 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
                 start = end.batches.lo[b] + s_first
                 working.update(range(max(int(lo[at] + first[at]), start),
                                      min(int(lo[at] + last[at]), start + s_last - s_first)))
-    lost -= sum(1 for i in working if unprocessed[i])
-    return {"records_processed": int(np.count_nonzero(processed > 0)), "consumed_lost": lost,
-            "consumed_duplicates": int(np.count_nonzero(processed > 1))}
+    lost -= sum(1 for i in working if processed[i] == 0)
+    return {"records_processed": once, "consumed_lost": lost, "consumed_duplicates": twice}
 
 
 def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     """How long the group's partitions went unconsumed, and its lag: records of its topic visible (below the HW)
-    and not yet processed, at its worst and at the end. A batch becomes visible whole (+ its count at its
-    visible_ms); each record leaves the lag when first processed."""
+    and not yet processed, at its worst and at the end.
+
+    A batch becomes visible whole (+ its count at its visible_ms); each record leaves the lag when first processed
+    (at equal times, processed first). The lag only rises at a batch's visible time, so its worst is the largest
+    of (records visible by then) - (records processed by then) over those times: the processed records are
+    counted against the sorted visible times a chunk of records at a time, not sorted themselves."""
     paused = dict(g.paused_ms)
     for p, since in g.unowned_from.items():
         paused[p] += end_ms - since
     rows = np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms)
     rows[-1] = False
-    seen, steps_seen = account.visible_ms[rows], account.count[rows]
+    rows = np.flatnonzero(rows)
+    by_time = np.argsort(account.visible_ms[rows], kind="stable")
+    seen = account.visible_ms[rows][by_time]
+    visible = np.cumsum(account.count[rows][by_time], dtype=np.int64)  # records visible by each visible time
     lo = account.lo[rows]
-    mine = ranges_mask(len(g.first_processed_ms), lo, lo + steps_seen)
-    done = g.first_processed_ms[mine]
-    done = done[~np.isnan(done)]
-    times = np.concatenate([seen, done])
-    steps = np.concatenate([steps_seen, np.full(len(done), -1, dtype=np.int64)])
-    order = np.lexsort((steps, times))  # at equal times the record is processed as it appears: -1 first
-    lag = np.cumsum(steps[order])
+    by_lo = np.argsort(lo, kind="stable")
+    starts, ends = lo[by_lo], (lo + account.count[rows])[by_lo]
+    reached = np.zeros(len(seen) + 1, dtype=np.int64)  # processed records whose next visible time is this one
+    done = g.first_processed_ms
+    for a in range(0, len(done), CHUNK):
+        b = min(a + CHUNK, len(done))
+        i, j = np.searchsorted(ends, a, side="right"), np.searchsorted(starts, b, side="left")
+        if j <= i:
+            continue  # no batch of the group's visible ones holds records here
+        mine = ranges_mask(b - a, np.clip(starts[i:j], a, b) - a, np.clip(ends[i:j], a, b) - a)
+        t = done[a:b][mine]
+        t = t[~np.isnan(t)]
+        reached += np.bincount(np.searchsorted(seen, t, side="left"), minlength=len(seen) + 1)
+    processed = np.cumsum(reached[:-1])  # processed by each visible time (at it included)
+    total = int(reached.sum())
+    worst = int((visible - processed).max()) if len(seen) else None
+    if total and (not len(seen) or processed[0] > 0):  # the walk starts with a record processed: lag -1
+        worst = -1 if worst is None else max(worst, -1)
     return {"paused_partition_ms": float(sum(paused.values())), "paused_partition_ms_max": float(max(paused.values(), default=0.0)),
             "partitions_paused": sum(1 for v in paused.values() if v > 0),
-            "lag_records_max": int(lag.max()) if len(lag) else 0, "lag_records_end": int(lag[-1]) if len(lag) else 0}
+            "lag_records_max": worst if worst is not None else 0,
+            "lag_records_end": int(visible[-1] if len(seen) else 0) - total}
