@@ -72,6 +72,8 @@ def test_the_page_names_its_inputs_and_how_the_runs_were_shortened(tiny_answers)
     s = tiny_answers["shortening"]
     assert "shortened from the scenario's 60 s" in shortened and s["load_run_ms"] == 1000
     assert f"sent {s['records_per_run_today']:,} records" in shortened
+    assert set(s["cpu_seconds"]) == {"load", "broker_death", "rolling_restart"}  # what each part cost, said
+    assert "CPU-s for the rolling restart" in shortened
     assert "http" not in page.split("</style>", 1)[1].replace("kafkamodel", "")  # nothing fetched
 
 

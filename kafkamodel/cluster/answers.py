@@ -304,17 +304,28 @@ def shortening(scenario: Scenario, plan: Plan, rows: list[dict]) -> dict:
 
 
 def answers(scenario: Scenario, plan: Plan, simulate=None, inputs: dict | None = None) -> dict:
+    import time
+
     from .. import simulate as run
 
     simulate = simulate or run
-    rows = run_loads(scenario, plan, simulate)
+    seconds: dict[str, float] = {}  # CPU seconds of each part: what the answers cost
+
+    def timed(name, f, *args):
+        t0 = time.process_time()
+        value = f(*args)
+        seconds[name] = round(time.process_time() - t0, 1)
+        return value
+
+    rows = timed("load", run_loads, scenario, plan, simulate)
     out = {"scenario": scenario["name"], "inputs": inputs or {}, "brokers": scenario["brokers"],
            "kafka.version": scenario["kafka.version"], "profile": scenario["hardware"]["broker"]["profile"],
            "load": load_answer(rows, plan), "saturation": saturation_answer(rows, plan),
            "shortening": shortening(scenario, plan, rows), "runs": rows, "made": kit.provenance()}
     if scenario["producers"]:
-        out["broker_death"] = death_answer(scenario, plan, simulate)
-        out["rolling_restart"] = restart_answer(scenario, plan, simulate)
+        out["broker_death"] = timed("broker_death", death_answer, scenario, plan, simulate)
+        out["rolling_restart"] = timed("rolling_restart", restart_answer, scenario, plan, simulate)
     if plan.durability:
-        out["durability"] = durability_answer(scenario, plan)
+        out["durability"] = timed("durability", durability_answer, scenario, plan)
+    out["shortening"]["cpu_seconds"] = seconds
     return out

@@ -180,6 +180,9 @@ def _shortening_section(a: dict) -> str:
         words += (f" (the busiest partition rolls a log segment every {_n(s['segment_roll_every_s'])} s"
                   + (", inside the runs)" if s["segment_roll_every_s"] < s["load_run_ms"] / 1000 else
                      ", never within a run)"))
+    cost = s.get("cpu_seconds") or {}
+    if cost:
+        words += ". The runs took " + ", ".join(f"{_n(v)} CPU-s for the {k.replace('_', ' ')}" for k, v in cost.items())
     words += (". Disks write back dirty pages after vm.dirty_expire_centisecs (30 s by default): runs shorter than "
               "that show no disk writes, so the disks' load is computed from the bytes appended.")
     return f"<h2 id='shortened'>How the runs were shortened</h2><p class='shortening'>{html.escape(words)}</p>"
