@@ -156,7 +156,7 @@ def _engine_modules(engine: str) -> tuple:
 def _cmd_study(args) -> int:
     """All sweeps, Spark aggregation, reports and the index; prints where the reports are."""
     _needs("study", *_engine_modules(args.engine), "pyspark", *REPORTING)
-    from .kit.pipeline import run_study
+    from .kit.command import run_study
 
     scale = args.scale if args.scale is not None else _default_scale()
     outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
@@ -192,7 +192,7 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_campaign(args) -> int:
     _needs("campaign", *_engine_modules(args.engine), *(() if args.no_report else REPORTING))
-    from .campaign.run import run_campaign
+    from .campaign.command import run_campaign
 
     if args.master is not None and args.engine != "spark":
         raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
@@ -214,7 +214,7 @@ def _cmd_campaign(args) -> int:
 
 
 def _cmd_durability(args) -> int:
-    from .durability.run import lines, run_durability
+    from .durability.command import lines, run_durability
 
     from .durability.estimate import DetailedRunError
 

@@ -1,6 +1,12 @@
 """What every verb's command module shares: the one-line usage error (exit status 2) and a scenario named on the
-command line (a shipped name or a file). ``cli`` builds the parser and reports; each package's ``command`` module
-(``cluster.command``, ``validation.command``) raises these."""
+command line (a shipped name or a file).
+
+One shape per verb: ``cli`` parses the command line and reports (one line and exit status 2 for bad input); the
+verb's work is its package's ``command`` module, named alike in each: ``kit.command`` (``study``:
+``run_study``), ``campaign.command`` (``run_campaign``), ``durability.command`` (``run_durability``),
+``validation.command`` (``run_validation``), ``cluster.command`` (``cluster import | export | calibrate |
+report``, which adds its own parser). Each checks its input before it writes anything, and raises
+``UsageError`` (or its package's error, a ``ScenarioError``) for what the command line got wrong."""
 
 from __future__ import annotations
 

@@ -35,37 +35,19 @@ from pathlib import Path
 
 import pytest
 from conftest import STUDY_NAMES
+from helpers import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, need_browser
 
 from kafkamodel.paths import NOTEBOOKS, ROOT
 
-CHROMIUM = os.environ.get("KAFKAMODEL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1280, "height": 800}
 LAB_START_S = 90  # JupyterLab answers /api/status within this
 RUN_S = 120  # a cell, or a panel re-run, finishes within this
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 
-def _need_browser():
-    missing = None
-    if not Path(CHROMIUM).is_file():
-        missing = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            missing = "Playwright is not installed (pip install -e '.[test]')"
-    if missing and os.environ.get("KAFKAMODEL_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"browser tests required: {missing}")
-    if missing:
-        pytest.skip(missing)
-
-
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    _need_browser()
+    need_browser()
     from playwright.sync_api import sync_playwright
 
     profile = tmp_path_factory.mktemp("chromium-profile")
@@ -114,7 +96,7 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab on a copy of notebooks/, on 127.0.0.1 with a token; stopped (and everything it started) at the end."""
-    _need_browser()
+    need_browser()
     home = tmp_path_factory.mktemp("lab")
     root = home / "notebooks"
     shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))

@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from helpers import CHROMIUM, CHROMIUM_ARGS, SAFETY, VIEWPORT, campaign_spec_file, need_browser
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.campaign import analysis, counterexample, vocabulary
 from kafkamodel.campaign.properties import BY_NAME, broken
-from kafkamodel.campaign.run import run_campaign
+from kafkamodel.campaign.command import run_campaign
 from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
 from kafkamodel.cli import main
@@ -29,19 +30,7 @@ from kafkamodel.paths import CAMPAIGNS
 from kafkamodel.kit.engines import spark as spark_engine
 from kafkamodel.kit.point import run_point
 
-SAFETY = CAMPAIGNS / "safety.yaml"
 HEADER = re.compile(r"^# Breaks (?P<prop>\w+) \(.*\): (?P<amount>[\d,]+) \w+ here\.$", re.M)
-
-
-def spec_file(folder: Path, change=None, name: str = "safety") -> Path:
-    """The shipped safety spec, changed by `change(dict)`, written to `folder`."""
-    data = yaml.safe_load(SAFETY.read_text())
-    data["campaign"] = name
-    if change:
-        change(data)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 # ---- schedules --------------------------------------------------------------------------------------------------
@@ -106,7 +95,7 @@ def test_the_wilson_interval_matches_newcombes_worked_examples():
     (lambda d: d.update(shrink={"budgets": 3}), "shrink.budgets: unknown key; did you mean 'budget'?"),
 ])
 def test_a_bad_spec_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, change, message):
-    spec = spec_file(tmp_path, change)
+    spec = campaign_spec_file(tmp_path, change)
     runs = tmp_path / "runs"
     assert main(["campaign", str(spec), "--engine", "spark", "--runs", str(runs)]) == 2
     err = capsys.readouterr().err
@@ -126,7 +115,7 @@ def test_a_bad_flag_is_one_line_exit_2(capsys):
 
 def test_an_unsafe_setting_declared_safe_shrinks_to_a_few_faults_that_still_lose_when_run_from_the_file(tmp_path, capsys):
     # acks=1 declared safe: the first schedule (found by search, not picked) that loses acknowledged records
-    c = load_campaign(spec_file(tmp_path, lambda d: d["settings"]["isr_acks1"].update(promise="safe")))
+    c = load_campaign(campaign_spec_file(tmp_path, lambda d: d["settings"]["isr_acks1"].update(promise="safe")))
     acks1 = c.setting("isr_acks1")
     index = next(i for i in range(40) if broken(run_point(c.point(acks1, i)).summary).get("no_acked_record_lost"))
     shrunk = shrink(c, acks1, index, "no_acked_record_lost", budget=60)
@@ -172,7 +161,7 @@ def _tiny(d: dict) -> None:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("campaign")
-    spec = spec_file(root, _tiny, name="tiny")
+    spec = campaign_spec_file(root, _tiny, name="tiny")
     out = run_campaign(spec, engine="papermill", workers=2, runs=root / "runs", processed=root / "processed",
                        reports=root / "reports", progress=False, say=lambda line: None)
     return root, spec, out
@@ -265,9 +254,8 @@ def test_the_campaign_report_opens_with_its_finding_and_reads_well(tiny):
 
 @pytest.mark.browser
 def test_the_campaign_report_in_the_browser(tiny, tmp_path):
-    from test_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _need_browser
 
-    _need_browser()
+    need_browser()
     from playwright.sync_api import sync_playwright
 
     _, _, out = tiny
@@ -290,7 +278,7 @@ def test_the_campaign_report_in_the_browser(tiny, tmp_path):
 
 @pytest.mark.slow
 def test_a_bounded_campaign_finds_nothing_on_the_safe_settings_and_measures_loss_on_the_unsafe_ones(spark, tmp_path):
-    spec = spec_file(tmp_path)
+    spec = campaign_spec_file(tmp_path)
     out = run_campaign(spec, schedules=75, engine="spark", spark=spark, runs=tmp_path / "runs",
                        processed=tmp_path / "processed", reports=tmp_path / "reports", progress=False)
     assert len(out.runs) == 300 and not out.sweep.failed

@@ -74,7 +74,7 @@ import numpy as np  # noqa: E402
 from kafkamodel.durability import markov, windows as W  # noqa: E402
 from kafkamodel.durability.spec import load_durability  # noqa: E402
 from kafkamodel.kit.spec import SpecError  # noqa: E402
-from tests.durability_specs import NO_FAILURES, write_spec  # noqa: E402
+from durability_specs import NO_FAILURES, write_spec  # noqa: E402
 
 
 def _spec(tmp_path, failures, **top):

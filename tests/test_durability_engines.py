@@ -9,12 +9,12 @@ import pytest
 from kafkamodel.durability import sweep as sweep_module
 from kafkamodel.durability import windows as W
 from kafkamodel.durability.estimate import detailed_overrides, groups_of, representative
-from kafkamodel.durability.run import run_durability
+from kafkamodel.durability.command import run_durability
 from kafkamodel.durability.spec import load_durability
 from kafkamodel.durability.sweep import STUDY, detailed_point
 from kafkamodel.cli import main
 from kafkamodel.kit.point import scenario_for
-from tests.durability_specs import NO_FAILURES, write_spec
+from durability_specs import NO_FAILURES, write_spec
 
 # one zone, acks=1: every critical class goes to the detailed model (Kafka's rules decide none of them); power
 # losses and crashes only, 2 windows: three classes, a few seconds each

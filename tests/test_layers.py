@@ -246,7 +246,7 @@ def test_a_planted_cycle_is_found(tmp_path):
     ("kafkamodel.kit.report", "kafkamodel.studies.common", ["spread"], True),
     ("kafkamodel.kit.report", "kafkamodel", ["__version__"], False),
     ("kafkamodel.kit.report", "kafkamodel.validation.report", ["html_page"], True),
-    ("kafkamodel.campaign.run", "kafkamodel.durability.run", ["run_durability"], True),
+    ("kafkamodel.campaign.command", "kafkamodel.durability.command", ["run_durability"], True),
 ])
 def test_the_rule_catches_a_wrong_import(module, target, names, broken):
     assert bool(check(module, target, names)) == broken
@@ -257,3 +257,16 @@ def test_every_package_has_its_init():
     missing = [str(d.relative_to(PACKAGE.parent)) for d in PACKAGE.rglob("*")
                if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py")) and not (d / "__init__.py").exists()]
     assert missing == []
+
+
+def test_no_test_imports_another_test_and_helpers_import_one_way():
+    """What several test files share lives in a helper module under tests/ (helpers.py, shipped.py, ...), imported
+    by its name: no test file imports a test file, nor a helper as ``tests.NAME``."""
+    found = []
+    for path in sorted((PACKAGE.parent / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            found += [f"{path.name} imports {n}" for n in names
+                      if n.split(".")[-1].startswith("test_") or n.split(".")[0] == "tests"]
+    assert found == []

@@ -24,8 +24,7 @@ import pytest
 from kafkamodel.paths import ROOT
 from kafkamodel.kit.point import execute_point
 from kafkamodel.kit.specfile import load_spec
-from tests.test_campaign import spec_file  # the shipped safety campaign's spec, copied
-from tests.test_study_spark_engine import SPEC  # the engines' spec: two acks settings x two seeds
+from helpers import ENGINES_SPEC, campaign_spec_file
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +124,7 @@ def _table(client, prefix: str) -> pd.DataFrame:
 def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_store(s3, tmp_path):
     client, conf = s3
     (tmp_path / "spec").mkdir()
-    (tmp_path / "spec" / "engines.yaml").write_text(SPEC)
+    (tmp_path / "spec" / "engines.yaml").write_text(ENGINES_SPEC)
     spec = load_spec(tmp_path / "spec" / "engines.yaml")
     runs = f"s3a://{BUCKET}/kafkamodel/runs"  # two levels that do not exist yet: made by the kit, not the root
 
@@ -166,8 +165,8 @@ def test_a_sweep_its_aggregation_and_a_campaign_keep_their_runs_in_an_object_sto
 
     # the fault campaign: one schedule per setting, its runs in the bucket, its verdicts read back from there; the
     # same verdicts as the same schedules run here on papermill into run folders
-    safety = spec_file(tmp_path)
-    script = ("import sys; from pathlib import Path; from kafkamodel.campaign.run import run_campaign; "
+    safety = campaign_spec_file(tmp_path)
+    script = ("import sys; from pathlib import Path; from kafkamodel.campaign.command import run_campaign; "
               "out = run_campaign(Path(sys.argv[1]), schedules=1, engine=sys.argv[2], master='local[2]', "
               "runs=sys.argv[3] if '://' in sys.argv[3] else Path(sys.argv[3]), processed=Path(sys.argv[4]), "
               "report=False, progress=False, say=lambda line: None); print(chr(10).join(out.lines()))")

@@ -257,7 +257,7 @@ def moving(operations, rate=10000, stop=5000.0, duration=16000, broker=None):
 def record_bytes(records: int) -> tuple[int, int]:
     """Bounds on the bytes of `records` 100-byte null-key records in v2 batches (kafka_format): each record 106
     or 107 bytes (offset delta below or above 63), each batch 61 more, at most one batch per record."""
-    from tests.kafka_format import v2_record
+    from kafka_format import v2_record
 
     return records * v2_record(0, 0, None, 100), records * (v2_record(100, 0, None, 100) + 61)
 

@@ -24,6 +24,7 @@ import pytest
 from kafkamodel import simulate
 
 from kafka_format import v2_capacity
+from helpers import fetcher_of, java_hash
 from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 RECORD, BATCH = 100, 16384
@@ -91,19 +92,6 @@ def test_a_slow_follower_that_keeps_up_costs_whole_round_trips_of_its_own_and_le
     assert np.mean(latency_ms) == pytest.approx((in_flight + 0.5) * cycle, rel=0.03)
     assert np.percentile(latency_ms, 99) < (in_flight + 1) * cycle + 5.0
     assert s["backlog_records"] < (in_flight + 1) * 200 * cycle / 1000.0 + CAP
-
-
-def java_hash(text: str) -> int:
-    """Java's String.hashCode, written here from its definition: s[0]*31^(n-1) + ... + s[n-1], as an int."""
-    h = sum(ord(c) * 31 ** (len(text) - 1 - i) for i, c in enumerate(text)) % 2**32
-    return h - 2**32 if h >= 2**31 else h
-
-
-def fetcher_of(topic: str, partition: int, fetchers: int) -> int:
-    """Kafka's AbstractFetcherManager.getFetcherId."""
-    x = (31 * java_hash(topic) + partition) % 2**32
-    x = x - 2**32 if x >= 2**31 else x
-    return (0 if x == -2**31 else abs(x)) % fetchers
 
 
 def test_fetcher_ids_follow_kafka():

@@ -7,6 +7,6 @@ durations, power loss) and settings, each with what it promises
 run (papermill or Spark, resumable); ``verdicts`` reads the runs back and
 checks every property per setting; ``shrink`` reduces a schedule that breaks
 a property to a small scenario file (``counterexample``); ``report`` and
-``analysis`` make its HTML page. ``run.run_campaign`` does all of it, for
+``analysis`` make its HTML page. ``command.run_campaign`` does all of it, for
 ``python -m kafkamodel campaign SPEC``.
 """

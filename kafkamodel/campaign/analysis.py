@@ -30,7 +30,7 @@ class CampaignData:
     meta: dict  # the campaign, its settings and vocabularies, how the sweep ran
     runs: pd.DataFrame  # one row per run (verdicts.collect)
     tally: pd.DataFrame  # per setting and property (verdicts.tally)
-    examples: list  # the shrunk counterexamples (run._publish)
+    examples: list  # the shrunk counterexamples (command._publish)
     events: dict  # counterexample name -> its run's events
 
     @property

@@ -33,15 +33,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
+from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario
 from ..kit import DEFAULT_POINT_NOTEBOOK, NAME, Part, Point, Spec, SpecError, load_spec_file, point_of
+from ..kit.fields import REQUIRED, Field, count, mapping, name_like, one_of, read, string, text
 from ..paths import CAMPAIGNS, scenario_path, shipped_scenarios
 from . import vocabulary
 from .properties import PROMISES
 
-TOP_KEYS = ("campaign", "title", "question", "base", "overrides", "seed", "schedules", "faults", "settings", "shrink")
-SETTING_KEYS = ("promise", "about", "overrides", "faults")
-SHRINK = {"budget": 150, "per_property": 1, "examples": 1}  # key -> default
+# a campaign spec's keys (docs/campaigns.md); base is read by base_scenario, faults by vocabulary
+CAMPAIGN = {
+    "campaign": Field(name_like("safety"), REQUIRED, "a name like safety ([a-z][a-z0-9_]*)"),
+    "title": Field(text()),
+    "question": Field(text()),
+    "base": Field(),
+    "overrides": Field(mapping(), {}),
+    "seed": Field(count(0, "the root of every schedule"), REQUIRED, "an integer >= 0, the root of every schedule"),
+    "schedules": Field(count(1, "schedules per setting"), REQUIRED, "an integer >= 1, schedules per setting"),
+    "faults": Field(mapping(), {}),
+    "settings": Field(),
+    "shrink": Field(default={}),
+}
+SETTING = {
+    "promise": Field(one_of(PROMISES, "safe: no property may break; unsafe: count how often and how much"), REQUIRED,
+                     "safe or unsafe"),
+    "about": Field(string(), ""),
+    "overrides": Field(mapping(), {}),
+    "faults": Field(mapping(), {}),
+}
+SHRINK = {  # simulations per counterexample, counterexamples per (safe setting, property), shrunk examples per unsafe one
+    "budget": Field(count(1), 150),
+    "per_property": Field(count(0), 1),
+    "examples": Field(count(0), 1),
+}
 CHECKED_SCHEDULES = 8  # schedules per setting built as scenarios while loading (the rest are drawn alike)
 _PROBE_PROBLEM = re.compile(r"^faults\[(\d+)\]\.broker: (.*)$")
 
@@ -115,32 +138,21 @@ def campaign_path(spec: "str | Path", folder: Path = CAMPAIGNS) -> Path:
 
 def load_campaign(spec: "str | Path") -> Campaign:
     """A validated Campaign from a name or a YAML path; SpecError lists every problem."""
-    return load_spec_file(spec, campaign_path(spec), CAMPAIGNS, "campaign", TOP_KEYS, _build)
+    return load_spec_file(spec, campaign_path(spec), CAMPAIGNS, "campaign", CAMPAIGN, _build)
 
 
 def _build(data: Mapping, path: Path, problems: list[str]) -> Campaign | None:
-    name = data.get("campaign")
-    if not isinstance(name, str) or not NAME.match(name):
-        problems.append(f"campaign: must be a name like safety ([a-z][a-z0-9_]*), got {name!r}")
-    for key in ("title", "question"):
-        if key in data and not (isinstance(data[key], str) and data[key].strip()):
-            problems.append(f"{key}: must be a non-empty string, got {data[key]!r}")
-    seed = data.get("seed")
-    if not _count(seed, 0):
-        problems.append(f"seed: must be an integer >= 0 (the root of every schedule), got {seed!r}")
-    schedules = data.get("schedules")
-    if not _count(schedules, 1):
-        problems.append(f"schedules: must be an integer >= 1 (schedules per setting), got {schedules!r}")
-    shrink = _shrink(data.get("shrink") or {}, problems)
+    name_, seed, schedules = data.get("campaign"), data.get("seed"), data.get("schedules")
+    shrink = read(data["shrink"] or {}, SHRINK, "shrink", problems, what=f" of {', '.join(SHRINK)}")
     base_path = base_scenario(data.get("base"), path, problems)
-    overrides = _mapping(data.get("overrides"), "overrides", problems)
+    overrides = _mapping(data["overrides"])
     base = None
     if base_path is not None:
         try:
             base = load_scenario(base_path).with_overrides(overrides)
         except ScenarioError as exc:
             problems.extend(f"overrides: {p}" for p in exc.problems)
-    faults = _mapping(data.get("faults"), "faults", problems)
+    faults = _mapping(data["faults"])
     before = len(problems)
     if base is not None:  # the campaign's own vocabulary, checked once (a setting's changes are checked with it)
         vocab = vocabulary.parse(faults, "faults", base["brokers"], problems)
@@ -159,10 +171,10 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> Campaign | None:
             settings.append(setting)
     if problems or base is None:
         return None
-    campaign = Campaign(name, " ".join(str(data.get("title") or name).split()),
+    campaign = Campaign(name_, " ".join(str(data.get("title") or name_).split()),
                         " ".join(str(data.get("question") or "").split()), data["base"], str(base_path.resolve()),
                         seed, schedules, tuple(settings), shrink["budget"], shrink["per_property"], shrink["examples"],
-                        str(path), str(path.parent / name))
+                        str(path), str(path.parent / name_))
     for setting in settings:  # the schedules as drawn make valid scenarios (targets, kinds, times)
         for i in range(min(CHECKED_SCHEDULES, schedules)):
             try:
@@ -173,17 +185,9 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> Campaign | None:
     return campaign
 
 
-def _count(x: Any, low: int) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= low
-
-
-def _mapping(raw: Any, where: str, problems: list[str]) -> dict:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        problems.append(f"{where}: must be a mapping, got {type(raw).__name__}")
-        return {}
-    return {str(k): v for k, v in raw.items()}
+def _mapping(raw: Mapping | None) -> dict:
+    """A mapping read (``fields.mapping``: a mapping or nothing) with its keys as strings."""
+    return {str(k): v for k, v in (raw or {}).items()}
 
 
 def base_scenario(raw: Any, path: Path, problems: list[str], key: str = "base") -> Path | None:
@@ -200,38 +204,17 @@ def base_scenario(raw: Any, path: Path, problems: list[str], key: str = "base") 
     return None
 
 
-def _shrink(raw: Any, problems: list[str]) -> dict:
-    if not isinstance(raw, Mapping):
-        problems.append(f"shrink: must be a mapping of {', '.join(SHRINK)}")
-        return dict(SHRINK)
-    problems.extend(unknown_key(k, SHRINK, f"shrink.{k}") for k in raw if k not in SHRINK)
-    out = {**SHRINK, **{k: v for k, v in raw.items() if k in SHRINK}}
-    for key, low in (("budget", 1), ("per_property", 0), ("examples", 0)):
-        if not _count(out[key], low):
-            problems.append(f"shrink.{key}: must be an integer >= {low}, got {out[key]!r}")
-            out[key] = SHRINK[key]
-    return out
-
-
 def _setting(name: str, raw: Any, base: Scenario | None, overrides: dict, faults: dict,
              problems: list[str]) -> Setting | None:
     where = f"settings.{name}"
     if not NAME.match(name):
         problems.append(f"{where}: a setting name must match [a-z][a-z0-9_]*")
         return None
-    if not isinstance(raw, Mapping):
-        problems.append(f"{where}: must be a mapping with promise, about, overrides, faults")
+    raw = read(raw, SETTING, where, problems, what=" with promise, about, overrides, faults")
+    if not raw:
         return None
-    problems.extend(unknown_key(k, SETTING_KEYS, f"{where}.{k}") for k in raw if k not in SETTING_KEYS)
-    promise = raw.get("promise")
-    if promise not in PROMISES:
-        problems.append(f"{where}.promise: must be one of {', '.join(PROMISES)} "
-                        f"(safe: no property may break; unsafe: count how often and how much), got {promise!r}")
-    about = raw.get("about", "")
-    if not isinstance(about, str):
-        problems.append(f"{where}.about: must be a string, got {about!r}")
-        about = ""
-    mine = {**overrides, **_mapping(raw.get("overrides"), f"{where}.overrides", problems)}
+    promise, about = raw.get("promise"), raw["about"]
+    mine = {**overrides, **_mapping(raw["overrides"])}
     if base is None:
         return None
     try:
@@ -239,7 +222,7 @@ def _setting(name: str, raw: Any, base: Scenario | None, overrides: dict, faults
     except ScenarioError as exc:
         problems.extend(f"{where}.overrides: {p}" for p in exc.problems)
         return None
-    raw_faults = _mapping(raw.get("faults"), f"{where}.faults", problems)
+    raw_faults = _mapping(raw["faults"])
     here = f"{where}.faults" if raw_faults else "faults"
     vocab = vocabulary.parse(vocabulary.merged(faults, raw_faults), here, scenario["brokers"], problems)
     if vocab is None:

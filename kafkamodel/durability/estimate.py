@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +36,7 @@ import numpy as np
 from ..config.scenario import Scenario
 from ..config.settings import Settings
 from ..folders import write_atomic
-from ..kit import progress_bar, stable_hash
+from ..kit import as_finished, progress_bar, stable_hash
 from ..sim.controller.placement import assign
 from ..sim.storage.recovery import scenario_mean_recovery_ms
 from . import windows as W
@@ -329,8 +327,7 @@ def _measure_given(measure, given: dict, *rest) -> int:
 
 def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: bool, engine=None) -> dict:
     """Every job's (key, args) detailed run, answers kept in `cache` as they finish; {key: records lost} in the
-    jobs' order whatever order they finish in. `workers` > 1: a process pool (spawned, as the study's papermill
-    engine), `measure` must then be picklable (a module-level function). `engine`: instead, a function running
+    jobs' order whatever order they finish in. `workers` > 1: the kit's process pool (``as_finished``), `measure` must then be picklable (a module-level function). `engine`: instead, a function running
     the (key, args) not kept yet on the campaign's engines (``sweep.run_detailed``), returning ({key: records
     lost}, {key: exception}); its answers are kept in `cache` as well."""
     got: dict = {}
@@ -366,15 +363,9 @@ def run_all(jobs: list, measure, cache: Path | None, workers: int, progress: boo
             for key, args in todo:
                 done(key, args, lambda args=args: measure(*args))
         else:
-            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                                       mp_context=multiprocessing.get_context("spawn"))
-            try:
-                futures = {pool.submit(_measure_given, measure, args[0].given, *args[1:]): (key, args)
-                           for key, args in todo}
-                for future in as_completed(futures):
-                    done(*futures[future], future.result)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            for (key, args), future in as_finished(_measure_given, [((key, args), (measure, args[0].given, *args[1:]))
+                                                                    for key, args in todo], workers):
+                done(key, args, future.result)
         if failures:
             raise _failed(failures, jobs)
     finally:

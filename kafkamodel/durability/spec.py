@@ -35,19 +35,18 @@ runs. Where the defaults come from: ``docs/durability.md``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..campaign.spec import base_scenario, campaign_path
-from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario, unknown_key
+from ..config.scenario import Scenario, ScenarioError, did_you_mean, load_scenario
 from ..kit import SpecError, load_spec_file, named
+from ..kit.fields import Field, count, is_number, read
 from ..paths import SHIPPED
 from .markov import MINUTES_PER_YEAR
 
 DURABILITY = SHIPPED / "data" / "durability"  # shipped durability specs
-TOP_KEYS = ("scenario", "configurations", "failures", "seed", "windows")
 MS_PER_YEAR = 365.25 * 24 * 3600 * 1000.0
 HOURS_PER_YEAR = 365.25 * 24
 ONE_ZONE = "cluster"  # the zone of a scenario without racks
@@ -76,6 +75,15 @@ PARTITION_KEYS = ("zone.partition.per.year", "zone.partition.minutes")
 OFF_BY_DEFAULT = (PAUSE_KEYS, SLOW_KEYS, PARTITION_KEYS)  # each: its rate first, 0 unless the spec sets it
 FACTORS = ("broker.slow.factor",)  # neither a rate nor a duration: a factor >= 1
 DEFAULT_WINDOWS = 4000
+# a durability spec's keys (docs/durability.md): the scenario (base_scenario), its configurations and the failures
+# are read by _configurations and parse_failures
+SPEC = {
+    "scenario": Field(),
+    "configurations": Field(),
+    "failures": Field(),
+    "seed": Field(count(0, "the root of the failure process's draws"), 0),
+    "windows": Field(count(1, "failure windows drawn per configuration"), DEFAULT_WINDOWS),
+}
 
 
 @dataclass(frozen=True)
@@ -126,20 +134,12 @@ def zones_of(scenario: Mapping) -> list[str]:
 
 def load_durability(spec: "str | Path") -> DurabilitySpec:
     """A validated DurabilitySpec from a name (data/durability/NAME.yaml) or a path; SpecError lists every problem."""
-    return load_spec_file(spec, campaign_path(spec, DURABILITY), DURABILITY, "durability", TOP_KEYS, _build)
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return load_spec_file(spec, campaign_path(spec, DURABILITY), DURABILITY, "durability", SPEC, _build)
 
 
 def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilitySpec | None:
-    seed = data.get("seed", 0)
-    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
-        problems.append(f"seed: must be an integer >= 0 (the root of the failure process's draws), got {seed!r}")
-    windows = data.get("windows", DEFAULT_WINDOWS)
-    if not (isinstance(windows, int) and not isinstance(windows, bool) and windows >= 1):
-        problems.append(f"windows: must be an integer >= 1 (failure windows drawn per configuration), got {windows!r}")
+    """The spec from its keys as ``fields.read`` gives them (SPEC)."""
+    seed, windows = data["seed"], data["windows"]
     base_path = base_scenario(data.get("scenario"), path, problems, "scenario")
     configurations = _configurations(data.get("configurations"), base_path, problems)
     zones = sorted({z for c in configurations for z in zones_of(c.scenario)})
@@ -180,39 +180,45 @@ def _configurations(raw: Any, base_path: Path | None, problems: list[str]) -> li
     return out
 
 
+def _failure_check(key: str, unit: str, per_zone: bool, zones: list[str]):
+    """The rule of one failure key: a rate >= 0, a factor >= 1 or a duration > 0 (in `unit`); a per-zone rate also
+    {zone: rate}, each zone one of `zones`."""
+    rate = key.endswith(".per.year")
+    says = "a rate >= 0" if rate else "a factor >= 1" if key in FACTORS else "a duration > 0"
+
+    def check(v: Any, path: str) -> list[str]:
+        if per_zone and isinstance(v, Mapping):
+            found = []
+            for zone, r in v.items():
+                if str(zone) not in zones:
+                    found.append(f"{path}.{zone}: no zone {zone!r} (zones are the scenario's racks: "
+                                 f"{', '.join(zones)})" + did_you_mean(str(zone), zones))
+                elif not is_number(r) or r < 0:
+                    found.append(f"{path}.{zone}: must be a rate >= 0 ({unit}), got {r!r}")
+            return found
+        if not is_number(v) or (v < 0 if rate else v < 1 if key in FACTORS else v <= 0):
+            return [f"{path}: must be {says} ({unit}){' or {zone: rate}' if per_zone else ''}, got {v!r}"]
+        return []
+
+    return check
+
+
 def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures | None:
     """The `failures` mapping checked against its rules: known keys, rates >= 0, durations > 0, zone rates naming
     zones of the scenario, and no broker or zone failing again (on average) before it is back."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        problems.append(f"failures: must be a mapping of {', '.join(FAILURES)}")
-        return None
     before = len(problems)
-    problems.extend(unknown_key(k, FAILURES, f"failures.{k}") for k in raw if k not in FAILURES)
+    table = {key: Field(_failure_check(key, unit, per_zone, zones), default)
+             for key, (default, unit, per_zone) in FAILURES.items()}
+    given = read({} if raw is None else raw, table, "failures", problems, what=f" of {', '.join(FAILURES)}")
+    if not given:
+        return None
     values: dict[str, Any] = {}
-    for key, (default, unit, per_zone) in FAILURES.items():
-        v = raw.get(key, default)
-        where = f"failures.{key}"
-        rate = key.endswith(".per.year")
-        rule = "a rate >= 0" if rate else "a factor >= 1" if key in FACTORS else "a duration > 0"
+    for key, (_, _, per_zone) in FAILURES.items():
+        v = given[key]
         if per_zone and isinstance(v, Mapping):
-            zone_rates = {}
-            for zone, r in v.items():
-                if str(zone) not in zones:
-                    problems.append(f"{where}.{zone}: no zone {zone!r} (zones are the scenario's racks: "
-                                    f"{', '.join(zones)})" + did_you_mean(str(zone), zones))
-                elif not _number(r) or r < 0:
-                    problems.append(f"{where}.{zone}: must be a rate >= 0 ({unit}), got {r!r}")
-                else:
-                    zone_rates[str(zone)] = float(r)
-            values[key] = zone_rates
-            continue
-        if not _number(v) or (v < 0 if rate else v < 1 if key in FACTORS else v <= 0):
-            extra = " or {zone: rate}" if per_zone else ""
-            problems.append(f"{where}: must be {rule} ({unit}){extra}, got {v!r}")
-            continue
-        values[key] = {z: float(v) for z in zones} if per_zone else float(v)
+            values[key] = {str(zone): float(r) for zone, r in v.items()}
+        else:
+            values[key] = {z: float(v) for z in zones} if per_zone else float(v)
     if len(problems) > before:
         return None
     restart_years = values["broker.restart.ms"] / MS_PER_YEAR
@@ -230,7 +236,7 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
              "broker.slow.ms", "a broker would slow down again before its slow spell ends"))
     for key, rate, years, duration_key, what in down:
         if rate * years >= 1:
-            problems.append(f"failures.{key}: {rate:g} per year with {duration_key} {raw.get(duration_key, FAILURES[duration_key][0]):g}: "
+            problems.append(f"failures.{key}: {rate:g} per year with {duration_key} {given[duration_key]:g}: "
                             f"{what} (rate x duration must stay below one year)")
     partition_years = values["zone.partition.minutes"] / MINUTES_PER_YEAR
     for key, years, length in (("zone.outage.per.year", outage_years, f"{values['zone.outage.hours']:g} hours"),
@@ -245,7 +251,7 @@ def parse_failures(raw: Any, zones: list[str], problems: list[str]) -> Failures 
         return None
     return Failures(values["broker.crash.per.year"], restart_years, values["machine.failure.per.year"], replace_years,
                     values["zone.power.loss.per.year"], values["zone.outage.per.year"], outage_years,
-                    {k: raw.get(k, FAILURES[k][0]) for k in FAILURES}, values["broker.pause.per.year"],
+                    {k: given[k] for k in FAILURES}, values["broker.pause.per.year"],
                     values["broker.pause.ms"] / MS_PER_YEAR, values["broker.slow.per.year"],
                     values["broker.slow.ms"] / MS_PER_YEAR, values["broker.slow.factor"],
                     values["zone.partition.per.year"], partition_years, values["machine.crash.per.year"])

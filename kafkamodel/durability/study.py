@@ -35,16 +35,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..config.scenario import did_you_mean, unknown_key
 from ..folders import FolderError, check_file_replaceable, writable_folder, write_atomic
 from ..kit import StudyError, load_spec_file, named
+from ..kit.fields import Field, read
 from ..paths import REPORTS, RUNS
 from . import spec as S
 from .estimate import DetailedRunError
-from .run import ASSUMPTIONS, check_engine_options, nines, run_durability
+from .command import ASSUMPTIONS, check_engine_options, nines, run_durability
 
 STUDIES = S.DURABILITY / "studies"  # shipped durability studies
-TOP_KEYS = ("scenario", "configurations", "seed", "windows", "profiles", "fsync_debate", "compare")
-PROFILE_KEYS = ("about", "failures", "sources")
+# a durability study's keys: a durability spec's (but failures, which each profile gives) and its own
+STUDY = {**{k: f for k, f in S.SPEC.items() if k != "failures"}, "profiles": Field(), "fsync_debate": Field(),
+         "compare": Field()}
+PROFILE = {"about": Field(), "failures": Field(), "sources": Field()}
 P = "loss_probability_per_partition_year"
 
 
@@ -68,7 +72,7 @@ def load_study(spec: "str | Path") -> DurabilityStudy:
     """A validated study from a name (data/durability/studies/NAME.yaml) or a path; SpecError lists every problem."""
     p = Path(spec)
     path = p if p.suffix in (".yaml", ".yml") or p.exists() else STUDIES / f"{spec}.yaml"
-    return load_spec_file(spec, path, STUDIES, "durability study", TOP_KEYS, _build)
+    return load_spec_file(spec, path, STUDIES, "durability study", STUDY, _build)
 
 
 def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | None:
@@ -76,13 +80,12 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
     if not isinstance(raw, Mapping) or not raw:
         problems.append("profiles: must be a non-empty mapping of name -> {about, failures, sources}")
         return None
-    common = {k: v for k, v in data.items() if k in S.TOP_KEYS}
+    common = {k: v for k, v in data.items() if k in S.SPEC}
     profiles = []
     for name, prof, where in named(raw, "profiles", "profile", problems):
-        if not isinstance(prof, Mapping):
-            problems.append(f"{where}: must be a mapping of {', '.join(PROFILE_KEYS)}")
+        prof = read(prof, PROFILE, where, problems, what=f" of {', '.join(PROFILE)}")
+        if not prof:
             continue
-        problems.extend(S.unknown_key(k, PROFILE_KEYS, f"{where}.{k}") for k in prof if k not in PROFILE_KEYS)
         sources = prof.get("sources")
         if not isinstance(sources, Mapping):
             problems.append(f"{where}.sources: must map every failure key to its source or 'assumption: ...'")
@@ -92,9 +95,9 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> DurabilityStudy | 
         problems.extend(f"{where}.sources.{k}: missing (every rate is stated with its source or marked as an "
                         "assumption)" for k in S.FAILURES
                         if k not in unset and not str(sources.get(k) or "").strip())
-        problems.extend(S.unknown_key(k, S.FAILURES, f"{where}.sources.{k}") for k in sources if k not in S.FAILURES)
+        problems.extend(unknown_key(k, S.FAILURES, f"{where}.sources.{k}") for k in sources if k not in S.FAILURES)
         inner: list[str] = []
-        built = S._build({**common, "failures": prof.get("failures")}, path, inner)
+        built = S._build(read({**common, "failures": prof.get("failures")}, S.SPEC, "", inner), path, inner)
         problems.extend(p.replace("failures.", f"{where}.failures.", 1) if p.startswith("failures.") else p
                         for p in inner)
         if built is not None:
@@ -123,7 +126,7 @@ def _pairs(data: Mapping, key: str, shape: str, names: set | None, problems: lis
             continue
         for c in pair:
             if names is not None and c not in names:
-                problems.append(f"{key}[{i}]: no configuration {c!r}" + S.did_you_mean(str(c), sorted(names)))
+                problems.append(f"{key}[{i}]: no configuration {c!r}" + did_you_mean(str(c), sorted(names)))
         pairs.append(tuple(pair))
     return tuple(pairs)
 

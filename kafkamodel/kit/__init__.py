@@ -7,13 +7,16 @@ this module exports (``__all__``), never its modules' other names; ``tests/test_
 One module per job:
 
 * ``spec``: a sweep spec expanded into points (``Spec``, ``Point``, ``point_of``); ``specfile`` reads and
-  checks spec files (``load_spec``, ``load_spec_file``);
+  checks spec files (``load_spec``, ``load_spec_file``); ``fields``: the one declarative checker of every spec
+  kind's keys (sweeps, campaigns, durability, validation cases);
 * ``point``: running one point (``run_point(point) -> Result``), the pure unit every engine calls;
 * ``sweep``: planning a sweep (check, lock, skip finished runs), running it on an engine, tallying its outcome;
 * ``runs``: run folders: staging, publishing, the study lock, failure records, timing; ``dataset``: the runs'
   tables as one dataset (local or an object store);
 * ``engines``: ``papermill`` (notebooks of a batch of points, one kernel per worker process) and ``spark``
-  (Spark tasks of a batch of points); ``ship``: the package as --py-files for Spark executors;
+  (Spark tasks of a batch of points); ``pool``: the one process pool (the papermill engine's, a campaign's
+  shrinks, durability's detailed runs, the pipeline's reports); ``ship``: the package as --py-files for Spark
+  executors;
 * ``spark``: the one helper that builds a Spark session (``log4j2.properties`` quiets it);
 * ``aggregate``: per-configuration statistics over seeds, on Spark; ``tables``: reading them back;
 * ``present`` (tables and numbers in words), ``plots`` (figures), ``headline`` (numbers a notebook records):
@@ -21,7 +24,7 @@ One module per job:
 * ``report``: executed notebook -> offline HTML (``templates/``), and the index; ``cleaning``: a notebook's
   outputs made reproducible;
 * ``progress``: the one progress bar;
-* ``pipeline``: every study end to end, for ``python -m kafkamodel study``.
+* ``command``: the kit's verb, every study end to end, for ``python -m kafkamodel study``.
 
 Heavy dependencies (papermill, pyspark, matplotlib, ipywidgets) are imported by the module that needs them,
 and the names below are imported on first use, so ``import kafkamodel.kit`` stays light.
@@ -42,6 +45,7 @@ _EXPORTS = {
     "run_sweeps": "sweep", "SweepOutcome": "sweep", "check_engine": "sweep", "check_folder": "sweep",
     "check_runs": "sweep", "check_timeout": "sweep", "check_workers": "sweep",
     "ENGINES": "engines",
+    "as_finished": "engines.pool", "in_order": "engines.pool", "spawned_pool": "engines.pool",
     "Storage": "dataset",
     "spark_session": "spark", "check_java": "spark", "check_master": "spark",
     "progress_bar": "progress",
@@ -56,8 +60,8 @@ _EXPORTS = {
     "execute_report_notebook": "report", "publish": "report", "provenance": "report", "write_index": "report",
     "STYLE": "report",
 }
-# the kit's modules that are public as a whole: the figure helpers
-_MODULES = ("plots",)
+# the kit's modules that are public as a whole: the figure helpers, the spec checker's fields
+_MODULES = ("plots", "fields")
 
 __all__ = sorted((*_EXPORTS, *_MODULES))
 

@@ -57,6 +57,7 @@ from typing import Any, Mapping
 from ..config.scenario import ScenarioError
 from ..paths import scenario_path
 from ..sim.results.measures import TABLE_COLUMNS
+from .fields import NAME
 
 
 class StudyError(ScenarioError):
@@ -71,10 +72,6 @@ class SpecError(StudyError):
     """A sweep spec broke one or more rules; ``problems`` lists them all."""
 
 
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-TOP_KEYS = ("study", "title", "question", "notebook", "point_notebook", "base", "seeds", "overrides",
-            "params", "grid", "points", "parts", "status", "pending", "order")
-PART_KEYS = ("base", "seeds", "overrides", "grid", "points", "record_latency")
 # a param may not take the name of a column every run row carries (the run's identity) or of a result
 # table's column (kafkamodel.sim.results.measures declares them)
 RESERVED = {"study", "part", "run_id", "config_id", "seed", "base", "scenario"} | TABLE_COLUMNS

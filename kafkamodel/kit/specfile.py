@@ -14,22 +14,38 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config.scenario import ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
+from ..config.scenario import ScenarioError, StrictLoader, did_you_mean, load_scenario
 from ..paths import NOTEBOOKS, STUDIES, scenario_path
-from .spec import (
-    DEFAULT_POINT_NOTEBOOK,
-    NAME,
-    PART_KEYS,
-    RESERVED,
-    TOP_KEYS,
-    Param,
-    Part,
-    Spec,
-    SpecError,
-    _kind,
-    column_for_path,
-    named,
-)
+from .fields import NAME, REQUIRED, Field, count, flag, integer, mapping, name_like, one_of, read, text
+from .spec import DEFAULT_POINT_NOTEBOOK, RESERVED, Param, Part, Spec, SpecError, _kind, column_for_path, named
+
+OVERRIDES = Field(mapping(" of override path -> value"))
+# a sweep spec's keys (docs/studies.md); notebook, base and seeds are required of an active study (_build)
+SWEEP = {
+    "study": Field(name_like("quorum_vs_isr"), REQUIRED, "a name like quorum_vs_isr ([a-z][a-z0-9_]*)"),
+    "title": Field(text()),
+    "question": Field(text()),
+    "notebook": Field(),
+    "point_notebook": Field(default=DEFAULT_POINT_NOTEBOOK),
+    "base": Field(),
+    "seeds": Field(count(1, "seeds per configuration at scale 1")),
+    "overrides": OVERRIDES,
+    "params": Field(),
+    "grid": Field(),
+    "points": Field(),
+    "parts": Field(),
+    "status": Field(one_of(("active", "pending")), "active"),
+    "pending": Field(text()),
+    "order": Field(integer(), 100),
+}
+PART = {
+    "base": Field(),
+    "seeds": Field(count(1)),
+    "overrides": OVERRIDES,
+    "grid": Field(),
+    "points": Field(),
+    "record_latency": Field(flag(), True),
+}
 
 
 def spec_path(study: "str | Path") -> Path:
@@ -49,12 +65,13 @@ def all_specs(studies: Path | None = None) -> list[Spec]:
 
 def load_spec(study: "str | Path") -> Spec:
     """A validated spec from a study name or a YAML path; SpecError lists every problem."""
-    return load_spec_file(study, spec_path(study), STUDIES, "study", TOP_KEYS, _build)
+    return load_spec_file(study, spec_path(study), STUDIES, "study", SWEEP, _build)
 
 
-def load_spec_file(name: "str | Path", path: Path, folder: Path, what: str, keys: tuple, build) -> Any:
-    """Read a spec file (`name`, found at `path`; the shipped ones are in `folder`): a mapping of `keys`,
-    built by ``build(data, path, problems)``; SpecError lists every problem (each once) as ``<file>: <rule>``."""
+def load_spec_file(name: "str | Path", path: Path, folder: Path, what: str, fields: Mapping, build) -> Any:
+    """Read a spec file (`name`, found at `path`; the shipped ones are in `folder`): a mapping of `fields`' keys
+    (``fields.read``), built by ``build(values, path, problems)``; SpecError lists every problem (each once) as
+    ``<file>: <field.path>: <rule>``."""
     if not path.is_file():
         known = sorted(f.stem for f in folder.glob("*.yaml"))
         plural = "studies" if what == "study" else f"{what}s"
@@ -63,8 +80,8 @@ def load_spec_file(name: "str | Path", path: Path, folder: Path, what: str, keys
     data = _read_yaml(path)
     if not isinstance(data, Mapping):
         raise SpecError([f"{path}: spec: must be a mapping, got {type(data).__name__}"])
-    problems = [unknown_key(key, keys, str(key)) for key in data if key not in keys]
-    built = build(data, path, problems)
+    problems: list[str] = []
+    built = build(read(data, fields, "", problems), path, problems)
     if problems:
         raise SpecError([f"{path}: {p}" for p in dict.fromkeys(problems)])
     return built
@@ -82,18 +99,7 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _build(data: Mapping, path: Path, problems: list[str]) -> Spec | None:
-    study = data.get("study")
-    if not isinstance(study, str) or not NAME.match(study):
-        problems.append(f"study: must be a name like quorum_vs_isr ([a-z][a-z0-9_]*), got {study!r}")
-    status = data.get("status", "active")
-    if status not in ("active", "pending"):
-        problems.append(f"status: must be active or pending, got {status!r}")
-    order = data.get("order", 100)
-    if isinstance(order, bool) or not isinstance(order, int):
-        problems.append(f"order: must be an integer, got {order!r}")
-    for key in ("title", "question", "pending"):
-        if key in data and not (isinstance(data[key], str) and data[key].strip()):
-            problems.append(f"{key}: must be a non-empty string, got {data[key]!r}")
+    study, status, order = data.get("study"), data["status"], data["order"]
     title = data.get("title") or str(study)
     question = " ".join(str(data.get("question") or "").split())
     pending_reason = " ".join(str(data.get("pending") or "").split())
@@ -107,21 +113,22 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> Spec | None:
         if notebook is not None:
             _check_notebook(notebook, "notebook", problems)
         return Spec(str(study), title, question, notebook, DEFAULT_POINT_NOTEBOOK, {}, {}, (), "pending",
-                    pending_reason, order if isinstance(order, int) else 100, str(path))
+                    pending_reason, order, str(path))
 
     notebook = data.get("notebook")
     if notebook is None:
         problems.append("notebook: required (the analysis notebook in notebooks/)")
     else:
         _check_notebook(notebook, "notebook", problems)
-    point_notebook = data.get("point_notebook", DEFAULT_POINT_NOTEBOOK)
+    point_notebook = data["point_notebook"]
     _check_notebook(point_notebook, "point_notebook", problems, relative_to=path.parent)
     seeds = data.get("seeds")
-    if not _positive_int(seeds):
-        problems.append(f"seeds: must be an integer >= 1 (seeds per configuration at scale 1), got {seeds!r}")
+    if seeds is None:
+        if not any(p.startswith("seeds:") for p in problems):
+            problems.append("seeds: required (seeds per configuration at scale 1, an integer >= 1)")
         seeds = 1
     base = data.get("base")
-    overrides = _overrides(data.get("overrides", {}), "overrides", problems)
+    overrides = _overrides(data.get("overrides"), "overrides", problems)
     params = _params(data.get("params", {}), problems)
 
     raw_parts = data.get("parts")
@@ -138,14 +145,14 @@ def _build(data: Mapping, path: Path, problems: list[str]) -> Spec | None:
             raw_parts = {}
     values: dict[str, list] = {}
     parts = []
-    for name, raw in raw_parts.items():
-        where = f"parts.{name}" if data.get("parts") is not None else ""
-        part = _part(str(name), raw, where, base, seeds, overrides, params, values, problems)
+    for name_, raw in raw_parts.items():
+        where = f"parts.{name_}" if data.get("parts") is not None else ""
+        part = _part(str(name_), raw, where, base, seeds, overrides, params, values, problems)
         if part is not None:
             parts.append(part)
-    kinds = {name: _kind(vals) for name, vals in values.items()}
+    kinds = {name_: _kind(vals) for name_, vals in values.items()}
     spec = Spec(str(study), title, question, notebook, point_notebook, params, kinds, tuple(parts), "active",
-                "", order if isinstance(order, int) else 100, str(path))
+                "", order, str(path))
     if not problems:
         _check_configs(spec, problems)
     return spec
@@ -167,15 +174,9 @@ def notebook_path(name: str, relative_to: Path | None = None) -> Path | None:
     return None
 
 
-def _positive_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
-
-
 def _overrides(raw: Any, where: str, problems: list[str]) -> dict:
+    """Overrides (already checked as a mapping, or left out): their keys override paths."""
     if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        problems.append(f"{where}: must be a mapping of override path -> value, got {type(raw).__name__}")
         return {}
     for key in raw:
         if not isinstance(key, str):
@@ -218,10 +219,10 @@ def _part(name, raw, where, base, seeds, overrides, params, values, problems) ->
     if not NAME.match(name):
         problems.append(f"{where or 'parts'}: a part name must match [a-z][a-z0-9_]*, got {name!r}")
         return None
-    if not isinstance(raw, Mapping):
-        problems.append(f"{where}: must be a mapping with grid and/or points")
-        return None
-    problems.extend(unknown_key(key, PART_KEYS, f"{at}{key}") for key in raw if key not in PART_KEYS)
+    if where:
+        raw = read(raw, PART, where, problems, what=" with grid and/or points")
+        if not raw:
+            return None
     part_base = raw.get("base", base)
     if not isinstance(part_base, str) or not part_base:
         problems.append(f"{at}base: required (a scenario name in data/scenarios/ or a YAML path)")
@@ -230,10 +231,7 @@ def _part(name, raw, where, base, seeds, overrides, params, values, problems) ->
         problems.append(f"{at}base: no scenario {part_base!r} in data/scenarios/")
         part_base = None
     part_seeds = raw.get("seeds", seeds)
-    if not _positive_int(part_seeds):
-        problems.append(f"{at}seeds: must be an integer >= 1, got {part_seeds!r}")
-        part_seeds = 1
-    part_overrides = {**overrides, **_overrides(raw.get("overrides", {}), f"{at}overrides", problems)}
+    part_overrides = {**overrides, **_overrides(raw.get("overrides"), f"{at}overrides", problems)}
 
     grid = raw.get("grid") or {}
     if not isinstance(grid, Mapping):
@@ -280,12 +278,9 @@ def _part(name, raw, where, base, seeds, overrides, params, values, problems) ->
     for combo in combos:
         for k, v in combo.items():
             values.setdefault(k, []).append(v)
-    record_latency = raw.get("record_latency", True)
-    if not isinstance(record_latency, bool):
-        problems.append(f"{at}record_latency: must be true or false, got {record_latency!r}")
     if part_base is None:
         return None
-    return Part(name, part_base, part_seeds, part_overrides, tuple(combos), record_latency is not False)
+    return Part(name, part_base, part_seeds, part_overrides, tuple(combos), raw.get("record_latency", True))
 
 
 def _param_for(key: str, params: dict, where: str, problems: list[str]) -> Param | None:

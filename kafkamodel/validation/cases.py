@@ -37,17 +37,37 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config.scenario import Scenario, ScenarioError, StrictLoader, did_you_mean, load_scenario, unknown_key
+from ..config.scenario import Scenario, ScenarioError, StrictLoader, did_you_mean, load_scenario
+from ..kit.fields import REQUIRED, Field, is_integer, is_number, one_of, read, rule, text
 from .bands import KINDS
 from .measure import RECORDS, unit_of
 
-TOP = ("case", "source", "setup", "scenario", "runs", "figures")
-SOURCE = ("title", "authors", "year", "url", "publisher", "config_url", "verified")
-VERIFIED = ("tag", "meaning", "how")
-RUN = ("what", "overrides", "window.ms")
-FIGURE = ("name", "title", "run", "quantity", "ratio", "difference", "published", "kind", "band", "match")
-QUANTITY = ("summary", "records", "percentile", "floor_ms", "group", "create_time_ms")
-PUBLISHED = ("value", "unit", "tag", "quote")
+# a validation case's keys (docs/validation.md), each table declared once; what relates keys is checked below
+_REQUIRED_TEXT = Field(text(), REQUIRED)
+TOP = {k: Field(default=REQUIRED) for k in ("case", "source", "setup", "scenario", "runs", "figures")}
+SOURCE = {
+    "title": _REQUIRED_TEXT,
+    "authors": Field(rule(lambda v: isinstance(v, list) and bool(v) and all(isinstance(a, str) for a in v),
+                          "must be a non-empty list of names"), REQUIRED),
+    "year": Field(rule(lambda v: is_integer(v) and 1990 <= v <= 2100, "must be a year (an integer)"), REQUIRED),
+    "url": _REQUIRED_TEXT,
+    "publisher": Field(text()),
+    "config_url": Field(text()),
+    "verified": Field(default=REQUIRED),
+}
+VERIFIED = {k: _REQUIRED_TEXT for k in ("tag", "meaning", "how")}
+SETUP = {"published": Field(default=REQUIRED), "unknown": Field(default=REQUIRED)}
+SETUP_ROWS = {"published": {k: _REQUIRED_TEXT for k in ("item", "value", "tag")},
+              "unknown": {k: _REQUIRED_TEXT for k in ("item", "assumed")}}
+RUN = {"what": _REQUIRED_TEXT, "overrides": Field(), "window.ms": Field()}
+FIGURE = {"name": _REQUIRED_TEXT, "title": _REQUIRED_TEXT, "run": Field(), "quantity": Field(), "ratio": Field(),
+          "difference": Field(), "published": Field(default=REQUIRED), "kind": Field(one_of(KINDS, hint=True), REQUIRED),
+          "band": Field(), "match": Field(text())}
+QUANTITY = {k: Field() for k in ("summary", "records", "percentile", "floor_ms", "group", "create_time_ms")}
+PUBLISHED = {"value": Field(rule(lambda v: is_number(v) and v > 0, "must be a number > 0"), REQUIRED),
+             "unit": _REQUIRED_TEXT, "tag": _REQUIRED_TEXT, "quote": Field(text())}
+BAND = {"low": Field(default=REQUIRED), "high": Field(default=REQUIRED), "source": _REQUIRED_TEXT}
+TERM = {"run": Field(default=REQUIRED), "quantity": Field(default=REQUIRED)}
 
 
 class ValidationError(ScenarioError):
@@ -120,21 +140,16 @@ def load_case(path: "str | Path") -> Case:
     return case
 
 
-def _keys(raw: Any, keys: tuple, where: str, problems: list[str], required: tuple = ()) -> dict:
-    """`raw` as a mapping of `keys` (unknown ones and missing required ones named); {} if it is not a mapping."""
-    if not isinstance(raw, Mapping):
-        problems.append(f"{where}: must be a mapping, got {type(raw).__name__}")
-        return {}
-    prefix = f"{where}." if where else ""
-    problems.extend(unknown_key(k, keys, f"{prefix}{k}") for k in raw if k not in keys)
-    problems.extend(f"{prefix}{k}: required" for k in required if k not in raw)
-    return dict(raw)
+def _keys(raw: Any, fields: Mapping, where: str, problems: list[str]) -> dict:
+    """`raw` checked against `fields` (``fields.read``), as written (its keys in the file's order: the report shows
+    them so); {} if it is not a mapping."""
+    read(raw, fields, where, problems)
+    return dict(raw) if isinstance(raw, Mapping) else {}
 
 
-def _text(raw: Mapping, key: str, where: str, problems: list[str]) -> str:
+def _text(raw: Mapping, key: str) -> str:
+    """A text key's value (checked by its field), or "" when it is not one."""
     value = raw.get(key)
-    if key in raw and not (isinstance(value, str) and value.strip()):
-        problems.append(f"{where}.{key}: must be a non-empty string, got {value!r}")
     return value if isinstance(value, str) else ""
 
 
@@ -143,25 +158,15 @@ def _number(value: Any) -> bool:
 
 
 def _case(data: Any, path: Path, problems: list[str]) -> Case | None:
-    top = _keys(data, TOP, "", problems, required=TOP)
-    if not top:
+    if not isinstance(data, Mapping):
+        problems.append(f"case: must be a mapping, got {type(data).__name__}")
         return None
+    top = _keys(data, TOP, "", problems)
     if top.get("case") != path.stem:
         problems.append(f"case: must be the file's name {path.stem!r}, got {top.get('case')!r}")
-    source = _keys(top.get("source", {}), SOURCE, "source", problems, required=("title", "authors", "year", "url",
-                                                                                 "verified"))
-    for key in ("title", "url", "publisher", "config_url"):
-        _text(source, key, "source", problems)
-    authors = source.get("authors")
-    if "authors" in source and not (isinstance(authors, list) and authors and all(isinstance(a, str) for a in authors)):
-        problems.append(f"source.authors: must be a non-empty list of names, got {authors!r}")
-    year = source.get("year")
-    if "year" in source and not (isinstance(year, int) and not isinstance(year, bool) and 1990 <= year <= 2100):
-        problems.append(f"source.year: must be a year (an integer), got {year!r}")
+    source = _keys(top.get("source", {}), SOURCE, "source", problems)
     if "verified" in source:
-        verified = _keys(source["verified"], VERIFIED, "source.verified", problems, required=VERIFIED)
-        for key in VERIFIED:
-            _text(verified, key, "source.verified", problems)
+        _keys(source["verified"], VERIFIED, "source.verified", problems)
     setup = _setup(top.get("setup", {}), problems)
     scenario = _scenario(top.get("scenario"), problems)
     runs = _runs(top.get("runs"), scenario, problems)
@@ -172,16 +177,14 @@ def _case(data: Any, path: Path, problems: list[str]) -> Case | None:
 
 
 def _setup(raw: Any, problems: list[str]) -> dict:
-    setup = _keys(raw, ("published", "unknown"), "setup", problems, required=("published", "unknown"))
-    for part, keys in (("published", ("item", "value", "tag")), ("unknown", ("item", "assumed"))):
+    setup = _keys(raw, SETUP, "setup", problems)
+    for part, fields in SETUP_ROWS.items():
         rows = setup.get(part, [])
         if not isinstance(rows, list):
-            problems.append(f"setup.{part}: must be a list of {{{', '.join(keys)}}}")
+            problems.append(f"setup.{part}: must be a list of {{{', '.join(fields)}}}")
             continue
         for i, row in enumerate(rows):
-            row = _keys(row, keys, f"setup.{part}[{i}]", problems, required=keys)
-            for key in keys:
-                _text(row, key, f"setup.{part}[{i}]", problems)
+            _keys(row, fields, f"setup.{part}[{i}]", problems)
     return setup
 
 
@@ -203,8 +206,8 @@ def _runs(raw: Any, scenario: Scenario | None, problems: list[str]) -> dict:
     runs = {}
     for name, spec in raw.items():
         where = f"runs.{name}"
-        spec = _keys(spec, RUN, where, problems, required=("what",))
-        what = _text(spec, "what", where, problems)
+        spec = _keys(spec, RUN, where, problems)
+        what = _text(spec, "what")
         overrides = spec.get("overrides") or {}
         if not isinstance(overrides, Mapping):
             problems.append(f"{where}.overrides: must be a mapping of override path -> value")
@@ -234,26 +237,17 @@ def _figures(raw: Any, runs: dict, problems: list[str]) -> tuple:
     figures: dict[str, Figure] = {}
     for i, spec in enumerate(raw):
         where = f"figures[{i}]"
-        spec = _keys(spec, FIGURE, where, problems, required=("name", "title", "published", "kind"))
+        before = len(problems)
+        spec = _keys(spec, FIGURE, where, problems)
         name = spec.get("name")
-        if "name" in spec and not (isinstance(name, str) and name.strip()):
-            problems.append(f"{where}.name: must be a non-empty string, got {name!r}")
+        if any(p.startswith(f"{where}.name: must be") for p in problems[before:]):
             continue
         if name in figures:
             problems.append(f"{where}.name: {name!r} is already a figure's name")
             continue
-        _text(spec, "title", where, problems)
-        match = _text(spec, "match", where, problems)
+        match = _text(spec, "match")
         kind = spec.get("kind")
-        if "kind" in spec and kind not in KINDS:
-            problems.append(f"{where}.kind: must be one of {', '.join(KINDS)}, got {kind!r}" + did_you_mean(kind, KINDS))
-        published = _keys(spec.get("published", {}), PUBLISHED, f"{where}.published", problems,
-                          required=("value", "unit", "tag"))
-        value = published.get("value")
-        if "value" in published and not (_number(value) and value > 0):
-            problems.append(f"{where}.published.value: must be a number > 0, got {value!r}")
-        for key in ("unit", "tag", "quote"):
-            _text(published, key, f"{where}.published", problems)
+        published = _keys(spec.get("published", {}), PUBLISHED, f"{where}.published", problems)
         band = _band(spec, kind, where, problems)
         terms, combine = _terms(spec, where, runs, figures, problems)
         if terms and isinstance(published.get("unit"), str):
@@ -289,12 +283,10 @@ def _band(spec: Mapping, kind: Any, where: str, problems: list[str]) -> dict | N
         if "band" in spec:
             problems.append(f"{where}.band: only a ratio gives its band; a {kind}'s is the issue's (bands.BANDS)")
         return None
-    band = _keys(spec.get("band"), ("low", "high", "source"), f"{where}.band", problems, required=("low", "high",
-                                                                                                   "source"))
+    band = _keys(spec.get("band"), BAND, f"{where}.band", problems)
     low, high = band.get("low"), band.get("high")
     if band and not (_number(low) and _number(high) and 0 <= low < high):
         problems.append(f"{where}.band: low and high must be numbers with 0 <= low < high, got {low!r}, {high!r}")
-    _text(band, "source", f"{where}.band", problems)
     return band
 
 
@@ -327,7 +319,7 @@ def _term(raw: Any, where: str, runs: dict, figures: dict, problems: list[str]) 
                             + did_you_mean(raw, [n for n, f in figures.items() if f.combine is None]))
             return None
         return figure.terms[0]
-    term = _keys(raw, ("run", "quantity"), where, problems, required=("run", "quantity"))
+    term = _keys(raw, TERM, where, problems)
     run = term.get("run")
     if "run" in term and not (isinstance(run, str) and run in runs):
         problems.append(f"{where}.run: no run named {run!r}" + did_you_mean(run, runs, f"; runs are {', '.join(runs)}"))

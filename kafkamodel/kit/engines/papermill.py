@@ -19,17 +19,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-import multiprocessing
 import shutil
 import time
 import uuid
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ...paths import NOTEBOOKS, ROOT
 from ..dataset import is_uri, local_path
 from ..runs import amend_timing, clear_failure, commit_run, error_line, record_failure, staging_dir
 from ..spec import DEFAULT_POINT_NOTEBOOK, StudyError
+from .pool import as_finished
 
 BATCH_NOTEBOOK = NOTEBOOKS / "01_sweep_batch.ipynb"
 MAX_BATCH = 20  # points per batch at most: progress and a dead kernel's loss stay small
@@ -199,27 +198,23 @@ def run_papermill(jobs: list, on_result, *, workers: int, timeout: float, replac
 
     bar = progress_bar(len(jobs), "sweep", disable=not progress)
     bar.set_postfix_str(f"{already_done} already done")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures = {}
-        for study, kind, payload in batches(jobs, workers):
-            if kind == "batch":
-                points, study_dir = payload
-                futures[pool.submit(papermill_batch, points, study_dir, timeout, replace)] = study
-            else:
-                futures[pool.submit(papermill_point, *payload, timeout, replace)] = study
+        jobs_ = [(study, (papermill_batch, (*payload, timeout, replace)) if kind == "batch"
+                  else (papermill_point, (*payload, timeout, replace)))
+                 for study, kind, payload in batches(jobs, workers)]
         failed = 0
-        for future in as_completed(futures):
+        for study, future in as_finished(_call, jobs_, workers):
             result = future.result()
             for r in result if isinstance(result, list) else [result]:
-                on_result(futures[future], r)
+                on_result(study, r)
                 if not r["ok"]:
                     failed += 1
                     bar.set_postfix_str(f"{already_done} already done, {failed} failed")
                 bar.update(1)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
     finally:
         bar.close()
-    pool.shutdown(wait=True)
+
+
+def _call(fn, args: tuple):
+    """In a pool's process: one job, a batch of points or a point."""
+    return fn(*args)

@@ -22,19 +22,13 @@ from kafkamodel.kit.point import deadline, execute_point
 from kafkamodel.kit.specfile import load_spec
 from kafkamodel.kit.sweep import run_sweeps
 
+from helpers import ENGINES_SPEC
+
 # two acks settings x two seeds over a leader crash that loses acks=1 writes: runs that differ from each other
-SPEC = """\
-study: engines
-notebook: 00_explore.ipynb
-base: acks1-leader-crash
-seeds: 2
-grid:
-  producers[*].acks: [1, all]
-"""
 ENGINE_FILES = {"timing.json", "notebook.ipynb"}  # what differs by engine; everything else must not
 
 
-def _spec(folder: Path, text: str = SPEC):
+def _spec(folder: Path, text: str = ENGINES_SPEC):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "engines.yaml").write_text(text)
     return load_spec(folder / "engines.yaml")

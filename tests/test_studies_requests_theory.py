@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kafka_format import v2_capacity
-from test_requests import fetcher_of, java_hash
+from helpers import fetcher_of, java_hash
 
 from kafkamodel.studies import requests_theory as rt
 

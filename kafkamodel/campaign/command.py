@@ -17,10 +17,8 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,8 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..folders import FolderError, check_replaceable, staged
-from ..kit import (SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, progress_bar,
-                   run_sweeps)
+from ..kit import (SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, in_order,
+                   progress_bar, run_sweeps)
 from ..paths import PROCESSED, REPORTS, counterexamples
 from . import counterexample, verdicts
 from .properties import BY_NAME, PROPERTIES, quantity
@@ -169,14 +167,10 @@ def _shrink_all(campaign: Campaign, runs: pd.DataFrame, progress: bool, folder: 
     done = []
     try:
         if min(workers, len(todo)) > 1:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = [pool.submit(_shrink_one, campaign, setting.name, index, prop, budget)
-                           for setting, index, prop in todo]
-                for future in futures:  # in the targets' order
-                    shrunk = future.result()
-                    bar.update(budget)
-                    done.append((shrunk, counterexample.write(campaign, shrunk, folder)))
+            for shrunk in in_order(_shrink_one, [(campaign, setting.name, index, prop, budget)
+                                                 for setting, index, prop in todo], workers):
+                bar.update(budget)
+                done.append((shrunk, counterexample.write(campaign, shrunk, folder)))
             return done
         for setting, index, prop in todo:
             shrunk = shrink(campaign, setting, index, prop, budget, bar)

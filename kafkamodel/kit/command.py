@@ -9,16 +9,16 @@ points are reported at the end (exit status 1) after the rest has run.
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor, as_completed
 import time
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import PROCESSED, REPORTS
+from .engines.pool import spawned_pool
 from .spec import StudyError, check_scale
 from .specfile import all_specs
 
@@ -149,7 +149,7 @@ class Aggregating:
         self.phases: dict = {}
 
     def __enter__(self):
-        self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = spawned_pool(self.workers)
         self.thread = threading.Thread(target=self._work, name="aggregate", daemon=True)
         self.thread.start()
         return self

@@ -332,7 +332,7 @@ def test_spark_starts_beside_the_sweep(monkeypatch):
     where the session is needed, and the session is stopped on the way out."""
     import threading
 
-    from kafkamodel.kit import pipeline, spark as spark_module
+    from kafkamodel.kit import command as pipeline, spark as spark_module
 
     release, built = threading.Event(), []
 
@@ -371,7 +371,7 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.kit import aggregate as aggregate_module, pipeline, report as report_module
+    from kafkamodel.kit import aggregate as aggregate_module, command as pipeline, report as report_module
     from kafkamodel.kit import spark as spark_module
     from kafkamodel.kit.sweep import SweepOutcome
 
@@ -412,7 +412,7 @@ def test_a_study_is_aggregated_and_reported_while_the_others_still_sweep(tmp_pat
     monkeypatch.setattr(aggregate_module, "aggregate", fake_aggregate)
     monkeypatch.setattr(report_module, "report", fake_report)
     monkeypatch.setattr(report_module, "write_index", lambda reports, specs: Path(reports) / "index.html")
-    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    monkeypatch.setattr(pipeline, "spawned_pool", ThreadPoolExecutor)
     outcome = pipeline.run_study(studies=studies, runs=tmp_path / "runs",
                                  processed=tmp_path / "processed", reports=tmp_path / "reports", say=said.append,
                                  progress=False)
@@ -430,7 +430,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from kafkamodel.kit import aggregate as aggregate_module, pipeline, spark as spark_module
+    from kafkamodel.kit import aggregate as aggregate_module, command as pipeline, spark as spark_module
     from kafkamodel.kit.sweep import SweepOutcome
 
     class Session:
@@ -452,7 +452,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
     monkeypatch.setattr(spark_module, "build_spark", lambda master, app_name: Session())
     monkeypatch.setattr(sweep_module, "run_sweeps", sweeps)
     monkeypatch.setattr(aggregate_module, "aggregate", slow_aggregate)
-    monkeypatch.setattr(pipeline, "ProcessPoolExecutor", lambda max_workers, mp_context: ThreadPoolExecutor(max_workers))
+    monkeypatch.setattr(pipeline, "spawned_pool", ThreadPoolExecutor)
     t0 = time.perf_counter()
     try:
         with pytest.raises(RuntimeError, match="interrupted"):
@@ -464,7 +464,7 @@ def test_a_sweep_that_fails_is_not_held_up_by_an_aggregation_under_way(tmp_path,
 
 
 def test_study_reports_its_wall_time_by_phase():
-    from kafkamodel.kit.pipeline import StudyOutcome
+    from kafkamodel.kit.command import StudyOutcome
 
     outcome = StudyOutcome(seconds=212.4, phases={"sweep": 150.2, "aggregate": 40.0})
     assert outcome.timing() == "212 s (sweep 150 s, aggregate 40 s)"

@@ -3,7 +3,7 @@
 The study notebooks run through ``report`` (the ``study_reports`` fixture:
 tiny studies, two seeds), which records each notebook's headline numbers in
 ``reports/<study>.json``; the recovery-protocols numbers are also checked by
-the end-to-end test in test_study_pipeline.py.
+the end-to-end test in test_kit_command.py.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 
 import nbformat
 import papermill as pm
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -76,8 +77,17 @@ def test_explorer_names_a_bad_parameter_in_one_line(tmp_path, parameters, messag
 def test_the_parameters_example_runs(tmp_path):
     """The example in the parameters cell's comment: brokers grow to fit RF 5, as in the panel."""
     example = {"producers[*].acks": 1, "topics[0].replication.factor": 5, "duration.ms": 3000}
-    numbers = execute("00_explore.ipynb", tmp_path / "example.ipynb", overrides=example, plots=False)
+    numbers = execute("00_explore.ipynb", tmp_path / "example.ipynb", overrides=example, plots=False,
+                      out=str(tmp_path / "run"))
     assert numbers["records_acked"] > 0
+    ran = yaml.safe_load((tmp_path / "run" / "scenario.yaml").read_text())  # the scenario that ran, resolved
+    shipped = yaml.safe_load((SCENARIOS / "steady-state.yaml").read_text())
+    assert shipped["brokers"] < 5  # so the brokers had to grow: RF 5 needs five (Kafka refuses more replicas)
+    assert ran["brokers"] == 5 and ran["topics"][0]["replication.factor"] == 5
+    # ... and the run used them: every partition has five replicas on five distinct brokers, all in its ISR
+    partitions = pq.read_table(tmp_path / "run" / "partitions.parquet").to_pandas()
+    assert partitions.replicas.map(lambda r: sorted(r.split(","))).map(tuple).eq(tuple("01234")).all()
+    assert (partitions.isr.str.split(",").map(len) == 5).all()
 
 
 def test_quorum_vs_isr_notebook(study_reports):
@@ -144,7 +154,7 @@ def test_fetch_from_follower_notebook(study_reports):
 def test_requests_notebook(study_reports):
     """Each part against the formula of the Kafka rule behind it, computed here from the settings the study ran."""
     from kafka_format import v2_capacity
-    from test_requests import fetcher_of
+    from helpers import fetcher_of
 
     from kafkamodel.config.schema import COSTS
 

@@ -1,0 +1,76 @@
+"""What several test files share (no test file imports another): the browser the browser tests drive, Java's
+hashes the request tests compute Kafka's fetcher ids with, a campaign spec and a sweep spec to change and run.
+
+Test files import the helpers in tests/ one way, by module name (``from helpers import ...``, ``from shipped
+import ...``): pytest puts tests/ on the path (tests/conftest.py is its rootdir's conftest)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafkamodel.paths import CAMPAIGNS
+
+# ---- the browser (test_browser, test_campaign's report) -------------------------------------------------------
+CHROMIUM = os.environ.get("KAFKAMODEL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def need_browser():
+    """Skip (or, with KAFKAMODEL_REQUIRE_BROWSER=1, fail) when Debian's Chromium or Playwright is missing."""
+    missing = None
+    if not Path(CHROMIUM).is_file():
+        missing = f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "Playwright is not installed (pip install -e '.[test]')"
+    if missing and os.environ.get("KAFKAMODEL_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"browser tests required: {missing}")
+    if missing:
+        pytest.skip(missing)
+
+
+# ---- Kafka's fetcher ids, computed independently of the model (test_requests, the requests study's tests) --------
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, written here from its definition: s[0]*31^(n-1) + ... + s[n-1], as an int."""
+    h = sum(ord(c) * 31 ** (len(text) - 1 - i) for i, c in enumerate(text)) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+def fetcher_of(topic: str, partition: int, fetchers: int) -> int:
+    """Kafka's AbstractFetcherManager.getFetcherId."""
+    x = (31 * java_hash(topic) + partition) % 2**32
+    x = x - 2**32 if x >= 2**31 else x
+    return (0 if x == -2**31 else abs(x)) % fetchers
+
+
+# ---- specs to change and run (test_campaign, test_kit_engines_spark, test_object_store) -------------------------
+SAFETY = CAMPAIGNS / "safety.yaml"
+
+# the engines' sweep: two acks settings x two seeds
+ENGINES_SPEC = """\
+study: engines
+notebook: 00_explore.ipynb
+base: acks1-leader-crash
+seeds: 2
+grid:
+  producers[*].acks: [1, all]
+"""
+
+
+def campaign_spec_file(folder: Path, change=None, name: str = "safety") -> Path:
+    """The shipped safety campaign's spec, changed by `change(dict)`, written to `folder`."""
+    data = yaml.safe_load(SAFETY.read_text())
+    data["campaign"] = name
+    if change:
+        change(data)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
