@@ -453,7 +453,7 @@ def test_raising_the_replication_factor_catches_up_in_backlog_over_throttle_minu
     replica copies the backlog under the throttle while the producer keeps writing, so it catches up after
     backlog / (throttle - ingress); then it joins the ISR and the factor is 3. One record per batch (batch.size 1):
     each is 106 bytes + the batch's 61 (kafka_format), exactly."""
-    from tests.kafka_format import v2_record
+    from kafka_format import v2_record
 
     at, throttle, rate = 8000.0, 100_000.0, 300
     s = one_partition([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 3]],
