@@ -154,7 +154,7 @@ def test_a_campaign_into_a_folder_holding_a_users_files_keeps_them(capsys, tmp_p
                                                                     monkeypatch):
     import yaml
 
-    from kafkamodel.campaign import run as campaign_run
+    from kafkamodel.campaign import command as campaign_run
     from kafkamodel.paths import CAMPAIGNS
 
     monkeypatch.setattr(campaign_run, "PROCESSED", tmp_path / "processed")  # not the repository's
@@ -315,7 +315,7 @@ def test_aggregate_refuses_a_users_folder_before_any_spark_work(tmp_path, monkey
 
 
 def test_a_campaign_refuses_a_users_results_folder_before_it_runs(tmp_path, monkeypatch):
-    from kafkamodel.campaign import run as campaign_run
+    from kafkamodel.campaign import command as campaign_run
     from kafkamodel.campaign.spec import SpecError
 
     mine = tmp_path / "processed" / "campaigns" / "safety" / "mine.txt"

@@ -497,7 +497,7 @@ def test_pauses_of_every_replica_leader_last_lose_nothing_in_the_detailed_model(
 
 # ---- the detailed runs in a process pool -------------------------------------------------------------------------
 
-from kafkamodel.durability import run as run_module  # noqa: E402
+from kafkamodel.durability import command as run_module  # noqa: E402
 from kafkamodel.durability.estimate import DetailedRunError, estimate  # noqa: E402
 from kafkamodel.kit.spec import stable_hash  # noqa: E402
 

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from kafkamodel.durability import run as run_module
+from kafkamodel.durability import command as run_module
 from kafkamodel.durability import windows as W
 from kafkamodel.durability.estimate import estimate
 from kafkamodel.durability.study import main, run_study
