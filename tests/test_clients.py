@@ -327,3 +327,57 @@ def test_a_consumer_behind_retention_loses_what_was_deleted_and_producers_lose_n
     for _, rows in retention.groupby("broker"):
         starts = rows.detail.str.extract(r"now (\d+)")[0].astype(int)
         assert (starts.diff().dropna() > 0).all()
+
+
+# ---- finding a moved leader (issue 35): metadata refresh before 3.7, KIP-951's hint from 3.7, KIP-580's backoff ---
+
+RETRY_BACKOFF = 100.0  # retry.backoff.ms, Kafka's default
+
+
+def moved_leaders(version: str):
+    """Broker 0 shut down (controlled) and back; at 10 s kafka-leader-election hands its partitions back while
+    every broker stays up, so the old leaders answer NOT_LEADER_OR_FOLLOWER. A plain producer (no idempotence:
+    nothing but the leader decides when a resend goes)."""
+    return simulate(load_scenario({
+        "name": "moved", "brokers": 3, "duration.ms": 12000, "kafka.version": version,
+        "broker": {"min.insync.replicas": 2}, "network": {"latency.ms": 1},
+        "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 5000, "acks": "all", "enable.idempotence": False}],
+        "operations": [{"at.ms": 2000, "kind": "controlled_shutdown", "broker": 0},
+                       {"at.ms": 4000, "kind": "restart", "broker": 0},
+                       {"at.ms": 10000, "kind": "preferred_leader_election", "topic": "t"}]}))
+
+
+def _after_election(r):
+    rec = r.records
+    sent = rec[(rec["send_ms"] >= 10000) & (rec["send_ms"] < 11000)]
+    return sent["ack_ms"] - sent["send_ms"]
+
+
+def test_before_3_7_a_moved_leader_costs_the_backoff_and_a_metadata_refresh():
+    """3.6: a batch answered NOT_LEADER_OR_FOLLOWER waits retry.backoff.ms and a metadata round trip (it names no
+    leader, so the producer asks a broker); from 3.7 (KIP-951) the answer names the new leader, read from the old
+    leader's metadata cache, and the batch goes there at once: the tail after the election shrinks by the backoff."""
+    old, new = moved_leaders("3.6"), moved_leaders("3.7")
+    assert old.summary["producer_leader_hints"] == 0 and new.summary["producer_leader_hints"] > 0
+    assert new.summary["producer_metadata_refreshes"] < old.summary["producer_metadata_refreshes"]
+    slow, fast = _after_election(old).max(), _after_election(new).max()
+    assert slow >= RETRY_BACKOFF  # waited the backoff (and the refresh's round trip: 2 x 1 ms at least)
+    assert fast < RETRY_BACKOFF / 4  # a few round trips of 1 ms each way and the replication, no backoff
+    assert old.summary["acked_records_lost"] == new.summary["acked_records_lost"] == 0
+
+
+def test_kip_580_backoff_doubles_up_to_retry_backoff_max_ms_with_jitter():
+    """ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2): attempt k waits retry.backoff.ms x
+    2^(k-1) x a factor in [0.8, 1.2], at most retry.backoff.max.ms; before 3.7 always retry.backoff.ms."""
+    from kafkamodel.sim.clients.producer import ProducerClient
+
+    sim = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}) |
+                                   {"kafka.version": "3.7"}))
+    ps = sim.producer.states[0]
+    for attempt in range(1, 8):
+        ms = ProducerClient._backoff_ms(ps, attempt)
+        nominal = 100 * 2 ** (attempt - 1)
+        assert (0.8 * nominal <= ms <= min(1.2 * nominal, 1000)) if nominal < 1000 / 0.8 else ms == 1000
+    old = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100}) | {"kafka.version": "3.6"}))
+    assert [ProducerClient._backoff_ms(old.producer.states[0], a) for a in (1, 2, 5)] == [100, 100, 100]

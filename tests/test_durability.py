@@ -763,3 +763,22 @@ def test_one_zone_has_no_zone_partition(tmp_path):
     f = load_durability(_spec(tmp_path, {"zone.partition.per.year": 3})).failures
     assert rates_of(f, ["a", "b", "c"]).partition == {"a": 3, "b": 3, "c": 3}
     assert rates_of(f, ["a", "a"]).partition == {}
+
+
+def test_a_crash_and_a_power_loss_are_down_for_the_restart_plus_the_derived_log_recovery(tmp_path):
+    """broker.restart.ms is the process's start; the windows add the scenario's mean log recovery (docs/restarts.md),
+    longer after a power loss (read from the disk) than after a process crash (the page cache holds it)."""
+    from kafkamodel.durability.estimate import rates_of
+    from kafkamodel.config.settings import Settings
+    from kafkamodel.sim.storage.recovery import scenario_mean_recovery_ms
+    spec = load_durability(write_spec(tmp_path, configurations={"base": {"producers[0].rate.per.s": 500}},
+                                      failures={"broker.restart.ms": 60000}))
+    scenario = spec.configurations[0].scenario
+    rates = rates_of(spec.failures, None, scenario)
+    down = W.down_years(rates)
+    year = 365.25 * 24 * 3600 * 1000.0
+    settings = Settings.of(scenario)
+    crash, power = scenario_mean_recovery_ms(settings, cold=False), scenario_mean_recovery_ms(settings, cold=True)
+    assert 0 < crash < power
+    assert down[W.CRASH] * year == pytest.approx(60000 + crash) and down[W.POWER_LOSS] * year == pytest.approx(60000 + power)
+    assert W.down_years(rates_of(spec.failures))[W.CRASH] * year == pytest.approx(60000)  # no scenario: the constant

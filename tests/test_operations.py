@@ -222,8 +222,8 @@ def test_broker_gauges_count_what_the_timeline_holds():
     ({"at.ms": 10, "kind": "rolling_restart", "brokers": [0, 9]}, "operations[0].brokers[1]: no broker 9"),
     ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 0, 1]]},
      "operations[0].replicas[0]: lists a broker twice"),
-    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]},
-     "operations[0].replicas[0]: 2 replicas; topic 't' has replication.factor 3"),
+    ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[]]},
+     "operations[0].replicas[0]: must be a non-empty list of broker ids"),
     ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": 0},
      "operations[0].throttle: must be > 0"),
     ({"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 2]], "throttle": -5},
@@ -289,7 +289,9 @@ def test_a_throttle_below_the_ingress_never_finishes():
     end = r.partitions.set_index("partition")
     assert 3 not in [int(x) for x in str(end.loc[0, "isr"]).split(",")]  # never joined the ISR
     assert events(r, "operation_end").empty
-    assert s["operation_ms"] == duration - at  # unfinished: counted to the run's end
+    assert s["operation_ms"] is None  # unfinished: no duration, and an event says so
+    assert events(r, "operation_unfinished")["detail"].tolist() == ["0: reassign; 1 partitions still moving"]
+    assert s["operation_produce_p99_ms"] is not None  # the window still runs to the run's end
     assert s["reassignment_bytes"] == pytest.approx(throttle * (duration - at) / 1000, rel=0.10)
 
 
@@ -387,6 +389,7 @@ def test_produce_p99_during_a_preferred_election_onto_a_slow_replica():
         given = bounced([{"at.ms": elect, "kind": "preferred_leader_election", "topic": "t"}] if election else [],
                         broker={"auto.leader.rebalance.enable": False}, duration=9000)
         given["faults"] = [{"at.ms": slow, "kind": "slow", "broker": 0, "factor": 20, "duration.ms": 6000}]
+        given["kafka.version"] = "3.6"  # before KIP-951 (3.7 resends at once to the leader the answer names)
         return simulate(given)
 
     r, calm = run(True), run(False)
@@ -433,3 +436,58 @@ def test_time_under_min_isr_per_partition():
     gated = simulate(scenario([{"at.ms": 1000, "kind": "rolling_restart", "gate": "no_under_replicated",
                                 "downtime.ms": 1500}], duration=12000))
     assert (gated.partitions["under_min_isr_ms"] == 0).all()
+
+
+# ---- reassignments that change the replication factor (kafka-reassign-partitions, KIP-455) ------------------------
+
+def one_partition(operations, rf, rate=1000, duration=20000, min_isr=1):
+    """4 brokers, one partition of replication factor `rf` (on brokers 0..rf-1), a producer that keeps writing."""
+    return {"name": "rf", "brokers": 4, "duration.ms": duration, "kafka.version": "3.7",
+            "broker": {"min.insync.replicas": min_isr}, "network": {"latency.ms": L},
+            "topics": [{"name": "t", "partitions": 1, "replication.factor": rf}],
+            "producers": [{"topic": "t", "rate.per.s": rate, "acks": "all"}], "operations": operations}
+
+
+def test_raising_the_replication_factor_catches_up_in_backlog_over_throttle_minus_ingress():
+    """Kafka's documented way to raise a replication factor: a reassignment naming one more replica. The new
+    replica copies the backlog under the throttle while the producer keeps writing, so it catches up after
+    backlog / (throttle - ingress); then it joins the ISR and the factor is 3. One record per batch (batch.size 1):
+    each is 106 bytes + the batch's 61 (kafka_format), exactly."""
+    from kafka_format import v2_record
+
+    at, throttle, rate = 8000.0, 100_000.0, 300
+    s = one_partition([{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1, 3]],
+                        "throttle": throttle}], rf=2, rate=rate)
+    s["producers"][0]["batch.size"] = 1
+    r = simulate(load_scenario(s))
+    each = v2_record(0, 0, None, 100) + 61
+    rec, ms = r.records, r.summary["operation_ms"]
+    assert rec[rec["send_ms"] < at + ms]["acked"].all()  # the producer keeps up: what it sends is the ingress
+    backlog = int((rec["send_ms"] < at).sum()) * each
+    ingress = int(((rec["send_ms"] >= at) & (rec["send_ms"] < at + ms)).sum()) * each / ms * 1000  # bytes/s
+    assert ms == pytest.approx(backlog / (throttle - ingress) * 1000, rel=0.05, abs=500)  # + one fetch wait
+    end = r.partitions.set_index("partition")
+    assert end.loc[0, "replicas"] == "0,1,3" and sorted(int(x) for x in str(end.loc[0, "isr"]).split(",")) == [0, 1, 3]
+    assert r.summary["acked_records_lost"] == 0
+
+
+def test_lowering_the_replication_factor_drops_a_replica_and_loses_nothing():
+    """RF 3 -> 2: nothing to copy; the removed replica leaves the replicas and the ISR (StopReplica), the leader
+    stays, no acknowledged record is lost."""
+    r = simulate(load_scenario(one_partition([{"at.ms": 5000, "kind": "reassign", "topic": "t", "partitions": [0],
+                                               "replicas": [[0, 1]]}], rf=3, duration=10000, min_isr=2)))
+    s = r.summary
+    end = r.partitions.set_index("partition")
+    assert end.loc[0, "replicas"] == "0,1" and sorted(int(x) for x in str(end.loc[0, "isr"]).split(",")) == [0, 1]
+    assert s["acked_records_lost"] == 0 and s["operation_ms"] < 50 and s["reassignment_bytes"] == 0
+    assert s["under_replicated_partition_ms"] == 0  # ISR = replicas throughout: 3 of 3, then 2 of 2
+
+
+def test_quorum_mode_keeps_the_replication_factor(tmp_path, capsys):
+    s = one_partition([{"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]}], rf=3)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({**s, "replication": "quorum"}))
+    code = main(["run", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(
+        "error: operations[0].replicas[0]: 2 replicas; topic 't' has replication.factor 3"), err

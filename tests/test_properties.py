@@ -224,8 +224,10 @@ def test_the_one_loss_safe_settings_allow_is_kafkas_last_known_leader_election()
               {"at.ms": 10.0, "kind": "power_loss", "broker": 0, "duration.ms": 50.0}]
     result = simulate(scenario(faults, 0, 3, 2))
     s = result.summary
-    records = result.records  # everything t-0 acknowledged before broker 0's power loss (10 ms), and nothing else
-    assert s["acked_records_lost"] == len(records[(records.partition == 0) & records.acked & (records.ack_ms < 10)]) == 2
+    # everything t-0 committed before the crashes and acknowledged (its answers may arrive just after 10 ms: the
+    # draws of the one-way latency decide), and nothing else
+    records = result.records
+    assert s["acked_records_lost"] == len(records[(records.partition == 0) & records.acked & (records.send_ms < 9)]) == 2
     assert [p for p, _ in kafkas_own_losses(result)] == [0]
     assert s["unclean_leader_elections"] == 1  # as Kafka's UncleanLeaderElectionsPerSec counts it
     check_safe(result)

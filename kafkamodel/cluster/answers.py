@@ -263,7 +263,7 @@ def restart_answer(scenario: Scenario, plan: Plan, simulate) -> dict:
             **{k: _spread([r[k] for r in runs]) for k in runs[0]}}
 
 
-def durability_answer(scenario: Scenario, plan: Plan) -> dict:
+def durability_answer(scenario: Scenario, plan: Plan, progress: bool = False) -> dict:
     problems: list[str] = []
     failures = kit.parse_failures(plan.failures, kit.zones_of(scenario), problems)
     if problems:
@@ -271,7 +271,7 @@ def durability_answer(scenario: Scenario, plan: Plan) -> dict:
     spec = kit.DurabilitySpec(source="cluster report", base=scenario["name"], base_path="",
                               configurations=(kit.Configuration("today", {}, scenario),), failures=failures,
                               seed=1, windows=plan.windows)
-    (e,) = kit.durability_estimate(spec, progress=False, workers=1)
+    (e,) = kit.durability_estimate(spec, progress=progress, workers=1)
     row = e.row()
 
     def nines(p):
@@ -303,13 +303,22 @@ def shortening(scenario: Scenario, plan: Plan, rows: list[dict]) -> dict:
             "segment_roll_every_s": roll_s, "seeds": len(plan.seeds)}
 
 
-def answers(scenario: Scenario, plan: Plan, simulate=None, inputs: dict | None = None) -> dict:
+def answers(scenario: Scenario, plan: Plan, simulate=None, inputs: dict | None = None,
+            progress: bool = False) -> dict:
     import time
 
     from .. import simulate as run
 
-    simulate = simulate or run
+    model = simulate or run
     seconds: dict[str, float] = {}  # CPU seconds of each part: what the answers cost
+    seeds = len(plan.seeds)
+    runs = len(plan.loads) * seeds + (3 * seeds if scenario["producers"] else 0)  # loads; death twice; the roll
+    bar = kit.progress_bar(runs, "cluster report: model runs", disable=not progress)
+
+    def simulate(s):
+        result = model(s)
+        bar.update()
+        return result
 
     def timed(name, f, *args):
         t0 = time.process_time()
@@ -325,7 +334,8 @@ def answers(scenario: Scenario, plan: Plan, simulate=None, inputs: dict | None =
     if scenario["producers"]:
         out["broker_death"] = timed("broker_death", death_answer, scenario, plan, simulate)
         out["rolling_restart"] = timed("rolling_restart", restart_answer, scenario, plan, simulate)
+    bar.close()
     if plan.durability:
-        out["durability"] = timed("durability", durability_answer, scenario, plan)
+        out["durability"] = timed("durability", durability_answer, scenario, plan, progress)
     out["shortening"]["cpu_seconds"] = seconds
     return out

@@ -211,7 +211,7 @@ def _cmd_report(args) -> int:
               "failure rates": args.failures or "docs/durability.md's defaults", "seeds": args.seeds,
               "rolling restart gate": args.gate}
     try:
-        a = answers(scenario, plan, inputs=inputs)
+        a = answers(scenario, plan, inputs=inputs, progress=True)
     except ValueError as exc:  # failure rates the estimator refuses
         raise _usage(exc) from None
     with staged(Path(args.out)) as tmp:

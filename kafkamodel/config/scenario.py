@@ -198,7 +198,7 @@ def _cross_checks(s: dict, given: Mapping, kafka: versions.Mechanisms, problems:
         if f["kind"] == "restart" and f["duration.ms"] is not None:
             problems.append(f"{where}.duration.ms: not used by kind restart")
     for i, op in enumerate(s["operations"]):
-        problems.extend(_check_operation(op, f"operations[{i}]", brokers, duration, topics))
+        problems.extend(_check_operation(op, f"operations[{i}]", brokers, duration, topics, s["replication"]))
     added = {op["broker"] for op in s["operations"] if op["kind"] == "add_broker"}
     for i, t in enumerate(s["topics"]):
         if added and isinstance(t["replication.factor"], int) and t["replication.factor"] > brokers - len(added):
@@ -247,8 +247,11 @@ OPTIONAL_FIELDS = {"rolling_restart": ("brokers", "gate"), "preferred_leader_ele
                    "reassign": ("throttle",)}
 
 
-def _check_operation(op: dict, where: str, brokers: int, duration: Any, topics: dict) -> list[str]:
-    """One operation: the fields its kind uses, each broker existing, a reassignment's replica lists whole."""
+def _check_operation(op: dict, where: str, brokers: int, duration: Any, topics: dict,
+                     replication: str = "isr") -> list[str]:
+    """One operation: the fields its kind uses, each broker existing, a reassignment's replica lists whole (any
+    length: the replication factor follows, as kafka-reassign-partitions raises or lowers it; in quorum mode the
+    majority is fixed per partition, so the length stays the topic's replication.factor)."""
     kind = op["kind"]
     used = OPERATION_FIELDS[kind]
     problems = []
@@ -300,8 +303,9 @@ def _check_operation(op: dict, where: str, brokers: int, duration: Any, topics: 
     for k, replicas in enumerate(lists):
         here = f"{where}.replicas[{k}]"
         problems.extend(_broker_list(replicas, here, brokers))
-        if isinstance(replicas, list) and len(replicas) != rf:
-            problems.append(f"{here}: {len(replicas)} replicas; topic {op['topic']!r} has replication.factor {rf}")
+        if replication == "quorum" and isinstance(replicas, list) and len(replicas) != rf:
+            problems.append(f"{here}: {len(replicas)} replicas; topic {op['topic']!r} has replication.factor {rf} "
+                            "(replication quorum: a reassignment keeps the replication factor, its majority is fixed)")
     return problems
 
 

@@ -152,6 +152,8 @@ class BrokerSettings:
     replica_fetch_response_max_bytes: int
     num_io_threads: int
     num_network_threads: int
+    num_recovery_threads_per_data_dir: int = 1  # log loading and recovery threads at a start (one data dir)
+    log_flush_offset_checkpoint_interval_ms: float = 60000.0  # recovery points written this often
     replica_selector_class: str | None = None  # KIP-392 (2.4): RackAwareReplicaSelector, LeaderSelector; None: unset
 
     @classmethod
@@ -181,6 +183,8 @@ class BrokerSettings:
             replica_fetch_response_max_bytes=int(b["replica.fetch.response.max.bytes"]),
             num_io_threads=int(b["num.io.threads"]),
             num_network_threads=int(b["num.network.threads"]),
+            num_recovery_threads_per_data_dir=int(b["num.recovery.threads.per.data.dir"]),
+            log_flush_offset_checkpoint_interval_ms=float(b["log.flush.offset.checkpoint.interval.ms"]),
             replica_selector_class=b.get("replica.selector.class"),
         )
 
@@ -321,6 +325,7 @@ class ProducerSettings:
     record_size_bytes: int
     retries: int
     retry_backoff_ms: float
+    retry_backoff_max_ms: float | None  # KIP-580 (3.7+): the exponential backoff's cap; None: constant (before 3.7)
     request_timeout_ms: float
     delivery_timeout_ms: float
     enable_idempotence: bool
@@ -351,8 +356,8 @@ class ProducerSettings:
             start_ms=float(p["start.ms"]), stop_ms=_ms(p["stop.ms"]),
             acks=acks_code(p["acks"]), linger_ms=float(p["linger.ms"]), batch_size=int(p["batch.size"]),
             record_size_bytes=int(p["record.size.bytes"]), retries=int(p["retries"]),
-            retry_backoff_ms=float(p["retry.backoff.ms"]), request_timeout_ms=float(p["request.timeout.ms"]),
-            delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
+            retry_backoff_ms=float(p["retry.backoff.ms"]), retry_backoff_max_ms=_ms(p.get("retry.backoff.max.ms")),
+            request_timeout_ms=float(p["request.timeout.ms"]), delivery_timeout_ms=float(p["delivery.timeout.ms"]), enable_idempotence=bool(p["enable.idempotence"]),
             max_in_flight=int(p["max.in.flight.requests.per.connection"]),
             max_request_size=int(p["max.request.size"]), client_rack=p["client.rack"], partitioner=p["partitioner"],
             key_cardinality=None if p["keys"] is None else int(p["keys"]["cardinality"]),

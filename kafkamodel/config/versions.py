@@ -106,6 +106,7 @@ DEFAULTS: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {
     ("broker", "broker.heartbeat.interval.ms"): (("3.3", 2000),),  # KIP-631
     ("broker", "unclean.leader.election.enable"): (("0.8", True), ("0.11", False)),  # KIP-106
     ("broker", "truncation"): (("0.8", "high_watermark"), ("0.11", "leader_epoch")),  # KIP-101
+    ("broker", "num.recovery.threads.per.data.dir"): (("0.8", 1), ("4.0", 2)),  # KIP-1030
     ("broker", "eligible.leader.replicas.enable"): (("4.0", False), ("4.1", True)),  # KIP-966: preview, then on
     ("producers", "acks"): (("0.8", 1), ("3.0", "all")),  # KIP-679
     ("producers", "enable.idempotence"): (("0.11", False), ("3.0", None)),  # KIP-98, KIP-679
@@ -174,6 +175,9 @@ PROPERTIES: dict[tuple[str, str], Property] = {
     ("producers", "delivery.timeout.ms"): Property(
         since="2.1", came="it came in 2.1 with KIP-91", absent=MAX_INT,
         instead='use retries and request.timeout.ms, or set kafka.version "2.1" or later'),
+    ("producers", "retry.backoff.max.ms"): Property(
+        since="3.7", came="exponential client backoff came in 3.7 with KIP-580", absent=None,
+        instead='leave it out (a constant retry.backoff.ms), or set kafka.version "3.7" or later'),
     ("consumers", "max.poll.records"): Property(
         since="0.10", came="it came in 0.10.0 with KIP-41", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
     ("consumers", "group.instance.id"): Property(
@@ -338,6 +342,10 @@ class Mechanisms:
     consumer_clears_preferred_on_error: bool = False  # 3.5 (KAFKA-14379): a failed fetch, or an error asking for a
     # metadata update, sends the consumer back to the leader; before, only OFFSET_OUT_OF_RANGE, the replica offline
     # in its metadata, or metadata.max.age.ms
+    kip951: bool = False  # 3.7 (KIP-951): a NOT_LEADER_OR_FOLLOWER produce answer names the leader the broker's
+    # metadata cache has (CurrentLeader); the producer sends there at once, without a metadata refresh or backoff
+    producer_snapshot_fsync: bool = False  # 2.8 (KAFKA-9892): a producer-state snapshot is forced to disk, so log
+    # recovery fsyncs once per recovered segment (LogLoader.recoverSegment's takeSnapshot)
     # (ELR itself, the idempotent producer, the count rule: their properties exist only where the version has them)
 
     @property
@@ -369,4 +377,6 @@ def mechanisms(version: str, metadata: str) -> Mechanisms:
         preferred_replica_in_isr=at_least(version, "3.4"),
         follower_completes_delayed_fetch=at_least(version, "3.4"),
         consumer_clears_preferred_on_error=at_least(version, "3.5"),
+        producer_snapshot_fsync=at_least(version, "2.8"),
+        kip951=at_least(version, "3.7"),
     )

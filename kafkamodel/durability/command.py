@@ -29,6 +29,10 @@ RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it
 ASSUMPTIONS = (
     "Failures are Poisson processes with the spec's rates; down times are fixed (broker.restart.ms, broker.pause.ms, "
     "broker.slow.ms, machine.replace.hours, zone.outage.hours, zone.partition.minutes).",
+    "After a crash or a power loss a broker is down for broker.restart.ms (the process's start) plus the log "
+    "recovery its brokers need on average (docs/restarts.md): what each log holds past its checkpointed recovery "
+    "point in a long steady run at the producers' rates, re-read by num.recovery.threads.per.data.dir threads "
+    "(a power loss: from the disk, the unflushed tail gone; a process crash: from the page cache where it holds it).",
     "machine.replace.hours is the whole rebuild: replacement and catch-up (the detailed model's catch-up of a "
     "compressed run is seconds; a real log's is not added).",
     "A broker that is down has no further failure until it is back; back, it is in sync again.",

@@ -34,12 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from ..config.scenario import Scenario
+from ..config.settings import Settings
 from ..folders import write_atomic
 from ..kit import as_finished, progress_bar, stable_hash
 from ..sim.controller.placement import assign
+from ..sim.storage.recovery import scenario_mean_recovery_ms
 from . import windows as W
 from .markov import MINUTES_PER_YEAR
-from .spec import Configuration, DurabilitySpec, Failures, zones_of
+from .spec import MS_PER_YEAR, Configuration, DurabilitySpec, Failures, zones_of
 
 WARMUP_MS = 5000.0  # traffic before the first step
 SETTLE_MS = 5000.0  # beyond detection and lag limits between steps
@@ -96,15 +98,22 @@ class ConfigurationEstimate:
                 "unavailable_minutes_per_year": self.unavailable.rate * MINUTES_PER_YEAR}
 
 
-def rates_of(f: Failures, zones: list | None = None) -> W.Rates:
+def rates_of(f: Failures, zones: list | None = None, scenario=None) -> W.Rates:
     """The window sampler's rates; `zones` (each broker's): a cluster in one zone has no other zone to be cut
-    from, so its zone.partition rate is dropped."""
+    from, so its zone.partition rate is dropped. With the `scenario`, a crash's and a power loss's down time is
+    broker.restart.ms (the process's start) plus the log recovery its brokers need on average
+    (``storage.recovery.scenario_mean_recovery_ms``: what they hold past the recovery point, their disk, threads)."""
     partition = dict(f.partition_per_year) if zones is None or len(set(zones)) > 1 else {}
+    recovery = {}
+    if scenario is not None:
+        settings = Settings.of(scenario)
+        recovery = {"crash_recovery": scenario_mean_recovery_ms(settings, cold=False) / MS_PER_YEAR,
+                    "power_loss_recovery": scenario_mean_recovery_ms(settings, cold=True) / MS_PER_YEAR}
     return W.Rates(f.crash_per_year, f.restart_years, f.machine_per_year, f.replace_years,
                    dict(f.power_loss_per_year), dict(f.outage_per_year), f.outage_years,
                    pause=f.pause_per_year, pause_years=f.pause_years, slow=f.slow_per_year,
                    slow_years=f.slow_years, partition=partition, partition_years=f.partition_years,
-                   machine_crash=f.machine_crash_per_year)
+                   machine_crash=f.machine_crash_per_year, **recovery)
 
 
 def needed_in_sync(scenario) -> int:
@@ -376,7 +385,7 @@ def estimate(spec: DurabilitySpec, progress: bool = True, measure=measure,
     plans, todo = [], {}
     for config in spec.configurations:
         scenario = config.scenario
-        rates = rates_of(spec.failures, zones_of(scenario))
+        rates = rates_of(spec.failures, zones_of(scenario), scenario)
         groups = groups_of(scenario)
         needed = needed_in_sync(scenario)
         by_rules = kafka_rules_apply(scenario)

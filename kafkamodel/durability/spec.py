@@ -10,7 +10,7 @@
       broker.crash.per.year: 1         #   process crashes (the log survives: the page cache outlives a process)
       machine.crash.per.year: 2        #   machine crashes or reboots: the page cache is lost (unflushed data gone),
                                        #   the disk kept; back after broker.restart.ms (a power loss of one broker)
-      broker.restart.ms: 60000         #   back after this
+      broker.restart.ms: 60000         #   the process's start; back after this plus its log recovery (docs/restarts.md)
       machine.failure.per.year: 0.04   #   the machine is replaced: the broker returns with an EMPTY disk
       machine.replace.hours: 24        #   ... this long after (its catch-up from the leaders follows)
       zone.power.loss.per.year: 0.2    #   every broker of the zone at once; unflushed data gone; back after broker.restart.ms

@@ -13,7 +13,7 @@ failure key where its value comes from, or ``assumption: ...``) and
 names: the report's first line compares them), and optionally ``compare``
 (pairs ``[one, other]``: the report's other questions, each a line the same
 way: one zone vs three, 3.9 vs 4.1). Each profile is one run of the
-verb's estimator (``run.run_durability``) into ``RUNS/<profile>/``, every
+verb's estimator (``command.run_durability``) into ``RUNS/<profile>/``, every
 profile sharing one folder of detailed runs (``RUNS/runs``): a killed study, or
 a rerun with more windows, runs only what it has not run. Not part of
 ``make study``: it takes minutes (docs/durability.md gives the measured time).

@@ -116,6 +116,8 @@ class Rates:
     exponential: bool = False  # down times exponential with these means (the Markov chain's law) instead of fixed
     pause: float = 0.0  # stop-the-world pauses per broker
     pause_years: float = 0.0  # each this long
+    crash_recovery: float = 0.0  # years of log recovery after a process crash, on top of restart (storage.recovery)
+    power_loss_recovery: float = 0.0  # the same after a power loss (the page cache cold, the unflushed tail gone)
     slow: float = 0.0  # fail-slow spells per broker
     slow_years: float = 0.0  # each this long
     partition: dict = field(default_factory=dict)  # zone -> per year: cut from the other zones
@@ -177,7 +179,8 @@ def healthy_rate(zones: Sequence[str], rates: Rates) -> float:
 
 def down_years(rates: Rates) -> dict:
     """Each kind's (mean) down time in years."""
-    return {CRASH: rates.restart, POWER_LOSS: rates.restart, DISK_LOSS: rates.replace, ISOLATE: rates.outage_years,
+    return {CRASH: rates.restart + rates.crash_recovery, POWER_LOSS: rates.restart + rates.power_loss_recovery,
+            DISK_LOSS: rates.replace, ISOLATE: rates.outage_years,
             PAUSE: rates.pause_years, SLOW: rates.slow_years, SLOW_LEADER: rates.slow_years,
             ZONE_PARTITION: rates.partition_years}
 

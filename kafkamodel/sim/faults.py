@@ -22,12 +22,13 @@ from .results.measures import (
     FAULT_SKIPPED,
     FAULT_SLOW,
     FAULT_SLOW_END,
+    LOG_RECOVERY,
 )
 
 class FaultInjector:
     """Every scheduled fault: ``fire`` starts one (``START``), ``END`` ends it after its duration.ms."""
 
-    TIMERS = ("fire", "fault_restart", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
+    TIMERS = ("fire", "fault_restart", "logs_loaded", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
 
     def __init__(self, sim, *, producer_network, leader, follower, sessions, server, replica_manager, controller,
                  consumer):
@@ -43,6 +44,9 @@ class FaultInjector:
         self.caches = sim.caches  # broker -> its page cache and disk (what the OS has written back)
         self.client_nodes = sim.layout.client_nodes()
         self.event = sim.recorder.event
+        self.recorder = sim.recorder
+        self.recovery = sim.recovery  # recovery points, and what an unclean start re-reads (storage.recovery)
+        self.loading: set[int] = set()  # brokers whose new process is loading (recovering) its logs
         self.producer_network, self.leader, self.follower = producer_network, leader, follower
         self.sessions, self.server = sessions, server
         self.replica_manager, self.controller, self.consumer = replica_manager, controller, consumer
@@ -105,8 +109,9 @@ class FaultInjector:
         else:
             consumers.leave(g, m)
 
-    def _stop_process(self, b: int) -> bool:
-        """The process is gone: roles, ISR state, waiting requests and fetch sessions with it."""
+    def _stop_process(self, b: int, clean: bool = False) -> bool:
+        """The process is gone: roles, ISR state, waiting requests and fetch sessions with it. A `clean` stop has
+        flushed every log and written their recovery points (and the clean-shutdown marker)."""
         broker = self.brokers[b]
         if not broker.up:
             return False
@@ -115,6 +120,7 @@ class FaultInjector:
         broker.incarnation += 1
         broker.deferred.clear()
         now = self.kernel.now
+        self.recovery.stopped(b, now, clean)
         for p in self.partitions_of[b]:
             rep = self.replicas[p][b]
             if rep.is_leader:
@@ -166,7 +172,7 @@ class FaultInjector:
         for p in self.partitions_of[b]:  # a clean shutdown writes the replication-offset-checkpoint last
             rep = self.replicas[p][b]
             rep.hw_checkpoint = rep.high_watermark
-        self._stop_process(b)
+        self._stop_process(b, clean=True)
         self.controller.health_changed(b)
         return True
 
@@ -206,11 +212,31 @@ class FaultInjector:
 
     def fault_restart(self, b: int, f, held_from: float | None = None) -> None:
         """A new process starts on the old disk: log and checkpointed HW, no roles until the controller speaks.
-        It cannot register while the old process's session lives (ZooKeeper's znode, KRaft's registration):
-        it starts once that session has expired."""
+        It loads its logs first (LogManager.loadLogs): after an unclean shutdown (no clean-shutdown marker) it
+        recovers what lies past each log's checkpointed recovery point (``storage.recovery``), and only then
+        registers. It cannot register while the old process's session lives (ZooKeeper's znode, KRaft's
+        registration): it starts once that session has expired."""
+        broker = self.brokers[b]
+        if broker.up or (held_from is None and b in self.loading):
+            self.event(FAULT_SKIPPED, -1, b, "restart: not down" if broker.up else "restart: already starting")
+            return
+        if held_from is None and broker.unclean_shutdown:
+            ms, nbytes, segments = self.recovery.recover(b, self.kernel.now)
+            self.loading.add(b)
+            self.kernel.schedule(self.kernel.now + ms, self.logs_loaded, b, f, ms, nbytes, segments)
+            return
+        self._register(b, f, held_from)
+
+    def logs_loaded(self, b: int, f, ms: float, nbytes: int, segments: int) -> None:
+        """An unclean start's log recovery is over: the broker may register now."""
+        self.loading.discard(b)
+        self.recorder.recovery_ms.append(ms)
+        self.event(LOG_RECOVERY, -1, b, f"{nbytes} bytes in {segments} segments recovered in {ms:g} ms")
+        self._register(b, f, None)
+
+    def _register(self, b: int, f, held_from: float | None) -> None:
         broker = self.brokers[b]
         if broker.up:
-            self.event(FAULT_SKIPPED, -1, b, "restart: not down")
             return
         until = self.controller.old_session_until(b) if held_from is None else None  # held once: expired by now
         if until is not None:
@@ -219,6 +245,7 @@ class FaultInjector:
         broker.up = True
         self.transport.refresh()
         broker.incarnation += 1
+        self.recovery.started_at(b, self.kernel.now)
         self.replica_manager.start_timers(b)
         self.event(FAULT_RESTART, -1, b, "" if held_from is None else
                    f"held from {held_from:g} ms: the old session lived until now")

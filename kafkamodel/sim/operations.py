@@ -25,7 +25,8 @@ from __future__ import annotations
 from .protocol import CLIENT, CONTROLLER
 from .state import Replica
 from .storage.log import Log
-from .results.measures import BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START
+from .results.measures import (BROKER_CAUGHT_UP, BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START,
+                               OPERATION_UNFINISHED)
 from .results.health import OFFLINE, UNDER_REPLICATED
 
 
@@ -51,6 +52,7 @@ class Operations:
         self.waiting_shutdown: dict = {}  # broker -> what runs once its controlled shutdown is answered
         self.started: list[float] = []  # per operation that began: when
         self.ended: dict[int, float] = {}  # operation -> when it ended
+        self.catch_up_ms: list[float] = []  # per broker a rolling restart started again: until back in every ISR
         self.begin_of = {"controlled_shutdown": self.begin_shutdown, "restart": self.begin_restart,
                          "rolling_restart": self.begin_rolling_restart,
                          "preferred_leader_election": self.begin_preferred_leader_election,
@@ -76,13 +78,20 @@ class Operations:
         self.ended[i] = self.kernel.now
         self.event(OPERATION_END, -1, -1, f"{i}: {self.operations[i].kind}" + (f"; {detail}" if detail else ""))
 
-    def window(self, end_ms: float) -> tuple[float, float] | None:
-        """The first operation's start and the last one's end (an unfinished one: the run's end); None if none
-        began. operation_ms is its length; the produce latency and errors "during the operation" fall in it."""
+    def close(self, end_ms: float) -> tuple[float, float, bool] | None:
+        """At the run's end: an event for each operation that began and has not finished; the first operation's
+        start and the last one's end (an unfinished one: the run's end), and whether every one finished; None if
+        none began. operation_ms is the window's length once all finished (else null); the produce latency and
+        errors "during the operation" fall in the window."""
         if not self.started:
             return None
-        last = end_ms if len(self.ended) < len(self.started) else max(self.ended.values())
-        return min(self.started), last
+        for i, op in enumerate(self.operations[:len(self.started)]):
+            if i not in self.ended:
+                self.event(OPERATION_UNFINISHED, -1, -1, f"{i}: {op.kind}" + (
+                    f"; {len(self.moving[i])} partitions still moving" if self.moving.get(i) else ""))
+        finished = len(self.ended) == len(self.started)
+        last = max(self.ended.values()) if finished else end_ms
+        return min(self.started), last, finished
 
     # ---- a broker's shutdown and restart --------------------------------------------------------------------
 
@@ -143,8 +152,18 @@ class Operations:
         self.when(lambda: self.brokers[b].up and self.in_sync(b), then)
 
     def restart_process(self, b: int, then) -> None:
-        """A new process starts; `then()` at once (a rolling restart's gate counts from here)."""
+        """A new process starts; `then()` at once (a rolling restart's gate counts from here). Once the broker is
+        back in the ISR of every partition it holds, a broker_caught_up event says how long that took from here
+        (its log recovery, if any, included)."""
+        started = self.kernel.now
         self.faults.fault_restart(b, None)
+
+        def caught_up() -> None:
+            ms = self.kernel.now - started
+            self.catch_up_ms.append(ms)
+            self.event(BROKER_CAUGHT_UP, -1, b, f"back in every ISR {ms:g} ms after its process started")
+
+        self.when(lambda: self.brokers[b].up and self.in_sync(b), caught_up)
         then()
 
     # ---- rolling restart ------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
 from .storage.log import Log
+from .storage.recovery import LogRecovery
 
 
 class Simulation:
@@ -152,6 +153,7 @@ class Simulation:
         self.group_coordinator = GroupCoordinator(self)
         self.fetcher = Fetcher(self, self.group_coordinator.groups, self.server, self.consumer_fetch)
         self.consumer = KafkaConsumer(self, self.group_coordinator, self.fetcher)
+        self.recovery = LogRecovery(self)  # recovery points and an unclean start's log recovery (storage.recovery)
         self.faults = FaultInjector(self, producer_network=self.producer_network, leader=self.leader,
                                     follower=self.follower, sessions=self.sessions, server=self.server,
                                     replica_manager=self.replica_manager, controller=self.controller,
@@ -162,6 +164,7 @@ class Simulation:
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
+        self.produce.metadata_cache = self.replica_manager.metadata_leader
         self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
@@ -217,6 +220,7 @@ class Simulation:
         self.availability.close(duration)
         self.producer.finish()
         self.zones.close(duration)
+        window = self.operations.close(self.kernel.now)  # (its unfinished operations' events go in first)
         return build_result(RunEnd(
             settings=settings, scenario=self.scenario.to_dict(), workload=self.workload, batches=self.batches,
             partitions=self.partitions, replicas=self.replicas, topic_first=self.topic_first, groups=self.groups,
@@ -226,7 +230,7 @@ class Simulation:
                      "network": (self.server.net_busy_ms, self.server.network_threads),
                      "replica_fetcher": self.follower.busiest_ms()},
             cpu=self.cpu, caches=self.caches, recorder=self.recorder,
-            operations={"window": self.operations.window(self.kernel.now), **self.health.close(duration),
+            operations={"window": window, "catch_up_ms": self.operations.catch_up_ms, **self.health.close(duration),
                         "reassignment_bytes": self.quotas.moved_bytes, "produce_error_ms": self.producer.error_ms,
                         "throttled_bytes": self.quotas.throttled_bytes,
                         "under_min_isr_ms": self.health.under_min_isr_ms},

@@ -20,6 +20,11 @@ ROLLING = ["operation_ms", "under_min_isr_partition_ms", "offline_partition_ms",
            "not_enough_replicas_errors", "operation_produce_errors"]
 REASSIGN = ["operation_ms", "reassignment_bytes", "throttled_bytes", "under_replicated_partition_ms", DURING, P99]
 PREFERRED = [P99, P999, "produce_latency_ms_p50", "leader_elections"]
+DURING_P999, DURING_MAX = "operation_produce_p999_ms", "operation_produce_max_ms"
+# a rolling restart by Kafka version (3.7: KIP-951's leader hints, KIP-580's backoff), and a larger one
+VERSIONS = [DURING, DURING_P999, DURING_MAX, "producer_metadata_refreshes", "producer_leader_hints", "operation_ms"]
+LARGE = ["operation_ms", "broker_catch_up_ms_max", "broker_recovery_ms_max", "under_min_isr_partition_ms", DURING,
+         DURING_P999, DURING_MAX]
 ELECTIONS = {"preferred": "preferred-leader election", "none": "no election"}
 GATES = {"no_under_replicated": "no under-replicated partitions", "full_isr_5s": "full ISR for 5 s",
          "wait_0s": "no wait"}
@@ -29,7 +34,10 @@ LABELS = {"operation_ms": "duration (s)", "under_min_isr_partition_ms": "partiti
           "not_enough_replicas_errors": "NOT_ENOUGH_REPLICAS", "reassignment_bytes": "bytes moved",
           "under_replicated_partition_ms": "partition-s under-replicated", "produce_latency_ms_p50": "produce p50 (ms)",
           "leader_elections": "leader elections", DURING: "produce p99 during (ms)", P999: "produce p99.9 (ms)",
-          "operation_produce_errors": "produce errors during", "throttled_bytes": "bytes throttled"}
+          "operation_produce_errors": "produce errors during", "throttled_bytes": "bytes throttled",
+          DURING_P999: "produce p99.9 during (ms)", DURING_MAX: "produce max during (ms)",
+          "producer_metadata_refreshes": "metadata refreshes", "producer_leader_hints": "leader hints (KIP-951)",
+          "broker_catch_up_ms_max": "slowest catch-up (ms)", "broker_recovery_ms_max": "longest log recovery (ms)"}
 SECONDS = ("operation_ms", "under_min_isr_partition_ms", "offline_partition_ms", "under_replicated_partition_ms")
 
 
@@ -38,7 +46,7 @@ def _scaled(df: pd.DataFrame, measures: list[str]) -> pd.DataFrame:
     for m in measures:
         if m in SECONDS:
             for c in (m, f"{m}_lo", f"{m}_hi"):
-                df[c] = df[c] / 1000.0
+                df[c] = pd.to_numeric(df[c], errors="coerce") / 1000.0  # null: unfinished (operation_ms)
     return df
 
 
@@ -49,11 +57,9 @@ def rolling(agg: Aggregates) -> pd.DataFrame:
 
 def reassign(agg: Aggregates) -> pd.DataFrame:
     """Per throttle: duration (s), bytes moved, partition-seconds under-replicated, p99; `finished`: the move ended
-    before the run did (else its duration is the rest of the run)."""
+    before the run did (else operation_ms is null: no duration)."""
     df = _scaled(agg.wide(REASSIGN, "reassign"), REASSIGN)
-    run_s = part_settings(agg, "reassign").duration_ms / 1000.0
-    at_s = _reassign_at_ms(agg) / 1000.0
-    df["finished"] = df["operation_ms"] < run_s - at_s - 1e-6
+    df["finished"] = df["operation_ms"].notna()
     df["throttle_bps"] = [_throttle(agg, t) for t in df["throttle"]]
     return df
 
@@ -100,7 +106,7 @@ def rolling_table(agg: Aggregates) -> Table:
 def reassign_table(agg: Aggregates) -> Table:
     df = reassign(agg).sort_values("throttle_bps")
     t = _table(df, ["throttle", "finished"], REASSIGN,
-               f"Unfinished moves count to the run's end. Means over seeds. {interval_method(agg)}")
+               f"An unfinished move has no duration (operation_ms is null). Means over seeds. {interval_method(agg)}")
     return t
 
 
@@ -126,6 +132,9 @@ def rolling_figure(agg: Aggregates):
 def reassign_figure(agg: Aggregates):
     """Duration and the produce p99 during the move, per throttle."""
     df = reassign(agg).sort_values("throttle_bps").assign(series="reassign")
+    run_s = part_settings(agg, "reassign").duration_ms / 1000.0
+    for c in ("operation_ms", "operation_ms_lo", "operation_ms_hi"):  # an unfinished move: drawn to the run's end
+        df[c] = df[c].fillna(run_s - _reassign_at_ms(agg) / 1000.0)
     order = list(df["throttle"])
     fig, axes = plots.figure(2, 1, width=5.6, height=3.4)
     for ax, m in zip(axes, ("operation_ms", DURING)):
@@ -155,6 +164,18 @@ def headline(agg: Aggregates) -> tuple[dict, str]:
         for e in ELECTIONS:
             numbers[f"preferred_lag_{lag}_{e}_p99_ms"] = num(value(p, P99, lag=lag, election=e), 1)
             numbers[f"preferred_lag_{lag}_{e}_p999_ms"] = num(value(p, P999, lag=lag, election=e), 1)
+    v = _scaled(agg.wide(VERSIONS, "roll_versions"), VERSIONS)
+    big = _scaled(agg.wide(LARGE, "roll_large"), LARGE)
+    for x in _choices(agg, "version"):
+        key = x.replace(".", "_")
+        for m, name in ((DURING, "p99"), (DURING_P999, "p999"), (DURING_MAX, "max")):
+            numbers[f"roll_versions_{key}_{name}_ms"] = num(value(v, m, version=x), 1)
+            numbers[f"roll_large_{key}_{name}_ms"] = num(value(big, m, version=x), 1)
+        numbers[f"roll_versions_{key}_refreshes"] = num(value(v, "producer_metadata_refreshes", version=x), 1)
+        numbers[f"roll_versions_{key}_hints"] = num(value(v, "producer_leader_hints", version=x), 1)
+        numbers[f"roll_large_{key}_s"] = num(value(big, "operation_ms", version=x), 1)
+        numbers[f"roll_large_{key}_catch_up_ms"] = num(value(big, "broker_catch_up_ms_max", version=x), 1)
+        numbers[f"roll_large_{key}_under_min_isr_s"] = num(value(big, "under_min_isr_partition_ms", version=x), 2)
     return numbers, answers(agg).splitlines()[0].lstrip("- ")
 
 
@@ -206,7 +227,31 @@ def answers(agg: Aggregates) -> str:
         f"{fmt(value(p, P999, lag=slow, election='none'))} ms "
         f"({fmt(value(p, P999, lag=calm, election='preferred'))} vs {fmt(value(p, P999, lag=calm, election='none'))} ms "
         f"onto a replica that is not slow).")
+    lines.extend(_roll_lines(agg))
     return "\n".join(lines)
+
+
+def _roll_lines(agg: Aggregates) -> list[str]:
+    """The version comparison's and the larger roll's lines (issue 35)."""
+    v = _scaled(agg.wide(VERSIONS, "roll_versions"), VERSIONS)
+    versions = sorted(_choices(agg, "version"), key=lambda x: [int(n) for n in x.split(".")])
+    tails = "; ".join(f"{x}: p99 {fmt(value(v, DURING, version=x))} ms, p99.9 {fmt(value(v, DURING_P999, version=x))} "
+                      f"ms, max {fmt(value(v, DURING_MAX, version=x))} ms, {fmt(value(v, 'producer_metadata_refreshes', version=x))} "
+                      f"metadata refreshes, {fmt(value(v, 'producer_leader_hints', version=x))} leader hints"
+                      for x in versions)
+    big = _scaled(agg.wide(LARGE, "roll_large"), LARGE)
+    s = part_scenario(agg, "roll_large", version=versions[-1])
+    rolls = "; ".join(f"{x}: {fmt(value(big, 'operation_ms', version=x))} s, slowest catch-up "
+                      f"{fmt(value(big, 'broker_catch_up_ms_max', version=x))} ms, log recovery "
+                      f"{fmt(value(big, 'broker_recovery_ms_max', version=x))} ms, "
+                      f"{fmt(value(big, 'under_min_isr_partition_ms', version=x) / 60.0)} partition-minutes under min "
+                      f"ISR, produce p99 / p99.9 / max during {fmt(value(big, DURING, version=x))} / "
+                      f"{fmt(value(big, DURING_P999, version=x))} / {fmt(value(big, DURING_MAX, version=x))} ms"
+                      for x in versions)
+    return [f"- The same rolling restart by version (leaders handed back after each restart), produce tail during the "
+            f"roll: {tails}.",
+            f"- Rolling {s['brokers']} brokers with {number(s['topics'][0]['partitions'])} partitions gated on no "
+            f"under-replicated partitions: {rolls}."]
 
 
 def _choices(agg: Aggregates, param: str) -> dict:
@@ -265,3 +310,43 @@ def preferred_intro(agg: Aggregates) -> str:
             "hands its partitions back to it, or no election runs, while its fetches are "
             f"{number(slow['factor'])}x slower (the `slow` fault, from {seconds(slow['at.ms'])}) or not. The election "
             "itself takes milliseconds, so its cost is read over the whole run against the same run without it.")
+
+
+# ---- a rolling restart by version, and a larger one (issue 35) ---------------------------------------------------------
+
+def versions_table(agg: Aggregates) -> Table:
+    """The same rolling restart (leaders handed back to each restarted broker by the automatic preferred-leader
+    election) per Kafka version: the produce tail during the roll and how the producers found the moved leaders."""
+    df = agg.wide(VERSIONS, "roll_versions").sort_values("version")
+    df = _scaled(df, VERSIONS)
+    return _table(df, ["version"], VERSIONS, f"Means over seeds, their interval in brackets. {interval_method(agg)}")
+
+
+def large_table(agg: Aggregates) -> Table:
+    """The larger rolling restart per version: the roll's duration, the slowest broker's catch-up, its log recovery
+    (none: controlled shutdowns are clean), the exposure and the produce tail during the roll."""
+    df = _scaled(agg.wide(LARGE, "roll_large").sort_values("version"), LARGE)
+    return _table(df, ["version"], LARGE, f"Means over seeds, their interval in brackets. {interval_method(agg)}")
+
+
+def roll_versions_intro(agg: Aggregates) -> str:
+    s = part_scenario(agg, "roll_versions", version=next(iter(_choices(agg, "version"))))
+    op = s["operations"][0]
+    every = s["broker"]["leader.imbalance.check.interval.seconds"]
+    return (f"{s['brokers']} brokers rolled (controlled shutdown, each down {seconds(op['downtime.ms'])}, gated on no "
+            f"under-replicated partitions) with `leader.imbalance.check.interval.seconds` {number(every)}, so the "
+            "automatic preferred-leader election hands each restarted broker its leaderships back while the old "
+            "leaders stay up. Before 3.7 a producer told NOT_LEADER_OR_FOLLOWER waits `retry.backoff.ms` and asks a "
+            "broker for metadata; from 3.7 the answer names the new leader (KIP-951) and resends back off "
+            "exponentially (KIP-580, up to `retry.backoff.max.ms`). The batches in flight to a broker that stops fail "
+            "with its closed connections in every version. docs/restarts.md.")
+
+
+def roll_large_intro(agg: Aggregates) -> str:
+    s = part_scenario(agg, "roll_large", version=next(iter(_choices(agg, "version"))))
+    op, t = s["operations"][0], s["topics"][0]
+    return (f"A larger roll: {s['brokers']} brokers, {number(t['partitions'])} partitions of RF "
+            f"{t['replication.factor']}, {number(s['producers'][0]['rate.per.s'])} records/s, each broker down "
+            f"{seconds(op['downtime.ms'])} and gated on no under-replicated partitions. Not production-sized yet: "
+            "the model's scale work (thousands of partitions at production rates in reasonable time) has not "
+            "landed, so this is as large as the study's sweep runs in seconds per point.")

@@ -75,6 +75,8 @@ class ProduceHandler:
         self.produce_wakes_consumers = not sim.settings.kafka.hw_completes_delayed_fetch
         self.server = self.sessions = self.leader = None  # wired
         self.producer_handle_response = None  # wired: where answers go
+        self.kip951 = sim.settings.kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader
+        self.metadata_cache = None  # wired: broker -> partition -> leader (its metadata cache), for KIP-951's hint
 
     def wire(self, server, producer, sessions, leader) -> None:
         self.server, self.sessions, self.leader = server, sessions, leader
@@ -148,7 +150,7 @@ class ProduceHandler:
         batches = self.batches
         rep = self.replicas[batches.partition[b]][broker]
         if not rep.is_leader:
-            return (b, attempt, NOT_LEADER_OR_FOLLOWER, -1)
+            return (b, attempt, NOT_LEADER_OR_FOLLOWER, self.leader_hint(broker, rep.partition))
         if acks == ACKS_ALL and self.refuses_acks_all(rep):
             self.counters.not_enough_replicas_errors += 1
             return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
@@ -206,17 +208,28 @@ class ProduceHandler:
         for _, _, dp, i in done:
             self._settle(dp, i, error)
 
+    def leader_hint(self, broker: int, p: int) -> int:
+        """KIP-951 (3.7): the leader a NOT_LEADER_OR_FOLLOWER answer names (ProduceResponse's CurrentLeader, from
+        the broker's metadata cache; -1: none, before 3.7, or the cache still names this broker). Carried in the
+        answer's base-offset field, which an error leaves unused."""
+        if not self.kip951:
+            return -1
+        leader = self.metadata_cache[broker][p]
+        return leader if leader != broker else -1
+
     def fail_delayed(self, rep: Replica) -> None:
         """The replica stops leading: its waiting batches hear NOT_LEADER_OR_FOLLOWER."""
         pending, rep.lead.pending = rep.lead.pending, []
+        hint = self.leader_hint(rep.broker, rep.partition)
         for _, _, dp, i in pending:
-            self._settle(dp, i, NOT_LEADER_OR_FOLLOWER)
+            self._settle(dp, i, NOT_LEADER_OR_FOLLOWER, hint)
 
-    def _settle(self, dp: DelayedProduce, i: int, error: int) -> None:
-        """A batch of a request in purgatory is done (committed, or its leader stepped down)."""
+    def _settle(self, dp: DelayedProduce, i: int, error: int, hint: int = -1) -> None:
+        """A batch of a request in purgatory is done (committed, or its leader stepped down: `hint`, KIP-951's
+        current leader)."""
         if error:
             b, attempt, _, _ = dp.results[i]
-            dp.results[i] = (b, attempt, error, -1)
+            dp.results[i] = (b, attempt, error, hint)
         dp.remaining -= 1
         if dp.sealed and not dp.remaining:
             self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer],

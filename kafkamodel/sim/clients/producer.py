@@ -24,6 +24,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from ...config.distributions import Sampler
 from ...config.settings import ProducerSettings, nic_ms_per_byte
 from ..protocol import (
     ACKED,
@@ -46,7 +47,8 @@ class ProducerState:
     """What one producer client tracks while it runs."""
 
     __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "no_leader", "refresh_armed",
-                 "epoch", "next_seq", "next_request", "app", "watch", "pooled", "nic_free", "sender_free")
+                 "refresh_stamp", "last_refresh_ms", "jitter", "failed_at", "epoch", "next_seq", "next_request", "app",
+                 "watch", "pooled", "nic_free", "sender_free")
 
     def __init__(self, index: int, node: int, config: ProducerSettings, acc: Accumulator, partitions: int,
                  brokers: int):
@@ -59,7 +61,11 @@ class ProducerState:
         self.heaps: list[list] = [[] for _ in range(brokers)]  # broker -> (key, partition, stamp) of queues with data
         self.ready: list[set] = [set() for _ in range(brokers)]  # broker -> its partitions whose head is ready
         self.no_leader: set[int] = set()  # partitions with data and no known leader
-        self.refresh_armed = False  # a metadata refresh is scheduled
+        self.refresh_armed = False  # a metadata refresh is scheduled or in flight
+        self.refresh_stamp = 0  # the metadata request in flight (an answer to an older one, or after a timeout, is void)
+        self.last_refresh_ms = float("-inf")  # when the last metadata answer came (Metadata.lastRefreshMs)
+        self.jitter = None  # KIP-580 (3.7+): its backoffs' random factors, draw after draw (ExponentialBackoff)
+        self.failed_at: dict[int, int] = {}  # partition -> the broker its last failed batch was sent to
         self.epoch = [0] * partitions  # partition -> producer epoch; bumped when a batch fails for good (KIP-360)
         self.next_seq = [0] * partitions  # partition -> next sequence number in the current epoch
         self.next_request = 0
@@ -73,8 +79,8 @@ class ProducerState:
 class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
-    MESSAGES = ("handle_response",)
-    TIMERS = ("_ready", "_reconnect", "_refresh", "_block_timeout", "_pool_full", "_written")
+    MESSAGES = ("handle_response", "handle_metadata_request", "handle_metadata_response")
+    TIMERS = ("_ready", "_reconnect", "_refresh", "_metadata_timeout", "_block_timeout", "_pool_full", "_written")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -87,6 +93,7 @@ class ProducerClient:
         self.metadata_process = sim.replica_manager.metadata_process  # broker -> the process that has its cache
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
+        self.kip951 = sim.settings.kafka.kip951  # 3.7+: a new leader (hinted or in metadata) skips the resend backoff
         self.counters = sim.recorder.counters
         self.error_ms: list[float] = []  # when a batch got an error: an error answer, its request failed, or it expired
         self.settings = sim.settings
@@ -118,6 +125,9 @@ class ProducerClient:
             elif w.returns and i in w.returns:
                 ps.watch = PoolWatch(w.returns[i], fmt.record_bytes, config.buffer_memory)
             ps.pooled = ps.app is not None or ps.watch is not None
+            if config.retry_backoff_max_ms is not None:  # KIP-580: CommonClientConfigs.RETRY_BACKOFF_JITTER, 0.2
+                ps.jitter = Sampler({"dist": "uniform", "low": 0.8, "high": 1.2},
+                                    sim.streams(f"producer.backoff[{i}]")).stream
             self.states.append(ps)
         w.returns = None
         w.closed = None
@@ -453,6 +463,11 @@ class ProducerClient:
                 self._completed(ps, b)
             return
         if error == NOT_LEADER_OR_FOLLOWER:
+            if base >= 0:  # KIP-951 (3.7): the answer names the current leader: resend there at once
+                self.counters.producer_leader_hints += 1
+                ps.metadata[p] = base
+                self._retry(ps, b, error, leader_changed=True)
+                return
             ps.metadata[p] = -1  # ask for fresh metadata before the resend
         elif error == OUT_OF_ORDER_SEQUENCE_NUMBER and q.inflight == 0 and (not q.retry or q.retry[0] > b):
             if not self.kip360:  # before 2.5 the batch fails and the producer id is reset (a new epoch, here)
@@ -482,7 +497,10 @@ class ProducerClient:
         ps.epoch[p] += 1
         ps.next_seq[p] = 0
 
-    def _retry(self, ps: ProducerState, b: int, error: int, final: bool = False) -> None:
+    def _retry(self, ps: ProducerState, b: int, error: int, final: bool = False, leader_changed: bool = False) -> None:
+        """Resend the batch after retry.backoff.ms (KIP-580, 3.7: retry.backoff.ms x 2^(attempts - 1), at most
+        retry.backoff.max.ms, times a random factor in [0.8, 1.2]; no backoff once the leader changed,
+        RecordAccumulator.shouldBackoff), or fail it for good."""
         self.error_ms.append(self.kernel.now)
         batches = self.batches
         batches.error[b] = error
@@ -495,10 +513,20 @@ class ProducerClient:
             self._arm(ps, q)
             return
         batches.state[b] = PENDING
+        if q.node >= 0:
+            ps.failed_at[q.p] = q.node
         insort(q.retry, b)
         q.probing = ps.config.enable_idempotence
-        q.backoff_until = self.kernel.now + max(ps.config.retry_backoff_ms, 1.0)
+        q.backoff_until = self.kernel.now + (0.0 if leader_changed else self._backoff_ms(ps, batches.attempt[b]))
         self._arm(ps, q)
+
+    @staticmethod
+    def _backoff_ms(ps: ProducerState, attempts: int) -> float:
+        cfg = ps.config
+        if ps.jitter is None:  # before 3.7: constant
+            return max(cfg.retry_backoff_ms, 1.0)
+        term = cfg.retry_backoff_ms * 2.0 ** max(attempts - 1, 0) * next(ps.jitter)  # ExponentialBackoff.backoff
+        return max(min(term, cfg.retry_backoff_max_ms), 1.0)
 
     def _fail(self, ps: ProducerState, b: int, error: int) -> None:
         if error == DELIVERY_TIMEOUT:  # (the other errors were counted by _retry)
@@ -515,9 +543,13 @@ class ProducerClient:
     # ---- metadata ---------------------------------------------------------------------------------------------
 
     def _request_metadata(self, ps: ProducerState) -> None:
+        """Metadata.requestUpdate: the next metadata request goes out once retry.backoff.ms has passed since the
+        last answer (Metadata.timeToAllowUpdate), at once if that was long ago."""
         if not ps.refresh_armed:
             ps.refresh_armed = True
-            self.kernel.schedule(self.kernel.now + max(ps.config.retry_backoff_ms, 1.0), self._refresh, ps)
+            now = self.kernel.now
+            at = max(now, ps.last_refresh_ms + max(ps.config.retry_backoff_ms, 1.0))
+            self.kernel.schedule(at, self._refresh, ps)
 
     def _least_loaded_node(self, ps: ProducerState, now: float) -> int:
         """NetworkClient.leastLoadedNode: a broker this producer can reach, not backing off, with the fewest of its
@@ -540,19 +572,72 @@ class ProducerClient:
         return best
 
     def _refresh(self, ps: ProducerState) -> None:
-        """A metadata response from the least loaded broker's metadata cache (no broker to ask: no leader yet):
-        partitions waiting for a leader are filed again; records and resends that waited past delivery.timeout.ms
-        fail."""
+        """A metadata request to the least loaded broker (NetworkClient.leastLoadedNode); its answer comes from that
+        broker's metadata cache as it is when the request arrives (it may be stale), one round trip later. No
+        broker to ask: the partitions stay without a leader until the next try."""
+        node = self._least_loaded_node(ps, self.kernel.now)
+        if node < 0:
+            self._answered(ps, None)
+            return
+        ps.refresh_stamp += 1
+        self.counters.producer_metadata_refreshes += 1
+        # refused (the broker's process is gone): the same arguments reach handle_metadata_response, no metadata
+        self.send(ps.node, node, self.handle_metadata_request, (ps.index, ps.refresh_stamp, None, node),
+                  refused=self.handle_metadata_response)
+        self.kernel.schedule(self.kernel.now + ps.config.request_timeout_ms, self._metadata_timeout, ps,
+                             ps.refresh_stamp)
+
+    def _skip_backoff(self, ps: ProducerState, q, leader: int, now: float) -> None:
+        """3.7+ (KIP-951's client side): a resend whose partition now has another leader than the one its batch
+        failed at goes without backoff (RecordAccumulator.shouldBackoff, ProducerBatch.hasLeaderChangedForTheOngoingRetry)."""
+        if self.kip951 and leader >= 0 and ps.failed_at.get(q.p, leader) != leader:
+            del ps.failed_at[q.p]
+            if q.backoff_until > now:
+                q.backoff_until = now
+
+    def handle_metadata_request(self, pi: int, stamp: int, _, node: int) -> None:
+        """At broker `node`: the answer carries its metadata cache's leaders now."""
+        self.send(node, self.states[pi].node, self.handle_metadata_response,
+                  (pi, stamp, tuple(self.metadata_cache[node]), node))
+
+    def _metadata_timeout(self, ps: ProducerState, stamp: int) -> None:
+        if ps.refresh_stamp == stamp and ps.refresh_armed:  # request.timeout.ms without an answer
+            ps.refresh_stamp += 1
+            self._answered(ps, None)
+
+    def handle_metadata_response(self, pi: int, stamp: int, leaders: tuple | None, node: int) -> None:
+        """The metadata answer from `node` (None: the connection was refused; the next try asks another broker)."""
+        ps = self.states[pi]
+        if ps.refresh_stamp != stamp:
+            return
+        ps.refresh_stamp += 1
+        self._answered(ps, leaders)
+
+    def _answered(self, ps: ProducerState, leaders) -> None:
+        """A metadata answer (`leaders`: partition -> leader; None: none came): every partition takes the leader it
+        names (a metadata response carries every partition of the producer's topics), those with data filed under
+        another broker are filed again; partitions waiting for a leader are filed again; records and resends that
+        waited past delivery.timeout.ms fail."""
         ps.refresh_armed = False
         now = self.kernel.now
+        ps.last_refresh_ms = now
         cfg = ps.config
         acc = ps.acc
         waiting, ps.no_leader = ps.no_leader, set()
-        node = self._least_loaded_node(ps, now)
-        cache = self.metadata_cache[node] if node >= 0 else None
+        if leaders is not None:
+            known = ps.metadata
+            for p, leader in enumerate(leaders):
+                if known[p] != leader and p not in waiting:
+                    known[p] = leader
+                    q = acc.queues[p]
+                    if q.node >= 0:
+                        self._skip_backoff(ps, q, leader, now)
+                        self._arm(ps, q)
         for p in sorted(waiting):
             q = acc.queues[p]
-            ps.metadata[p] = cache[p] if cache is not None else -1
+            if leaders is not None or ps.metadata[p] < 0:
+                ps.metadata[p] = leaders[p] if leaders is not None else -1
+                self._skip_backoff(ps, q, ps.metadata[p], now)
             while q.retry and now - self.batches.create_ms[q.retry[0]] >= cfg.delivery_timeout_ms:
                 self._fail(ps, q.retry.pop(0), DELIVERY_TIMEOUT)
             for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):

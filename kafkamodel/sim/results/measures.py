@@ -45,12 +45,18 @@ FAULT_RESUME = _kind("fault_resume", "a paused broker resumed")
 FAULT_SLOW_END = _kind("fault_slow_end", "a slow broker is normal again")
 FAULT_SKIPPED = _kind("fault_skipped", "a scheduled fault had no target (no leader, already down, no such member)")
 FAULT_DISK_LOSS = _kind("fault_disk_loss", "a broker's machine failed: it comes back (after duration.ms) with an empty log")
+LOG_RECOVERY = _kind("log_recovery", "a broker starting after an unclean shutdown recovered its logs before it "
+                                     "registered (detail: bytes and segments re-read, ms)")
 # the faults that start something (a fault's end, or a skipped one, is not one)
 FAULT_STARTS = frozenset({FAULT_CRASH, FAULT_POWER_LOSS, FAULT_RESTART, FAULT_ISOLATE, FAULT_PAUSE, FAULT_SLOW,
                           FAULT_DISK_LOSS})
 # operations, as scheduled (operations)
 OPERATION_START = _kind("operation_start", "a scheduled operation began (detail: its index and kind)")
 OPERATION_END = _kind("operation_end", "an operation finished (a rolling restart: its last gate passed)")
+OPERATION_UNFINISHED = _kind("operation_unfinished", "at the run's end, an operation that began had not finished "
+                                                     "(operation_ms is then null; detail: its index and kind)")
+BROKER_CAUGHT_UP = _kind("broker_caught_up", "a broker a rolling restart started again is back in the ISR of every "
+                                             "partition it holds (detail: ms from its process's start)")
 CONTROLLED_SHUTDOWN = _kind("controlled_shutdown", "the controller answered a broker's controlled shutdown "
                                                    "(its leaderships moved, it left the ISRs)")
 BROKER_SHUTDOWN = _kind("broker_shutdown", "a broker process stopped cleanly (log whole, HW checkpointed)")
@@ -97,6 +103,10 @@ COUNTERS = (
     Measure("consumer_fetch_requests", "count", "consumer fetch requests sent"),
     Measure("consumer_fetches_from_followers", "count", "consumer fetch requests sent to a follower, its preferred read "
                                                        "replica (KIP-392: replica.selector.class)"),
+    Measure("producer_metadata_refreshes", "count", "metadata requests the producers sent to find a partition's "
+                                                    "leader (after NOT_LEADER_OR_FOLLOWER or a lost connection)"),
+    Measure("producer_leader_hints", "count", "NOT_LEADER_OR_FOLLOWER answers that named the new leader (KIP-951, "
+                                              "3.7+): the batch went there at once, without a metadata refresh"),
     Measure("producer_buffer_wait_ms", "ms", "time producers' send() blocked on a full buffer.memory (BufferPool), summed over producers"),
     Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
@@ -195,11 +205,14 @@ SUMMARY = (
     Measure("partition_unavailable_ms_max", "ms", "the same, the longest"),
     Measure("controller_busy_ms", "ms", "the controller thread's work: ZooKeeper writes and reads, or KRaft records "
                                         "and commits (controller.*)"),
+    Measure("broker_recovery_ms_max", "ms", "the longest log recovery of a broker start after an unclean shutdown "
+                                            "(storage.recovery); 0 when every restart was clean or none happened"),
     Measure("controller_queue_max", "partitions", "the most partition changes in one controller batch"),
     Measure("metadata_propagation_ms_p50", "ms", "the controller's decision -> a broker's metadata cache holds it (UpdateMetadata), median"),
     Measure("metadata_propagation_ms_max", "ms", "the same, the longest"),
     Measure("operation_ms", "ms", "operations: from the first operation's start to the last one's end; null without "
-                                  "operations (a reassignment that never finishes ends at the run's end)"),
+                                  "operations, and while one has not finished by the run's end (an "
+                                  "operation_unfinished event says which)"),
     Measure("under_replicated_partition_ms", "partition-ms", "time partitions had an ISR smaller than their replica "
                                                              "list (Kafka's UnderReplicatedPartitions), summed"),
     Measure("under_min_isr_partition_ms", "partition-ms", "time partitions had an ISR below min.insync.replicas "
@@ -209,6 +222,7 @@ SUMMARY = (
     Measure("operation_produce_p50_ms", "ms", "send -> acknowledgement, median over the acknowledged records sent "
                                               "during the operations (operation_ms's window); null without operations"),
     Measure("operation_produce_p99_ms", "ms", "the same, 99th percentile"),
+    Measure("operation_produce_p999_ms", "ms", "the same, 99.9th percentile"),
     Measure("operation_produce_max_ms", "ms", "the same, the longest"),
     Measure("operation_produce_errors", "batches", "errors the producers got during the operations: a batch answered "
                                                    "with an error (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, ...), in "
@@ -216,6 +230,10 @@ SUMMARY = (
                                                    "retried or not; null without operations"),
     Measure("throttled_bytes", "bytes", "bytes throttled replicas fetched under a replication throttle "
                                         "(leader/follower.replication.throttled.rate, KIP-73); 0 when unthrottled"),
+    Measure("broker_catch_up_ms_max", "ms", "rolling restarts: the longest time from a broker's process start to "
+                                            "its return to every ISR it belongs to; null without rolling restarts"),
+    _COUNTED["producer_metadata_refreshes"],
+    _COUNTED["producer_leader_hints"],
     # zones (racks) and their bill (results.zones; docs/zones.md): record bytes as sent (message format overhead in,
     # compressed; request headers and TCP/IP not counted), a byte crossing when its two ends are in different racks
     Measure("cross_zone_bytes", "bytes", "record bytes that crossed zones over the run (produce + replication + "
@@ -281,7 +299,7 @@ class Recorder:
     """The run's events (time_ms, kind, topic, partition, broker, detail) and counters."""
 
     __slots__ = ("kernel", "partitions", "events", "counters", "awaiting_leader", "election_ms", "metadata_propagation_ms",
-                 "controller_busy_ms", "controller_queue_max")
+                 "controller_busy_ms", "controller_queue_max", "recovery_ms")
 
     def __init__(self, kernel, partitions) -> None:
         self.kernel = kernel
@@ -295,6 +313,7 @@ class Recorder:
         self.metadata_propagation_ms: list[float] = []
         self.controller_busy_ms = 0.0  # the controller thread's work (writes, reads, records), summed
         self.controller_queue_max = 0  # the most partition changes in one batch
+        self.recovery_ms: list[float] = []  # each unclean start's log recovery (storage.recovery)
 
     def event(self, kind: str, partition: int = -1, broker: int = -1, detail: str = "") -> None:
         part = self.partitions[partition] if partition >= 0 else None

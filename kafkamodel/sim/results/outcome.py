@@ -74,6 +74,7 @@ def control_summary(end: "RunEnd") -> dict:
         "partition_unavailable_ms_p99": _percentile(down, 99),
         "partition_unavailable_ms_max": float(down.max()) if len(down) else None,
         "controller_busy_ms": float(rec.controller_busy_ms),
+        "broker_recovery_ms_max": float(max(rec.recovery_ms, default=0.0)),
         "controller_queue_max": int(rec.controller_queue_max),
         "metadata_propagation_ms_p50": _percentile(propagation, 50),
         "metadata_propagation_ms_max": float(propagation.max()) if len(propagation) else None,
@@ -83,19 +84,19 @@ def control_summary(end: "RunEnd") -> dict:
 def operation_summary(ops: dict, during: tuple | None) -> dict:
     """The operations' summary keys: operation_ms (the window from the first operation's start to the last one's
     end), partition-ms per state, reassignment_bytes; produce latency over the acknowledged records sent in the
-    window, `during` (its p50, p99 and maximum; None without any), and the producers' errors in it (None without
+    window, `during` (its p50, p99, p99.9 and maximum; None without any), and the producers' errors in it (None without
     operations); throttled_bytes."""
     window = ops["window"]
-    keys = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_max_ms": None,
-            "operation_produce_errors": None}
+    keys = {"operation_produce_p50_ms": None, "operation_produce_p99_ms": None, "operation_produce_p999_ms": None,
+            "operation_produce_max_ms": None, "operation_produce_errors": None}
     if window is not None:
-        start, end = window
+        start, end, _ = window
         if during is not None:
             keys.update(operation_produce_p50_ms=during[0], operation_produce_p99_ms=during[1],
-                        operation_produce_max_ms=during[2])
+                        operation_produce_p999_ms=during[2], operation_produce_max_ms=during[3])
         errors = np.asarray(ops["produce_error_ms"], dtype=float)
         keys["operation_produce_errors"] = int(((errors >= start) & (errors <= end)).sum())
-    return {"operation_ms": None if window is None else window[1] - window[0],
+    return {"operation_ms": None if window is None or not window[2] else window[1] - window[0],
             **{k: ops[k] for k in ("under_replicated_partition_ms", "under_min_isr_partition_ms",
                                    "offline_partition_ms", "reassignment_bytes")},
             **keys, "throttled_bytes": ops["throttled_bytes"]}
@@ -103,7 +104,7 @@ def operation_summary(ops: dict, during: tuple | None) -> dict:
 
 def exact_latencies(end: RunEnd, table: dict) -> dict:
     """The summary's latencies from the per-record columns, exact: produce (p50, p99, p999, mean), e2e (p50, p99,
-    p999), during the operations (p50, p99, max or None), per group and pooled over groups."""
+    p999), during the operations (p50, p99, p999, max or None), per group and pooled over groups."""
     w = end.workload
     produce_latency = (table["ack_ms"] - w.send_ms)[table["acked"]]
     mean = float(produce_latency.mean()) if len(produce_latency) else None  # before the percentiles reorder it
@@ -118,7 +119,7 @@ def exact_latencies(end: RunEnd, table: dict) -> dict:
         sent = (w.send_ms >= window[0]) & (w.send_ms <= window[1])
         latency = (table["ack_ms"] - w.send_ms)[sent & ~np.isnan(table["ack_ms"])]
         if len(latency):
-            during = tuple(float(v) for v in np.percentile(latency, [50, 99, 100], overwrite_input=True))
+            during = tuple(float(v) for v in np.percentile(latency, [50, 99, 99.9, 100], overwrite_input=True))
     groups = {}
     for g in end.groups:
         latency = (g.first_processed_ms - w.send_ms)[~np.isnan(g.first_processed_ms)]
@@ -141,7 +142,8 @@ def streamed_latencies(end: RunEnd, account: BatchAccount) -> dict:
         pooled.merge(gh)
     return {"produce": (*(produce.percentile(q) for q in (50, 99, 99.9)), produce.mean),
             "e2e": tuple(e2e.percentile(q) for q in (50, 99, 99.9)),
-            "during": (during.percentile(50), during.percentile(99), during.max) if during is not None and during.n
+            "during": (during.percentile(50), during.percentile(99), during.percentile(99.9), during.max)
+            if during is not None and during.n
             else None,
             "groups": groups,
             "consume": (pooled.percentile(50), pooled.percentile(99)) if pooled is not None else (None, None)}
@@ -382,6 +384,10 @@ def build_result(end: RunEnd) -> Result:
     summary["consumed_duplicates"] = sum(r["consumed_duplicates"] for r in group_rows)
     summary.update(control_summary(end))
     summary.update(operation_summary(end.operations, latency["during"]))
+    caught = end.operations["catch_up_ms"]
+    summary["broker_catch_up_ms_max"] = float(max(caught)) if caught else None
+    summary["producer_metadata_refreshes"] = c.producer_metadata_refreshes
+    summary["producer_leader_hints"] = c.producer_leader_hints
     summary.update(zone_summary(end, latency["consume"]))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
