@@ -95,6 +95,17 @@ def test_a_waiting_gate_halved_shortens_the_roll_by_half_its_wait_per_broker():
     assert 2 * 4000 - 500 <= saved <= 3 * 4000 + 500
 
 
+def test_a_topic_with_no_replica_above_min_insync_replicas_gets_one_more_and_the_roll_keeps_acks_all_writing():
+    # RF 2 with min.insync.replicas 2: while either replica's broker is down the partition is under min ISR (Kafka:
+    # NotEnoughReplicas); RF 3 leaves 2 in the ISR with one broker down, enough
+    s = load_scenario(cluster(3, rf=2, rate=500))
+    plan = Plan(seeds=(1,), downtime_ms=2000, warmup_ms=1000, durability=False)
+    r = restart_answer(s, plan, simulate)
+    w = r["with_setting"]
+    assert (w["setting"], w["value"], w["today"]) == ("replication.factor of t", 3, 2)
+    assert r["under_min_isr_partition_ms"]["value"] > 0 and w["under_min_isr_partition_ms"]["value"] == 0
+
+
 def test_durability_s_setting_is_the_weakest_topic_s_replication_factor():
     s = load_scenario({**cluster(6, racks=["a", "b", "c"]),
                        "topics": [{"name": "t", "partitions": 12, "replication.factor": 3},

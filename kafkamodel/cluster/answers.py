@@ -315,28 +315,64 @@ def _gate_ms(gate) -> float:
     return float(next(iter(gate.values()))) if isinstance(gate, dict) else 0.0
 
 
-def restart_answer(scenario: Scenario, plan: Plan, simulate, alternative: bool = True) -> dict:
+def restart_answer(scenario: Scenario, plan: Plan, simulate, alternative: bool = True, skipped=None) -> dict:
     out = _restart_runs(scenario, plan, plan.gate, simulate)
     if alternative:
-        out["with_setting"] = restart_alternative(scenario, plan, out, simulate)
+        alt = restart_alternative(scenario, plan, out, simulate)
+        if alt.get("setting"):
+            out["with_setting"] = alt
+        else:
+            out["no_setting"] = alt["why"]
+            if skipped:
+                skipped()
     return out
 
 
+CATCH_UP_SHARE = 0.1  # a catch-up shorter than this share of the downtime: more fetcher threads cannot matter
+
+
+def _isr(scenario, t) -> int:
+    return t.get("min.insync.replicas") or scenario["broker"]["min.insync.replicas"]
+
+
 def restart_alternative(scenario: Scenario, plan: Plan, out: dict, simulate) -> dict:
-    """What moves the roll most: each broker costs its downtime, its followers' catch-up and the gate's wait. A gate
-    that waits longer than the catch-up measured in the runs: the wait halved; else the catch-up: more replica
-    fetcher threads (num.replica.fetchers doubled), each fetching its share of the partitions behind."""
+    """What moves the roll most. Topics whose replication factor is not above min.insync.replicas go under it while
+    any of their replicas is down (acks=all writes fail): one replica more for them. Else each broker costs its
+    downtime, its followers' catch-up and the gate's wait: a gate waiting longer than the catch-up measured in the
+    runs, the wait halved; a catch-up of a tenth of the downtime or more, num.replica.fetchers doubled; else the
+    downtime is the roll, and no property shortens it (no run)."""
     brokers, gate_ms = scenario["brokers"], _gate_ms(plan.gate)
     took = out["operation_ms"]["value"]
     catch_up = max(0.0, took / brokers - plan.downtime_ms - gate_ms) if took is not None else None
-    if gate_ms and (catch_up is None or gate_ms > catch_up):
+    short = [t for t in scenario["topics"] if t["replication.factor"] <= _isr(scenario, t)]
+    if (out["under_min_isr_partition_ms"]["value"] or 0) > 0 and short:
+        names = ", ".join(t["name"] for t in short)
+        given = thaw(scenario.given)
+        grow = all(t["replication.factor"] < brokers for t in short)
+        for t in given["topics"]:
+            for u in short:
+                if t["name"] == u["name"]:
+                    if grow:
+                        t["replication.factor"] = u["replication.factor"] + 1
+                    else:
+                        t["min.insync.replicas"] = u["replication.factor"] - 1
+        rf = {t["replication.factor"] for t in short}
+        key = "replication.factor" if grow else "min.insync.replicas"
+        today = max(rf) if grow else max(_isr(scenario, t) for t in short)
+        alt = {"setting": f"{key} of {names}", "value": today + 1 if grow else min(rf) - 1, "today": today,
+               "why": f"{names} ha{'s' if len(short) == 1 else 've'} no more replicas than min.insync.replicas, so "
+                      "while a broker holding one of them is down acks=all writes to it fail; "
+                      + ("one replica more" if grow else "every broker holds one already: min.insync.replicas one "
+                         "lower (fewer copies per acknowledged record)")}
+        runs = _restart_runs(Scenario(given), plan, plan.gate, simulate)
+    elif gate_ms and (catch_up is None or gate_ms > catch_up):
         (kind,) = plan.gate
         gate = {kind: gate_ms / 2}
         alt = {"setting": f"the gate's {kind}", "value": gate_ms / 2, "today": gate_ms,
                "why": f"each broker waits {_g(gate_ms)} ms at the gate, more than its catch-up "
                       + (f"({_g(round(catch_up))} ms)" if catch_up is not None else "") + ": the wait halved"}
         runs = _restart_runs(scenario, dataclasses.replace(plan, gate=gate), gate, simulate)
-    else:
+    elif catch_up is None or catch_up >= CATCH_UP_SHARE * plan.downtime_ms:
         today = int(scenario["broker"]["num.replica.fetchers"])
         alt = {"setting": "num.replica.fetchers", "value": 2 * today, "today": today,
                "why": "besides the downtime, which no property shortens, each broker's time is its catch-up "
@@ -344,6 +380,10 @@ def restart_alternative(scenario: Scenario, plan: Plan, out: dict, simulate) -> 
                       + f"; num.replica.fetchers ({today} today) sets how many threads fetch it: doubled"}
         runs = _restart_runs(Scenario(changed(scenario, "num.replica.fetchers", 2 * today)), plan, plan.gate,
                              simulate)
+    else:
+        return {"why": f"the roll is its brokers' downtime ({brokers} x {_g(plan.downtime_ms / 1000)} s): each "
+                       f"broker's followers catch up in about {_g(round(catch_up))} ms, under a tenth of it, and "
+                       "the gate does not wait; no Kafka property shortens a broker's downtime"}
     return {**alt, **{k: runs[k] for k in RESTART_MEASURES}, "unfinished_seeds": runs["unfinished_seeds"]}
 
 
@@ -494,7 +534,12 @@ def answers(scenario: Scenario, plan: Plan, simulate=None, inputs: dict | None =
                                              fix["setting"], fix["value"])
             sat["with_setting"] = saturation_alternative(fix, sat["first"], done[fix["setting"]])
         out["broker_death"] = timed("broker_death", death_answer, scenario, plan, simulate)
-        out["rolling_restart"] = timed("rolling_restart", restart_answer, scenario, plan, simulate)
+
+        def skipped():  # the roll's alternative was not run
+            bar.total -= seeds
+            bar.refresh()
+
+        out["rolling_restart"] = timed("rolling_restart", restart_answer, scenario, plan, simulate, True, skipped)
     bar.close()
     if plan.durability:
         out["durability"] = timed("durability", durability_answer, scenario, plan, progress)

@@ -117,7 +117,8 @@ def _saturation_section(a: dict) -> str:
         say += (f" {w['why'][0].upper()}{w['why'][1:]}: with {w['setting']} at {_value(w)} it is "
                 f"{_iv(w['today_busy'], 100, 2)} % busy at today's load and reaches 100 % at about "
                 + (f"{_n(at)}x." if at else "no load (flat)."))
-        rows.append([html.escape(f"{s['first_what']} with {w['setting']} = {_value(w)}"), _iv(w["today_busy"], 100, 2) + " %",
+        rows.append([html.escape(f"{s['first_what']} with {w['setting']} = {_value(w)}"),
+                     _iv(w["today_busy"], 100, 2) + " %",
                      "(1x only)", f"{_n(at)}x" if at else "never (flat)"])
     elif s["first"]:
         say += (f" No Kafka property adds to {s['first_what']}: more brokers or bigger machines do (a scenario with "
@@ -180,6 +181,8 @@ def _restart_section(r: dict) -> str:
                    "the roll did not finish within the run."))
         header.append(f"with {w['setting']} = {_value(w)}")
         rows = [row + [_iv(w[k])] for row, k in zip(rows, keys)]
+    elif r.get("no_setting"):
+        say += f" No setting moves it much: {r['no_setting']}."
     return ("<h2 id='restart'>A rolling restart</h2>" f"<p class='answer'>{html.escape(say)}</p>"
             + _table(header, rows))
 
