@@ -315,6 +315,32 @@ def _gate_ms(gate) -> float:
     return float(next(iter(gate.values()))) if isinstance(gate, dict) else 0.0
 
 
+def grow(scenario: Scenario, topic: dict, rf: int) -> None:
+    """Set a given topic's replication factor to rf; an explicit assignment (``replicas``) gets, in each partition,
+    the brokers it lacks in a rack it does not use yet where there is one, the least loaded first (as an operator's
+    reassignment would add them)."""
+    topic["replication.factor"] = rf
+    if not topic.get("replicas"):
+        return
+    racks = scenario["racks"] or []
+    load = [0] * scenario["brokers"]
+    for t in scenario["topics"]:
+        for replicas in placed(scenario, t):
+            for b in replicas:
+                load[b] += 1
+    out = []
+    for replicas in topic["replicas"]:
+        replicas = list(replicas)
+        while len(replicas) < rf:
+            used = {racks[b % len(racks)] for b in replicas} if racks else set()
+            b = min((b for b in range(scenario["brokers"]) if b not in replicas),
+                    key=lambda b: (bool(racks) and racks[b % len(racks)] in used, load[b], b))
+            replicas.append(b)
+            load[b] += 1
+        out.append(replicas)
+    topic["replicas"] = out
+
+
 def restart_answer(scenario: Scenario, plan: Plan, simulate, alternative: bool = True, skipped=None) -> dict:
     out = _restart_runs(scenario, plan, plan.gate, simulate)
     if alternative:
@@ -348,21 +374,21 @@ def restart_alternative(scenario: Scenario, plan: Plan, out: dict, simulate) -> 
     if (out["under_min_isr_partition_ms"]["value"] or 0) > 0 and short:
         names = ", ".join(t["name"] for t in short)
         given = thaw(scenario.given)
-        grow = all(t["replication.factor"] < brokers for t in short)
+        more = all(t["replication.factor"] < brokers for t in short)
         for t in given["topics"]:
             for u in short:
                 if t["name"] == u["name"]:
-                    if grow:
-                        t["replication.factor"] = u["replication.factor"] + 1
+                    if more:
+                        grow(scenario, t, u["replication.factor"] + 1)
                     else:
                         t["min.insync.replicas"] = u["replication.factor"] - 1
         rf = {t["replication.factor"] for t in short}
-        key = "replication.factor" if grow else "min.insync.replicas"
-        today = max(rf) if grow else max(_isr(scenario, t) for t in short)
-        alt = {"setting": f"{key} of {names}", "value": today + 1 if grow else min(rf) - 1, "today": today,
+        key = "replication.factor" if more else "min.insync.replicas"
+        today = max(rf) if more else max(_isr(scenario, t) for t in short)
+        alt = {"setting": f"{key} of {names}", "value": today + 1 if more else min(rf) - 1, "today": today,
                "why": f"{names} ha{'s' if len(short) == 1 else 've'} no more replicas than min.insync.replicas, so "
                       "while a broker holding one of them is down acks=all writes to it fail; "
-                      + ("one replica more" if grow else "every broker holds one already: min.insync.replicas one "
+                      + ("one replica more" if more else "every broker holds one already: min.insync.replicas one "
                          "lower (fewer copies per acknowledged record)")}
         runs = _restart_runs(Scenario(given), plan, plan.gate, simulate)
     elif gate_ms and (catch_up is None or gate_ms > catch_up):
@@ -442,7 +468,10 @@ def durability_answer(scenario: Scenario, plan: Plan, progress: bool = False, al
         given = thaw(scenario.given)
         for t in given["topics"]:
             if t["name"] == alt["topic"]:
-                t[alt["key"]] = alt["value"]
+                if alt["key"] == "replication.factor":
+                    grow(scenario, t, alt["value"])
+                else:
+                    t[alt["key"]] = alt["value"]
         configurations.append(kit.Configuration("with_setting", {}, Scenario(given)))
     spec = kit.DurabilitySpec(source="cluster report", base=scenario["name"], base_path="",
                               configurations=tuple(configurations), failures=failures, seed=1, windows=plan.windows)
