@@ -1,8 +1,9 @@
 """kafkamodel/sim/faults.py: the faults a scenario schedules, checked on the model's runs (disk_loss: a machine
-replaced, its log gone; slow: a broker whose fetches crawl)."""
+replaced, its log gone; slow: a broker whose fetches crawl; a fault aimed at a rack hits that rack's brokers)."""
 
 from __future__ import annotations
 
+import pytest
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.paths import scenario_path
@@ -81,3 +82,15 @@ def test_a_slow_follower_leaves_the_isr_after_replica_lag_time_max_ms():
             assert len(shrinks) == 1 and 5000 + lag <= shrinks.time_ms.iloc[0] <= 5000 + 1.5 * lag + 100, shrinks
         else:
             assert shrinks.empty, shrinks
+
+
+@pytest.mark.parametrize("target, expected", [("rack:b", {1, 4}), ("*", set(range(6))), (["rack:c", 2, 0], {0, 2, 5})])
+def test_a_fault_on_a_rack_hits_exactly_the_brokers_with_that_broker_rack(target, expected):
+    s = {"name": "zone", "duration.ms": 3000, "brokers": 6, "racks": ["a", "b", "c"],
+         "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+         "producers": [{"topic": "t", "rate.per.s": 500}],
+         "faults": [{"at.ms": 1000, "kind": "power_loss", "broker": target, "duration.ms": 1000}]}
+    events = simulate(s).events
+    hit = events[events["kind"] == "fault_power_loss"]
+    assert sorted(hit["broker"]) == sorted(expected)  # each once
+    assert (hit["time_ms"] == 1000).all()
