@@ -123,3 +123,17 @@ def test_one_replica_more_for_the_weakest_topic_gives_more_nines():
     w = answer["with_setting"]
     assert w["setting"] == "replication.factor of t" and w["value"] == 3
     assert w["loss_probability_per_partition_year"]["value"] < answer["loss_probability_per_partition_year"]["value"]
+
+
+def test_one_replica_more_for_an_assigned_topic_goes_to_a_rack_the_partition_does_not_use():
+    from kafkamodel.cluster.answers import grow
+    from kafkamodel.config.scenario import thaw
+
+    s = load_scenario({**cluster(6, 2, ["a", "b", "c"], 1),
+                       "topics": [{"name": "t", "partitions": 3, "replication.factor": 2,
+                                   "replicas": [[0, 1], [1, 2], [2, 0]]}]})
+    given = thaw(s.given)
+    grow(s, given["topics"][0], 3)
+    for replicas in given["topics"][0]["replicas"]:  # broker i is in rack i % 3: three racks, three replicas
+        assert len(replicas) == 3 and len({b % 3 for b in replicas}) == 3, replicas
+    assert load_scenario(given)["topics"][0]["replication.factor"] == 3  # a valid assignment
