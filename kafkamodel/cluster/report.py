@@ -176,8 +176,11 @@ def _restart_section(r: dict) -> str:
     w = r.get("with_setting")
     if w:
         say += (f" The setting that moves it most is {w['setting']}: {w['why']}. With {w['setting']} at {_value(w)} "
-                + (f"the roll would take {_iv(w['operation_ms'], 1 / 1000)} s and the producers' p99 meanwhile be "
-                   f"{_iv(w['operation_produce_p99_ms'])} ms." if w["operation_ms"]["value"] is not None else
+                + (f"the roll would take {_iv(w['operation_ms'], 1 / 1000)} s, partitions spend "
+                   f"{_iv(w['under_min_isr_partition_ms'], 1 / 1000)} partition-seconds under min.insync.replicas, "
+                   f"the producers' p99 meanwhile be {_iv(w['operation_produce_p99_ms'])} ms with "
+                   f"{_iv(w['operation_produce_errors'])} batches answered with an error."
+                   if w["operation_ms"]["value"] is not None else
                    "the roll did not finish within the run."))
         header.append(f"with {w['setting']} = {_value(w)}")
         rows = [row + [_iv(w[k])] for row, k in zip(rows, keys)]
