@@ -190,6 +190,13 @@ def _restart_section(r: dict) -> str:
             + _table(header, rows))
 
 
+def _cell(x) -> str:
+    """A {value, low, high} with its interval (the value alone when a bound is open), or a number."""
+    if isinstance(x, dict):
+        return _iv(x) if None not in (x["low"], x["high"]) else _n(x["value"])
+    return _n(x)
+
+
 def _nines(n: dict, windows: int) -> str:
     if n["value"] is None:
         return f"at least {_n(n['low'], 2)} nines (no loss in {windows} failure windows per replica layout)"
@@ -217,7 +224,8 @@ def _durability_section(d: dict) -> str:
                 "unavailable_minutes_per_year")
         compare = _table(["", "nines per partition-year", "loss probability per partition-year",
                           "acknowledged records lost per year", "unavailable minutes per year"],
-                         [[html.escape(label)] + [_iv(x[k]) if isinstance(x[k], dict) else _n(x[k]) for k in keys]
+                         [[html.escape(label), html.escape(_nines(x["nines"], d["windows"]))]
+                          + [_cell(x[k]) for k in keys[1:]]
                           for label, x in (("today", d), (f"with {w['setting']} = {_value(w)}", w))])
     return ("<h2 id='durability'>Durability</h2>" f"<p class='answer'>{html.escape(say)}</p>" + compare
             + _table(["failure rate or duration", "value"], rows))
