@@ -107,4 +107,5 @@ class ConsumerFetchPartition(NamedTuple):
     records: list  # (batch, first record, end record, offset of the first) slices below the HW
     next_offset: int  # where the next fetch starts
     error_code: int
-    preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none)
+    preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none);
+    # with NOT_LEADER_OR_FOLLOWER (3.7+, KIP-951) the current leader the broker's metadata cache names (-1: none)

@@ -78,6 +78,8 @@ class ConsumerFetchHandler:
         self.wake_on_follower_hw = kafka.follower_completes_delayed_fetch  # 3.4 (KAFKA-14334)
         self.at_followers: dict[tuple[int, int], dict] = {}  # (partition, broker) -> fetches parked on that follower
         self.server = self.groups = self.consumer_handle_fetch = None  # wired
+        self.kip951 = kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader (CurrentLeader)
+        self.metadata_cache = None  # wired: broker -> partition -> leader (its metadata cache), for KIP-951's hint
 
     def wire(self, server, consumers) -> None:
         self.server = server
@@ -117,7 +119,8 @@ class ConsumerFetchHandler:
         for p, pos, epoch in fetch.parts:
             rep = self.replicas[p].get(fetch.broker)
             if rep is None or not (rep.is_leader or self.followers_serve):
-                answer.append(ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER))
+                answer.append(ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER,
+                                                     self.leader_hint(fetch.broker, p)))
                 continue
             if not rep.is_leader:  # a follower (KIP-392): below the HW it knows, for the epoch it was told
                 if rep.leader_epoch != epoch:
@@ -152,6 +155,15 @@ class ConsumerFetchHandler:
             budget -= size
             answer.append(ConsumerFetchPartition(p, pos, slices, nxt, NONE))
         return answer, total
+
+    def leader_hint(self, broker: int, p: int) -> int:
+        """KIP-951 (3.7): the leader a NOT_LEADER_OR_FOLLOWER partition of a fetch answer names (FetchResponse's
+        CurrentLeader and NodeEndpoints, from the broker's metadata cache; -1: none, before 3.7, or the cache still
+        names this broker). Carried in the preferred-read-replica field, which an error leaves unused."""
+        if not self.kip951:
+            return -1
+        leader = self.metadata_cache[broker][p]
+        return leader if leader != broker else -1
 
     def _preferred(self, rep: Replica, client_rack: str | None, offset: int) -> int:
         """findPreferredReadReplica: the replica the leader's selector names for this consumer (-1: this one)."""
@@ -244,7 +256,9 @@ class ConsumerFetchHandler:
         for fetch in list(rep.lead.consumer_parked):
             if fetch.done:
                 continue
-            answer = [ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER) for p, pos, _ in fetch.parts]
+            answer = [ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER,
+                                             -1 if src == CLIENT else self.leader_hint(rep.broker, p))  # (a reset
+                      for p, pos, _ in fetch.parts]  # names nothing)
             self._answer(fetch, answer, self.kernel.now, src)
         rep.lead.consumer_parked = {}
 
