@@ -108,4 +108,6 @@ class ConsumerFetchPartition(NamedTuple):
     next_offset: int  # where the next fetch starts
     error_code: int
     preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none);
-    # with NOT_LEADER_OR_FOLLOWER (3.7+, KIP-951) the current leader the broker's metadata cache names (-1: none)
+    # with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (3.7+, KIP-951) the current leader the broker's metadata
+    # cache names (CurrentLeader.LeaderId; -1: none)
+    current_leader_epoch: int = -1  # KIP-951: that leader's epoch (CurrentLeader.LeaderEpoch)

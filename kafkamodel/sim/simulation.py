@@ -166,6 +166,7 @@ class Simulation:
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
         self.produce.metadata_cache = self.replica_manager.metadata_leader
         self.consumer_fetch.metadata_cache = self.replica_manager.metadata_leader
+        self.consumer_fetch.metadata_epoch = self.replica_manager.metadata_epoch
         self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)

@@ -47,13 +47,15 @@ ASK_METADATA = (*BACK_TO_LEADER, UNKNOWN_LEADER_EPOCH)  # errors after which the
 class MemberMetadata:
     """One member's metadata (its Metadata object): the leaders it knows, and its metadata refresh's state."""
 
-    __slots__ = ("leaders", "node", "config", "index", "refresh_armed", "refresh_stamp", "last_refresh_ms", "member")
+    __slots__ = ("leaders", "epochs", "node", "config", "index", "refresh_armed", "refresh_stamp", "last_refresh_ms", "member", "group")
 
-    def __init__(self, leaders: list, node: int, config, member):
+    def __init__(self, leaders: list, epochs: list, node: int, config, member, group):
         self.leaders = leaders  # partition -> the leader it knows (-1: none)
+        self.epochs = epochs  # partition -> that leader's epoch
         self.node = node  # its machine (the group's)
         self.config = config  # retry.backoff.ms, request.timeout.ms
         self.member = member
+        self.group = group
         self.index = -1  # its place in the metadata updater's states
         self.refresh_armed = False  # a metadata request is scheduled or in flight
         self.refresh_stamp = 0  # the metadata request in flight
@@ -78,14 +80,16 @@ class Fetcher:
         self.cluster = sim.cluster  # the brokers as the controller believes them: the members' metadata
         self.clears_on_error = sim.settings.kafka.consumer_clears_preferred_on_error  # 3.5 (KAFKA-14379)
         self.kip951 = sim.settings.kafka.kip951  # 3.7: a NOT_LEADER_OR_FOLLOWER partition names the new leader
-        self.metadata_updater = MetadataUpdater(sim, "consumer_metadata_refreshes", self._answered)
+        self.metadata_updater = MetadataUpdater(sim, "consumer_metadata_refreshes", self._answered, epochs=True,
+                                                conn=CONSUMER_CONN)
 
     def metadata(self, g, m) -> MemberMetadata:
         """The member's metadata, the cluster's leaders when it first fetches (its first metadata request is not
         modelled)."""
         md = m.metadata
         if md is None:
-            md = m.metadata = MemberMetadata([part.leader for part in self.partitions], g.node, g.config, m)
+            md = m.metadata = MemberMetadata([part.leader for part in self.partitions],
+                                               [part.leader_epoch for part in self.partitions], g.node, g.config, m, g)
             md.index = self.metadata_updater.register(md, self._load)
         return md
 
@@ -95,9 +99,19 @@ class Fetcher:
         return 1 if b in md.member.pending else 0
 
     def _answered(self, md: MemberMetadata, leaders) -> None:
-        """A metadata answer (None: none came): the member's partitions take the leaders it names."""
-        if leaders is not None:
-            md.leaders[:] = leaders
+        """A metadata answer (None: none came): a partition takes the leader it names unless the member knows a
+        newer leader epoch (Metadata.updateLatestMetadata keeps the newer)."""
+        if leaders is None:
+            return
+        known, epochs = md.leaders, md.epochs
+        moved = False
+        for p, (leader, epoch) in enumerate(zip(*leaders)):
+            if epoch >= epochs[p]:
+                moved = moved or known[p] != leader
+                known[p], epochs[p] = leader, epoch
+        m = md.member
+        if moved and m.alive and m.waiting and m.processing is None:  # the poll loop wakes on the answer
+            self.poll(md.group, m, m.token)  # (ConsumerNetworkClient.poll) and fetches from the new leaders
 
     def connect(self, consumer) -> None:
         """The poll loop an answer wakes (built after it: it fetches through it)."""
@@ -156,7 +170,7 @@ class Fetcher:
                 continue
             b = self.read_replica(m, p, leader, now) if m.preferred else leader
             if b not in m.pending:
-                by_broker.setdefault(b, []).append((p, m.fetched.get(p, RESET), part.leader_epoch))
+                by_broker.setdefault(b, []).append((p, m.fetched.get(p, RESET), md.epochs[p]))
         for b, parts in by_broker.items():
             m.fetch_id += 1
             m.pending[b] = m.fetch_id
@@ -175,15 +189,15 @@ class Fetcher:
 
     def refused(self, broker, conn, handler, args, partitions, nbytes) -> None:
         _, gi, mi, token, fid, parts = args
-        self.handle_fetch(gi, mi, token, fid, broker, [(p, pos, [], pos, NETWORK_EXCEPTION, -1) for p, pos, _ in parts])
+        self.handle_fetch(gi, mi, token, fid, broker, [(p, pos, [], pos, NETWORK_EXCEPTION, -1, -1) for p, pos, _ in parts])
 
-    def _leader_moved(self, g, m, p: int, error: int, hint: int) -> bool:
-        """A fetch error that asks for a metadata update; True: KIP-951's hint named a new leader, taken now."""
+    def _leader_moved(self, g, m, p: int, error: int, hint: int, epoch: int) -> bool:
+        """A fetch error that asks for a metadata update; True: KIP-951's hint named a newer leader, taken now."""
         md = self.metadata(g, m)
         self.metadata_updater.request_update(md, md.index)
-        if error == NOT_LEADER_OR_FOLLOWER and hint >= 0 and md.leaders[p] != hint:
+        if hint >= 0 and epoch > md.epochs[p]:
             self.counters.consumer_leader_hints += 1
-            md.leaders[p] = hint  # Metadata.updatePartitionLeadership
+            md.leaders[p], md.epochs[p] = hint, epoch  # Metadata.updatePartitionLeadership (a newer epoch only)
             return True
         return False
 
@@ -209,11 +223,11 @@ class Fetcher:
         del m.pending[broker]
         m.asked.pop(broker, None)
         failed = hinted = False
-        for p, pos, slices, nxt, error, preferred in parts:
+        for p, pos, slices, nxt, error, preferred, hint_epoch in parts:
             if p not in m.fetched:
                 continue
             if error:
-                if error in ASK_METADATA and self._leader_moved(g, m, p, error, preferred):
+                if error in ASK_METADATA and self._leader_moved(g, m, p, error, preferred, hint_epoch):
                     hinted = True  # KIP-951: the next fetch goes to the new leader at once
                 else:
                     failed = True

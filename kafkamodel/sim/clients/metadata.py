@@ -20,15 +20,18 @@ class MetadataUpdater:
     MESSAGES = ("handle_metadata_request", "handle_metadata_response")
     TIMERS = ("_refresh", "_metadata_timeout")
 
-    def __init__(self, sim, counter: str, answered):
+    def __init__(self, sim, counter: str, answered, epochs: bool = False, conn: int = 0):
         self.kernel = sim.kernel
         self.send = sim.transport.send
         self.brokers = sim.brokers
         self.reachable = sim.transport.reachable
         self.metadata_cache = sim.replica_manager.metadata_leader  # broker -> partition -> leader
         self.metadata_process = sim.replica_manager.metadata_process  # broker -> the process that has its cache
+        self.metadata_epoch = sim.replica_manager.metadata_epoch if epochs else None  # the answers carry the leaders'
+        # epochs too (the consumer's Metadata.update keeps a partition's leader unless the answer's epoch is newer)
         self.counters = sim.recorder.counters
         self.counter = counter  # the summary count of metadata requests sent
+        self.conn = conn  # the connections' kind (their latency draws): the consumers' are their own
         self.answered = answered  # (state, leaders or None) -> None: what the client does with an answer
         self.states: list = []  # index -> a client's state (messages name it by index)
         self.load = {}  # index -> (state, now) -> broker -> None (backing off it) or its requests in flight
@@ -80,14 +83,17 @@ class MetadataUpdater:
         setattr(self.counters, self.counter, getattr(self.counters, self.counter) + 1)
         # refused (the broker's process is gone): the same arguments reach handle_metadata_response, no metadata
         self.send(st.node, node, self.handle_metadata_request, (index, st.refresh_stamp, None, node),
-                  refused=self.handle_metadata_response)
+                  refused=self.handle_metadata_response, conn=self.conn)
         self.kernel.schedule(self.kernel.now + st.config.request_timeout_ms, self._metadata_timeout, index,
                              st.refresh_stamp)
 
     def handle_metadata_request(self, index: int, stamp: int, _, node: int) -> None:
-        """At broker `node`: the answer carries its metadata cache's leaders now."""
-        self.send(node, self.states[index].node, self.handle_metadata_response,
-                  (index, stamp, tuple(self.metadata_cache[node]), node))
+        """At broker `node`: the answer carries its metadata cache's leaders now (and their epochs)."""
+        leaders = tuple(self.metadata_cache[node])
+        if self.metadata_epoch is not None:
+            leaders = (leaders, tuple(self.metadata_epoch[node]))
+        self.send(node, self.states[index].node, self.handle_metadata_response, (index, stamp, leaders, node),
+                  conn=self.conn)
 
     def _metadata_timeout(self, index: int, stamp: int) -> None:
         st = self.states[index]
