@@ -1,4 +1,5 @@
-"""Producers and consumers end to end: partitioners, idempotence, groups, delivery semantics, retention."""
+"""Producers and consumers end to end: partitioners, idempotence, groups, delivery semantics, retention (the
+assignors' documented examples: test_sim_clients_assignors.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkamodel import load_scenario, simulate
-from kafkamodel.sim.clients.assignors import range_assign, range_ceil_assign, roundrobin_assign, sticky_assign
 from kafkamodel.sim.clients.partitioner import murmur2
 from kafkamodel.sim.simulation import Simulation
 
@@ -74,33 +74,6 @@ def test_skew_is_reported():
     assert sorted(one_key.partitions.records.tolist())[:3] == [0, 0, 0]
     spread = simulate(producer_only(keys={"cardinality": 10000}))
     assert spread.summary["partition_skew"] < 1.1
-
-
-# ---- assignors: Kafka's documented examples --------------------------------------
-
-
-def test_range_assignor_matches_kafka():
-    # Kafka's javadoc: 3 partitions, 2 consumers -> C0 [p0, p1], C1 [p2]
-    assert range_assign(["C0", "C1"], [0, 1, 2]) == {"C0": [0, 1], "C1": [2]}
-    # docs/kafka-facts.md: 4 partitions, 3 consumers -> P//C = 1 each, the first P%C = 1 one more
-    assert range_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2], "C2": [3]}
-    # seed 002's ceil(P/C) variant differs there
-    assert range_ceil_assign(["C0", "C1", "C2"], [0, 1, 2, 3]) == {"C0": [0, 1], "C1": [2, 3], "C2": []}
-
-
-def test_roundrobin_assignor_matches_kafka():
-    # javadoc: t0, t1 with 3 partitions each (0-2, 3-5): C0 [t0p0, t0p2, t1p1], C1 [t0p1, t1p0, t1p2]
-    assert roundrobin_assign(["C0", "C1"], list(range(6))) == {"C0": [0, 2, 4], "C1": [1, 3, 5]}
-
-
-def test_sticky_assignor_matches_kafkas_example():
-    # javadoc: t0..t3 with 2 partitions each (t_i p_j = 2i + j), consumers C0, C1, C2
-    first = sticky_assign(["C0", "C1", "C2"], list(range(8)), {})
-    assert first == {"C0": [0, 3, 6], "C1": [1, 4, 7], "C2": [2, 5]}
-    # C1 leaves: C0 and C2 keep everything they had (the javadoc's listing); AbstractStickyAssignor's constrained
-    # builder deals C1's partitions in order to the members under quota, sorted: t0p1 -> C0, t2p0, t3p1 -> C2
-    after = sticky_assign(["C0", "C2"], list(range(8)), first)
-    assert after == {"C0": [0, 3, 6, 1], "C2": [2, 5, 4, 7]}
 
 
 # ---- delivery semantics ----------------------------------------------------------

@@ -8,13 +8,11 @@ codec table cites.
 from __future__ import annotations
 
 import math
-from array import array
 
 import numpy as np
 import pytest
 
 from kafkamodel import load_scenario, simulate
-from kafkamodel.sim.batches import RecordFormat
 from kafkamodel.sim.simulation import Simulation
 
 from kafka_format import legacy_record, v2_batch, v2_capacity, v2_record
@@ -54,21 +52,6 @@ def test_a_v2_batch_of_null_key_records_is_kafkas_size(records, size):
     # by hand for one case: 100-byte values, offset deltas below 64: body 1+1+1+1+2+100+1 = 107, its varint 1 more
     if (records, size) == (10, 100):
         assert b.bytes[0] == 61 + 10 * (107 + 2)
-
-
-def test_keys_and_timestamp_deltas_count_as_kafka_counts_them():
-    times = array("d", [0.0, 10.5, 63.9, 64.0, 64.2, 9000.0, 9000.5])
-    keys = np.array([0, 7, 12, 123, 99999, 5, 1_000_000], dtype=np.int64)
-    f = RecordFormat(2, 100, 1_000_001, "none", 1 << 20)
-    f.attach(times, keys)
-    base = math.floor(times[0])
-    expected = 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
-                        for i, (t, k) in enumerate(zip(times, keys.tolist())))
-    assert f.batch_bytes(0, len(times)) == expected
-    # null keys, the same times: the deltas alone
-    g = RecordFormat(2, 100, None, "none", 1 << 20)
-    g.attach(times, None)
-    assert g.batch_bytes(0, 7) == v2_batch(7, 100, timestamp_deltas=[math.floor(t) - base for t in times])
 
 
 @pytest.mark.parametrize("version,magic", [("0.8", 0), ("0.10", 1)])

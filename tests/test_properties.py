@@ -20,7 +20,7 @@ campaigns). Any other loss fails it.
 Without ELR the same schedules do lose acknowledged records now and then:
 a chain of failures leaves the power-lost broker as the last ISR member and
 it is re-elected with its shortened log (KIP-966's "last replica standing";
-see tests/test_recovery.py). Majority quorum fsyncs before a replica counts
+see tests/test_sim_storage_recovery.py). Majority quorum fsyncs before a replica counts
 (quorum.fsync, as Raft): its schedules add power losses of several brokers at
 once, up to all of them, and still nothing acknowledged may be lost.
 """

@@ -24,7 +24,7 @@ import pytest
 from kafkamodel import simulate
 
 from kafka_format import v2_capacity
-from helpers import fetcher_of, java_hash
+from helpers import fetcher_of
 from shipped import UNLIMITED_MACHINE, ZERO_COSTS
 
 RECORD, BATCH = 100, 16384
@@ -92,15 +92,6 @@ def test_a_slow_follower_that_keeps_up_costs_whole_round_trips_of_its_own_and_le
     assert np.mean(latency_ms) == pytest.approx((in_flight + 0.5) * cycle, rel=0.03)
     assert np.percentile(latency_ms, 99) < (in_flight + 1) * cycle + 5.0
     assert s["backlog_records"] < (in_flight + 1) * 200 * cycle / 1000.0 + CAP
-
-
-def test_fetcher_ids_follow_kafka():
-    from kafkamodel.sim.broker.fetcher import fetcher_id, java_string_hash
-
-    assert java_hash("hello") == 99162322 and java_hash("Aa") == java_hash("BB") == 2112  # Java's documented values
-    for topic in ("t", "orders", "a-much-longer-topic-name-with-unicode-é"):
-        assert java_string_hash(topic) == java_hash(topic)
-        assert [fetcher_id(topic, p, 4) for p in range(50)] == [fetcher_of(topic, p, 4) for p in range(50)]
 
 
 @pytest.mark.parametrize("partitions,fetchers", [(1000, 1), (1000, 4), (2000, 1)])

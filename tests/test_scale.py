@@ -1,8 +1,8 @@
 """Issue 23's speed work keeps the model's numbers: the shortcuts taken for speed give what the plain path gives.
 
 * a keyed batch's bytes, counted in Python for small batches and with NumPy for large ones, are Kafka's
-  (``DefaultRecord.sizeInBytes`` / ``LegacyRecord``, recomputed here by ``kafka_format``) on both sides of the
-  switch;
+  (``DefaultRecord.sizeInBytes`` / ``LegacyRecord``, recomputed by ``kafka_format``) on both sides of the
+  switch (its test: test_sim_batches.py);
 * a broker's periodic tasks walk its replicas through ``ReplicasOf``, a list that must follow a reassignment: the
   replica a move adds gets its HW checkpointed like any other;
 * a run keeps Python's cyclic collector off, event loop included, because the loop makes no reference cycles: a
@@ -12,35 +12,12 @@
 
 from __future__ import annotations
 
-import math
-from array import array
-
-import numpy as np
 import pytest
 
 from kafkamodel.config.scenario import load_scenario
-from kafkamodel.sim.batches import _FEW_KEYS, RecordFormat
 from kafkamodel.sim.engine.kernel import Kernel
 from kafkamodel.sim.simulation import Simulation, simulate
-from kafka_format import legacy_record, v2_record
 from shipped import SCENARIOS
-
-
-@pytest.mark.parametrize("n", [1, 2, _FEW_KEYS, _FEW_KEYS + 1, 40])
-def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(n):
-    rng = np.random.default_rng(n)
-    keys = rng.integers(0, 10 ** rng.integers(1, 8, n), dtype=np.int64)
-    keys[0] = 0  # key-0: one digit
-    times = array("d", sorted(rng.uniform(0.0, 200.0, n).tolist()))
-    v2 = RecordFormat(2, 100, 10 ** 8, "none", 1 << 20)
-    v2.attach(times, keys)
-    base = math.floor(times[0])
-    assert v2.batch_bytes(0, n) == 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
-                                            for i, (t, k) in enumerate(zip(times, keys.tolist())))
-    for magic in (0, 1):
-        legacy = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
-        legacy.attach(times, keys)
-        assert legacy.batch_bytes(0, n) == sum(legacy_record(magic, f"key-{k}".encode(), 100) for k in keys.tolist())
 
 
 def test_the_replica_a_reassignment_adds_has_its_high_watermark_checkpointed():

@@ -17,7 +17,6 @@ import pytest
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.config.settings import LEADER_SELECTOR, RACK_AWARE_SELECTOR
-from kafkamodel.sim.rules.replica_selector import RackAwareReplicaSelector, ReplicaView, preferred_read_replica
 from kafkamodel.sim.simulation import Simulation
 
 LOCAL, CROSS = 0.2, 1.5  # one way, ms
@@ -44,21 +43,6 @@ def scenario(selector=RACK_AWARE_SELECTOR, version="4.1", rate=1000.0, duration=
     for path, value in extra.items():
         s[path] = value
     return load_scenario(s)
-
-
-# ---- the selector, pinned by Kafka's own test case ---------------------------------------------------------------
-
-def test_same_rack_selector():
-    """ReplicaSelectorTest.testSameRackSelector (clients/src/test/.../replica/ReplicaSelectorTest.java)."""
-    replicas = [ReplicaView(0, "rack-a", 4, 0), ReplicaView(1, "rack-a", 2, 5), ReplicaView(2, "rack-b", 3, 3),
-                ReplicaView(3, "rack-b", 4, 2)]
-    leader = replicas[0]
-    select = RackAwareReplicaSelector.select
-    chosen = select("rack-b", replicas, leader)
-    assert chosen.rack == "rack-b" and chosen.broker == 3  # "Expected replica 3 since it is more caught-up"
-    assert select("not-a-rack", replicas, leader) == leader  # "Expect leader when we can't find any nodes in ..."
-    assert select("rack-a", replicas, leader) == leader  # "Expect the leader since it's in rack-a"
-    assert select(None, replicas, leader) == leader  # no client.rack: the leader
 
 
 # ---- the keys, and their refusal -------------------------------------------------------------------------------
@@ -393,19 +377,6 @@ def test_a_follower_moved_away_sends_its_consumers_to_the_leader_from_3_5(versio
     else:
         assert leader_zone not in _reads_by_zone(r, "b", done, age)
         assert leader_zone in _reads_by_zone(r, "b", done, 1500 + age + 2000)
-
-
-def test_from_3_4_the_leader_names_only_an_isr_member():
-    """KAFKA-14372 (3.4): findPreferredReadReplica keeps only ISR members; before, any replica whose LEO has the
-    fetch offset, so a lagging follower out of the ISR is named again and again."""
-    leader = ReplicaView(0, "a", 1000, 0.0)
-    lagging = ReplicaView(1, "b", 600, 40000.0)  # out of the ISR: 40 s since it was caught up
-    for in_isr_only, named in ((False, 1), (True, -1)):
-        got = preferred_read_replica(RackAwareReplicaSelector, "b", leader, [(lagging, 0)], 500, in_isr_only, {0})
-        assert got == named
-    # ... and neither names a replica without the offset (LEO below it) or past its log start
-    assert preferred_read_replica(RackAwareReplicaSelector, "b", leader, [(lagging, 0)], 700, False, {0, 1}) == -1
-    assert preferred_read_replica(RackAwareReplicaSelector, "b", leader, [(lagging, 550)], 500, False, {0, 1}) == -1
 
 
 def test_a_follower_out_of_the_isr_loses_its_consumers_at_their_next_metadata_age():

@@ -219,7 +219,7 @@ def kafka_rules_apply(scenario) -> bool:
     spell and a zone cut off (a leader cut from the controller cannot shrink its ISR, so it acknowledges nothing
     its followers across the cut lack). A paused leader cannot
     acknowledge behind the new leader's back: its ISR shrink is refused (stale leader epoch / zkVersion), so its
-    high watermark stays where the followers' fetches left it (tests/test_durability.py checks both). So an event
+    high watermark stays where the followers' fetches left it (tests/test_durability_estimate.py checks both). So an event
     that leaves an in-sync replica up and intact loses nothing, nor does one that takes the last in-sync replicas down with their logs kept: they come back with
     them and are elected again."""
     return (scenario["replication"] == "isr" and not scenario["broker"]["unclean.leader.election.enable"]

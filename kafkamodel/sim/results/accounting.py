@@ -25,7 +25,7 @@ a walk over the records would give, at a cost that follows the batches:
   offset (a chunk of the group's own array at a time, no per-record table).
 
 The per-record table (``result.records``), when kept, gives the same numbers
-record by record (tests/test_accounting.py checks both ways).
+record by record (tests/test_sim_results_accounting.py checks both ways).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The broker machine's parts on their own: the page cache and disk (storage.disk), the cores and GC (broker.cpu).
+"""storage.disk: the broker machine's page cache and disk on their own (the cores and GC: test_sim_broker_cpu.py).
 
 Each expectation is computed here from the part's numbers and Linux's or the JVM's documented rule."""
 
@@ -6,7 +6,6 @@ from itertools import repeat
 
 import pytest
 
-from kafkamodel.sim.broker.cpu import Cpu
 from kafkamodel.sim.storage.disk import GIB, MIB, PageCache
 
 
@@ -65,28 +64,3 @@ def test_reads_of_data_the_cache_no_longer_holds_go_to_the_disk_at_its_read_band
     assert done == pytest.approx(200.0 + 0.1 + 16 / 200 * 1000)  # one access + 16 MiB at 200 MiB/s
     second = c.read(200.0, 16 * MIB)  # the disk reads one thing at a time
     assert second == pytest.approx(done + 0.1 + 80.0)
-
-
-def test_cores_bound_the_work_that_runs_at_once():
-    class Clock:
-        now = 0.0
-    cpu = Cpu(Clock(), brokers=1, cores=2, young_mib=0, request_kib=0, pause_draws=repeat(10.0))
-    ends = [cpu.run(0, 0.0, 1.0) for _ in range(4)]
-    assert ends == [1.0, 1.0, 2.0, 2.0]  # four 1 ms pieces of work ready at once on two cores
-    assert cpu.busy_ms[0] == 4.0
-
-
-def test_a_young_collection_every_young_generation_allocated_stops_every_thread():
-    class Clock:
-        now = 0.0
-    clock = Clock()
-    cpu = Cpu(clock, brokers=1, cores=4, young_mib=100, request_kib=0, pause_draws=repeat(20.0))
-    rate = 300 * MIB  # bytes allocated per second
-    for ms in range(10000):  # 10 s of 300 MiB/s allocated in 1 ms steps
-        clock.now = float(ms)
-        cpu.allocate(0, rate / 1000)
-    # G1: a young collection each time eden (100 MiB) fills: 3 per second, 20 ms each
-    assert cpu.pauses[0] == int(10 * 300 / 100) - 1 or cpu.pauses[0] == int(10 * 300 / 100)
-    assert cpu.pause_ms[0] / 10 == pytest.approx(300 / 100 * 20, rel=0.05)
-    clock.now = cpu.paused_until[0] - 5.0  # work ready during a pause starts when it ends
-    assert cpu.run(0, clock.now, 1.0) == cpu.paused_until[0] + 1.0
