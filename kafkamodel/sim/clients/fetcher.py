@@ -47,7 +47,8 @@ ASK_METADATA = (*BACK_TO_LEADER, UNKNOWN_LEADER_EPOCH)  # errors after which the
 class MemberMetadata:
     """One member's metadata (its Metadata object): the leaders it knows, and its metadata refresh's state."""
 
-    __slots__ = ("leaders", "epochs", "node", "config", "index", "refresh_armed", "refresh_stamp", "last_refresh_ms", "member", "group")
+    __slots__ = ("leaders", "epochs", "node", "config", "index", "refresh_armed", "refresh_stamp", "last_refresh_ms",
+                 "member", "group")
 
     def __init__(self, leaders: list, epochs: list, node: int, config, member, group):
         self.leaders = leaders  # partition -> the leader it knows (-1: none)
@@ -189,7 +190,8 @@ class Fetcher:
 
     def refused(self, broker, conn, handler, args, partitions, nbytes) -> None:
         _, gi, mi, token, fid, parts = args
-        self.handle_fetch(gi, mi, token, fid, broker, [(p, pos, [], pos, NETWORK_EXCEPTION, -1, -1) for p, pos, _ in parts])
+        self.handle_fetch(gi, mi, token, fid, broker,
+                          [(p, pos, [], pos, NETWORK_EXCEPTION, -1, -1) for p, pos, _ in parts])
 
     def _leader_moved(self, g, m, p: int, error: int, hint: int, epoch: int) -> bool:
         """A fetch error that asks for a metadata update; True: KIP-951's hint named a newer leader, taken now."""
