@@ -63,6 +63,18 @@ def test_each_sentence_carries_the_numbers_of_its_table(tiny_answers):
     restart = _section(page, "restart")
     took = tiny_answers["rolling_restart"]["operation_ms"]
     assert _iv(took, 1 / 1000) in _sentence(restart) and _iv(took) in _cells(restart)
+    # RF 3 over min.insync.replicas 2, no waiting gate, a catch-up of milliseconds: the roll is its 3 x 10 s downtime
+    assert "with_setting" not in tiny_answers["rolling_restart"]
+    assert took["value"] == pytest.approx(3 * 10000, rel=0.05)
+    assert "No setting moves it much: the roll is its brokers' downtime (3 x 10 s)" in _sentence(restart)
+    w = tiny_answers["load_with_setting"]  # nothing is busy at 1,000 records/s: the batch wait, halved
+    assert w["setting"] == "linger.ms" and w["value"] == 2.5  # Kafka 4.x's default of 5, halved
+    assert _iv(w["produce_latency_ms_p50"]) in _sentence(load) and _iv(w["produce_latency_ms_p50"]) in _cells(load)
+    assert w["produce_latency_ms_p50"]["high"] < today["produce_latency_ms_p50"]["low"]  # a shorter wait, a lower p50
+    assert "1x with linger.ms = 2.5" in _cells(load)
+    sat, saturation = tiny_answers["saturation"], _section(page, "saturation")
+    assert sat["first"] == "broker_cpu_utilization_max" and "with_setting" not in sat  # no property adds cores
+    assert "No Kafka property adds to the busiest broker's CPU cores" in _sentence(saturation)
 
 
 def test_the_page_names_its_inputs_and_how_the_runs_were_shortened(tiny_answers):
@@ -72,7 +84,7 @@ def test_the_page_names_its_inputs_and_how_the_runs_were_shortened(tiny_answers)
     s = tiny_answers["shortening"]
     assert "shortened from the scenario's 60 s" in shortened and s["load_run_ms"] == 1000
     assert f"sent {s['records_per_run_today']:,} records" in shortened
-    assert set(s["cpu_seconds"]) == {"load", "broker_death", "rolling_restart"}  # what each part cost, said
+    assert set(s["cpu_seconds"]) == {"load", "load_setting", "broker_death", "rolling_restart"}  # each part's cost
     assert "CPU-s for the rolling restart" in shortened
     assert "http" not in page.split("</style>", 1)[1].replace("kafkamodel", "")  # nothing fetched
 
@@ -117,3 +129,18 @@ def test_the_report_renders_offline_in_chromium(tmp_path):
                                  "What saturates first", "A broker's death", "A rolling restart", "Durability"]
     assert state["images"] and all(i["ok"] and i["alt"] for i in state["images"])
     assert not problems, problems
+
+
+def test_the_progress_bar_counts_every_model_run(capsys):
+    calls = []
+
+    def counted(s):
+        calls.append(s)
+        return __import__("kafkamodel").simulate(s)
+
+    answers(load_scenario(TINY), Plan(seeds=(1,), loads=(1.0,), duration_ms=1000, durability=False), counted,
+            progress=True)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    # 1 load, latency's setting, death twice, the roll once (the downtime is the roll: no alternative to run)
+    assert f" {len(calls)}/{len(calls)} runs" in last, last
+    assert len(calls) == 5

@@ -66,8 +66,16 @@ def _figure(a: dict) -> str:
             "range)</figcaption></figure>")
 
 
+def _value(w: dict) -> str:
+    """A setting's new value as the operator would write it."""
+    return _n(w["value"]) if isinstance(w["value"], (int, float)) else str(w["value"])
+
+
 def _load_section(a: dict) -> str:
     rows = [[f"{r['load']:g}x", _iv(r["records_acked_per_s"])] + [_iv(r[k]) for k in LATENCIES] for r in a["load"]]
+    w = a.get("load_with_setting")
+    if w:
+        rows.append([html.escape(f"1x with {w['setting']} = {_value(w)}"), ""] + [_iv(w[k]) for k in LATENCIES])
     today = next(r for r in a["load"] if r["load"] == 1.0)
     top = a["load"][-1]
     seeds = a["shortening"]["seeds"]
@@ -75,6 +83,10 @@ def _load_section(a: dict) -> str:
            f"p99 {_iv(today['e2e_latency_ms_p99'])} ms; at {top['load']:g}x they are "
            f"{_iv(top['produce_latency_ms_p99'])} ms and {_iv(top['e2e_latency_ms_p99'])} ms (medians of {seeds} "
            "seeds, their range in brackets).")
+    if w:
+        say += (f" The setting that moves today's latency most is {w['setting']}: {w['why']}. With {w['setting']} at "
+                f"{_value(w)} the producers' p50 would be {_iv(w['produce_latency_ms_p50'])} ms (today "
+                f"{_iv(today['produce_latency_ms_p50'])}) and their p99 {_iv(w['produce_latency_ms_p99'])} ms.")
     return ("<h2 id='load'>Latency at today's load, 1.5x and 2x</h2>"
             f"<p class='answer'>{html.escape(say)}</p>"
             + _table(["load", "acknowledged records/s", "produce p50 ms", "produce p99 ms", "produce p99.9 ms",
@@ -99,6 +111,18 @@ def _saturation_section(a: dict) -> str:
                f"({s['method']}).")
     else:
         say = "No resource's utilisation grew with load in these runs."
+    w = s.get("with_setting")
+    if w:
+        at = w["saturates_at_load"]
+        say += (f" {w['why'][0].upper()}{w['why'][1:]}: with {w['setting']} at {_value(w)} it is "
+                f"{_iv(w['today_busy'], 100, 2)} % busy at today's load and reaches 100 % at about "
+                + (f"{_n(at)}x." if at else "no load (flat)."))
+        rows.append([html.escape(f"{s['first_what']} with {w['setting']} = {_value(w)}"),
+                     _iv(w["today_busy"], 100, 2) + " %",
+                     "(1x only)", f"{_n(at)}x" if at else "never (flat)"])
+    elif s["first"]:
+        say += (f" No Kafka property adds to {s['first_what']}: more brokers or bigger machines do (a scenario with "
+                "them, run through this report, says how much).")
     return ("<h2 id='saturation'>What saturates first</h2>"
             f"<p class='answer'>{html.escape(say)}</p>"
             + _table(["resource", "today (% busy)", "at each load run (%)", "100 % at"], rows))
@@ -145,27 +169,57 @@ def _restart_section(r: dict) -> str:
                f" under-replicated; the producers' p99 meanwhile is {_iv(r['operation_produce_p99_ms'])} ms with "
                f"{_iv(r['operation_produce_errors'])} batches answered with an error"
                + (f" ({r['unfinished_seeds']} seed(s) did not finish within the run)." if r["unfinished_seeds"] else "."))
-    rows = [[k.replace("_", " "), _iv(r[k])] for k in ("operation_ms", "under_min_isr_partition_ms",
-                                                        "under_replicated_partition_ms", "operation_produce_p99_ms",
-                                                        "operation_produce_errors")]
+    keys = ("operation_ms", "under_min_isr_partition_ms", "under_replicated_partition_ms", "operation_produce_p99_ms",
+            "operation_produce_errors")
+    rows = [[k.replace("_", " "), _iv(r[k])] for k in keys]
+    header = ["measure (ms, partition-ms or count)", "median (range)"]
+    w = r.get("with_setting")
+    if w:
+        say += (f" The setting that moves it most is {w['setting']}: {w['why']}. With {w['setting']} at {_value(w)} "
+                + (f"the roll would take {_iv(w['operation_ms'], 1 / 1000)} s, partitions spend "
+                   f"{_iv(w['under_min_isr_partition_ms'], 1 / 1000)} partition-seconds under min.insync.replicas, "
+                   f"the producers' p99 meanwhile be {_iv(w['operation_produce_p99_ms'])} ms with "
+                   f"{_iv(w['operation_produce_errors'])} batches answered with an error."
+                   if w["operation_ms"]["value"] is not None else
+                   "the roll did not finish within the run."))
+        header.append(f"with {w['setting']} = {_value(w)}")
+        rows = [row + [_iv(w[k])] for row, k in zip(rows, keys)]
+    elif r.get("no_setting"):
+        say += f" No setting moves it much: {r['no_setting']}."
     return ("<h2 id='restart'>A rolling restart</h2>" f"<p class='answer'>{html.escape(say)}</p>"
-            + _table(["measure (ms, partition-ms or count)", "median (range)"], rows))
+            + _table(header, rows))
+
+
+def _nines(n: dict, windows: int) -> str:
+    if n["value"] is None:
+        return f"at least {_n(n['low'], 2)} nines (no loss in {windows} failure windows per replica layout)"
+    if n["high"] is None:
+        return f"{_n(n['value'], 2)} nines (95 %: {_n(n['low'], 2)} or more)"
+    return f"{_n(n['value'], 2)} nines (95 %: {_n(n['low'], 2)} to {_n(n['high'], 2)})"
 
 
 def _durability_section(d: dict) -> str:
     n, p = d["nines"], d["loss_probability_per_partition_year"]
-    if n["value"] is None:
-        nines = f"at least {_n(n['low'], 2)} nines (no loss in {d['windows']} failure windows per replica layout)"
-    elif n["high"] is None:
-        nines = f"{_n(n['value'], 2)} nines (95 %: {_n(n['low'], 2)} or more)"
-    else:
-        nines = f"{_n(n['value'], 2)} nines (95 %: {_n(n['low'], 2)} to {_n(n['high'], 2)})"
+    nines = _nines(n, d["windows"])
     say = (f"Each partition keeps its acknowledged records through a year with {nines}: a loss probability of "
            f"{_n(p['value'])} per partition-year; {_n(d['acked_records_lost_per_year'])} acknowledged records lost "
            f"and {_n(d['unavailable_minutes_per_year'])} unavailable minutes per year, at the failure rates below "
            "(docs/durability.md: their sources; change them with --failures).")
     rows = [[html.escape(k), _n(v)] for k, v in d["failures"].items()]
-    return ("<h2 id='durability'>Durability</h2>" f"<p class='answer'>{html.escape(say)}</p>"
+    w = d.get("with_setting")
+    compare = ""
+    if w:
+        say += (f" The setting that moves it most is the {w['setting']}: {w['why']}. With it at {_value(w)} "
+                f"(today {w['today']}) a partition would keep its records with {_nines(w['nines'], d['windows'])}; "
+                f"{_n(w['acked_records_lost_per_year'])} acknowledged records lost and "
+                f"{_n(w['unavailable_minutes_per_year'])} unavailable minutes per year.")
+        keys = ("nines", "loss_probability_per_partition_year", "acked_records_lost_per_year",
+                "unavailable_minutes_per_year")
+        compare = _table(["", "nines per partition-year", "loss probability per partition-year",
+                          "acknowledged records lost per year", "unavailable minutes per year"],
+                         [[html.escape(label)] + [_iv(x[k]) if isinstance(x[k], dict) else _n(x[k]) for k in keys]
+                          for label, x in (("today", d), (f"with {w['setting']} = {_value(w)}", w))])
+    return ("<h2 id='durability'>Durability</h2>" f"<p class='answer'>{html.escape(say)}</p>" + compare
             + _table(["failure rate or duration", "value"], rows))
 
 

@@ -47,6 +47,7 @@ class LineBar(tqdm):
         self.every_s, self.every_pct = float(every_s), float(every_pct)
         self._printed_at: float | None = None  # when the last line was written
         self._printed_n = -1  # the count it showed
+        self._printed_total = None  # and the total (a caller may correct it once it knows)
         kwargs.update(mininterval=0, miniters=1, bar_format=LOG_FORMAT, smoothing=SMOOTHING)
         super().__init__(*args, file=_Lines(file or sys.stderr), **kwargs)
 
@@ -62,11 +63,12 @@ class LineBar(tqdm):
                or self._step(self.n) > self._step(max(self._printed_n, 0))
                or (self.total and self.n >= self.total)
                or getattr(self, "_closing", False))
-        if not due or self.n == self._printed_n and not getattr(self, "_closing", False):
+        if not due or (self.n == self._printed_n and self.total == self._printed_total
+                       and not getattr(self, "_closing", False)):
             return True
         self.fp.write(str(self) + "\n")
         self.fp.flush()
-        self._printed_at, self._printed_n = now, self.n
+        self._printed_at, self._printed_n, self._printed_total = now, self.n, self.total
         return True
 
     def close(self):
