@@ -119,6 +119,8 @@ def test_every_consumer_message_travels_on_the_consumers_connections(monkeypatch
         name = action.__func__.__qualname__
         if name == "Server.request":  # a request for a broker's handler threads: whose handler?
             name = args[2].__func__.__qualname__
+        if name.startswith("MetadataUpdater."):  # the metadata requests of the consumers' updater (the fetcher's)
+            return action.__self__.counter == "consumer_metadata_refreshes"
         return name.startswith(("KafkaConsumer.", "Fetcher.", "GroupCoordinator.", "ConsumerFetchHandler."))
 
     def spy(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0, delay=0.0):
@@ -354,3 +356,4 @@ def test_kip_580_backoff_doubles_up_to_retry_backoff_max_ms_with_jitter():
         assert (0.8 * nominal <= ms <= min(1.2 * nominal, 1000)) if nominal < 1000 / 0.8 else ms == 1000
     old = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100}) | {"kafka.version": "3.6"}))
     assert [ProducerClient._backoff_ms(old.producer.states[0], a) for a in (1, 2, 5)] == [100, 100, 100]
+

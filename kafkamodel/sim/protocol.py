@@ -107,4 +107,7 @@ class ConsumerFetchPartition(NamedTuple):
     records: list  # (batch, first record, end record, offset of the first) slices below the HW
     next_offset: int  # where the next fetch starts
     error_code: int
-    preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none)
+    preferred_read_replica: int = -1  # KIP-392: the leader's answer names the replica to fetch from (-1: none);
+    # with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (3.7+, KIP-951) the current leader the broker's metadata
+    # cache names (CurrentLeader.LeaderId; -1: none)
+    current_leader_epoch: int = -1  # KIP-951: that leader's epoch (CurrentLeader.LeaderEpoch)

@@ -165,6 +165,8 @@ class Simulation:
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
         self.produce.metadata_cache = self.replica_manager.metadata_leader
+        self.consumer_fetch.metadata_cache = self.replica_manager.metadata_leader
+        self.consumer_fetch.metadata_epoch = self.replica_manager.metadata_epoch
         self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)
@@ -174,10 +176,11 @@ class Simulation:
         self.group_coordinator.connect(self.consumer)
         self.fetcher.connect(self.consumer)
         # every actor that declares handlers (MESSAGES, TIMERS)
-        self.actors = (self.server, self.producer, self.producer_network, self.leader, self.produce,
-                       self.consumer_fetch, self.sessions, self.follower, self.fetchers, self.replica_manager,
-                       self.controller, self.replication, self.channel, self.group_coordinator, self.fetcher, self.consumer,
-                       self.faults, self.operations, self.timeline, self.zones)
+        self.actors = (self.server, self.producer, self.producer.metadata_updater, self.producer_network, self.leader,
+                       self.produce, self.consumer_fetch, self.sessions, self.follower, self.fetchers,
+                       self.replica_manager, self.fetcher.metadata_updater, self.controller, self.replication,
+                       self.channel, self.group_coordinator, self.fetcher, self.consumer, self.faults, self.operations,
+                       self.timeline, self.zones)
         self._seen_violations: set = set()  # (property, problem) pairs already reported in debug mode
 
     @property

@@ -78,6 +78,9 @@ class ConsumerFetchHandler:
         self.wake_on_follower_hw = kafka.follower_completes_delayed_fetch  # 3.4 (KAFKA-14334)
         self.at_followers: dict[tuple[int, int], dict] = {}  # (partition, broker) -> fetches parked on that follower
         self.server = self.groups = self.consumer_handle_fetch = None  # wired
+        self.kip951 = kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader (CurrentLeader)
+        self.metadata_cache = self.metadata_epoch = None  # wired: broker -> partition -> leader, its epoch (the
+        # broker's metadata cache), for KIP-951's hint
 
     def wire(self, server, consumers) -> None:
         self.server = server
@@ -117,12 +120,13 @@ class ConsumerFetchHandler:
         for p, pos, epoch in fetch.parts:
             rep = self.replicas[p].get(fetch.broker)
             if rep is None or not (rep.is_leader or self.followers_serve):
-                answer.append(ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER))
+                answer.append(ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER,
+                                                     *self.leader_hint(fetch.broker, p)))
                 continue
             if not rep.is_leader:  # a follower (KIP-392): below the HW it knows, for the epoch it was told
                 if rep.leader_epoch != epoch:
                     code = UNKNOWN_LEADER_EPOCH if rep.leader_epoch < epoch else FENCED_LEADER_EPOCH
-                    answer.append(ConsumerFetchPartition(p, pos, [], pos, code))
+                    answer.append(ConsumerFetchPartition(p, pos, [], pos, code, *self.leader_hint(fetch.broker, p)))
                     continue
                 fetch.on_followers.append(p)
             log = rep.log
@@ -152,6 +156,16 @@ class ConsumerFetchHandler:
             budget -= size
             answer.append(ConsumerFetchPartition(p, pos, slices, nxt, NONE))
         return answer, total
+
+    def leader_hint(self, broker: int, p: int) -> tuple[int, int]:
+        """KIP-951 (3.7): the leader and its epoch a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition of a
+        fetch answer names (FetchResponse's CurrentLeader and NodeEndpoints, from the broker's metadata cache;
+        (-1, -1): none, before 3.7, or the cache names this broker). The leader goes in the preferred-read-replica
+        field, which an error leaves unused."""
+        if not self.kip951:
+            return -1, -1
+        leader = self.metadata_cache[broker][p]
+        return (leader, self.metadata_epoch[broker][p]) if leader != broker else (-1, -1)
 
     def _preferred(self, rep: Replica, client_rack: str | None, offset: int) -> int:
         """findPreferredReadReplica: the replica the leader's selector names for this consumer (-1: this one)."""
@@ -244,7 +258,9 @@ class ConsumerFetchHandler:
         for fetch in list(rep.lead.consumer_parked):
             if fetch.done:
                 continue
-            answer = [ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER) for p, pos, _ in fetch.parts]
+            answer = [ConsumerFetchPartition(p, pos, [], pos, NOT_LEADER_OR_FOLLOWER,
+                                             *((-1, -1) if src == CLIENT else self.leader_hint(rep.broker, p)))
+                      for p, pos, _ in fetch.parts]  # (a reset connection names nothing)
             self._answer(fetch, answer, self.kernel.now, src)
         rep.lead.consumer_parked = {}
 

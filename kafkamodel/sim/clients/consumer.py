@@ -33,7 +33,7 @@ from .fetcher import RESET
 class Member:
     __slots__ = ("index", "id", "alive", "assignment", "positions", "fetched", "buffer", "pending", "waiting", "token",
                  "fetch_id", "started_ms", "last_commit_ms", "processing", "busy", "leaving", "generation",
-                 "incarnation", "expired", "instance_id", "restart_after", "told", "hearing", "preferred", "asked")
+                 "incarnation", "expired", "instance_id", "restart_after", "told", "hearing", "preferred", "asked", "metadata")
 
     def __init__(self, index: int, group: str, now: float, incarnation: int = 0):
         self.index = index  # place in the group's member list
@@ -61,6 +61,7 @@ class Member:
         self.hearing = -1  # the rebalance its next heartbeat answer will tell it of
         self.preferred: dict[int, tuple] = {}  # partition -> (preferred read replica, expiry ms) (KIP-392)
         self.asked: dict[int, list] = {}  # broker -> the partitions of its fetch in flight there
+        self.metadata = None  # its metadata (fetcher.MemberMetadata), from its first fetch
 
     @property
     def in_group(self) -> bool:

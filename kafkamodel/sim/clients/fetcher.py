@@ -19,16 +19,48 @@ position. From 3.5 (KAFKA-14379) a failed fetch (a refused or reset connection,
 no answer) and the errors that ask for a metadata update (NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH) send it back as well. The fetch names the leader epoch of
 the member's metadata, which a follower checks.
+
+Finding a moved leader (issue 35): each member has its own metadata (the leaders as the cluster's metadata
+named them when it first fetched). A fetch answer's NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH or
+UNKNOWN_LEADER_EPOCH, a lost connection, or a partition without a known leader asks for a metadata update
+(FetchCollector.handleInitializeErrors' requestMetadataUpdate; NetworkClient on a disconnect), sent by the
+producer's rule (``clients.metadata``: to the least loaded broker once ``retry.backoff.ms`` has passed since the
+last answer, answered from its metadata cache one round trip later), and the member polls again after
+``retry.backoff.ms``. From 3.7 (KIP-951) a NOT_LEADER_OR_FOLLOWER partition names the leader the broker's
+metadata cache has (CurrentLeader, NodeEndpoints); the member takes it at once (Metadata.updatePartitionLeadership,
+AbstractFetch.handleFetchSuccess) and fetches there without the backoff; the metadata update is still asked for,
+as Kafka's consumer does.
 """
 
 from __future__ import annotations
 
 from ..protocol import (CONSUMER_CONN, FENCED_LEADER_EPOCH, NETWORK_EXCEPTION, NOT_LEADER_OR_FOLLOWER,
-                        OFFSET_OUT_OF_RANGE)
+                        OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH)
 from ..results.measures import OFFSET_RESET
+from .metadata import MetadataUpdater
 
 RESET = -1  # position unknown: auto.offset.reset decides at the leader
 BACK_TO_LEADER = (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, NETWORK_EXCEPTION)  # 3.5: requestMetadataUpdate
+ASK_METADATA = (*BACK_TO_LEADER, UNKNOWN_LEADER_EPOCH)  # errors after which the member asks for a metadata update
+
+
+class MemberMetadata:
+    """One member's metadata (its Metadata object): the leaders it knows, and its metadata refresh's state."""
+
+    __slots__ = ("leaders", "epochs", "node", "config", "index", "refresh_armed", "refresh_stamp", "last_refresh_ms",
+                 "member", "group")
+
+    def __init__(self, leaders: list, epochs: list, node: int, config, member, group):
+        self.leaders = leaders  # partition -> the leader it knows (-1: none)
+        self.epochs = epochs  # partition -> that leader's epoch
+        self.node = node  # its machine (the group's)
+        self.config = config  # retry.backoff.ms, request.timeout.ms
+        self.member = member
+        self.group = group
+        self.index = -1  # its place in the metadata updater's states
+        self.refresh_armed = False  # a metadata request is scheduled or in flight
+        self.refresh_stamp = 0  # the metadata request in flight
+        self.last_refresh_ms = float("-inf")  # when the last metadata answer came (Metadata.lastRefreshMs)
 
 
 class Fetcher:
@@ -48,6 +80,39 @@ class Fetcher:
         self.broker_handle_consumer_fetch = broker_side.handle_consumer_fetch
         self.cluster = sim.cluster  # the brokers as the controller believes them: the members' metadata
         self.clears_on_error = sim.settings.kafka.consumer_clears_preferred_on_error  # 3.5 (KAFKA-14379)
+        self.kip951 = sim.settings.kafka.kip951  # 3.7: a NOT_LEADER_OR_FOLLOWER partition names the new leader
+        self.metadata_updater = MetadataUpdater(sim, "consumer_metadata_refreshes", self._answered, epochs=True,
+                                                conn=CONSUMER_CONN)
+
+    def metadata(self, g, m) -> MemberMetadata:
+        """The member's metadata, the cluster's leaders when it first fetches (its first metadata request is not
+        modelled)."""
+        md = m.metadata
+        if md is None:
+            md = m.metadata = MemberMetadata([part.leader for part in self.partitions],
+                                               [part.leader_epoch for part in self.partitions], g.node, g.config, m, g)
+            md.index = self.metadata_updater.register(md, self._load)
+        return md
+
+    @staticmethod
+    def _load(md: MemberMetadata, now: float, b: int) -> int:
+        """For NetworkClient.leastLoadedNode: the member's requests in flight to broker `b` (a fetch or none)."""
+        return 1 if b in md.member.pending else 0
+
+    def _answered(self, md: MemberMetadata, leaders) -> None:
+        """A metadata answer (None: none came): a partition takes the leader it names unless the member knows a
+        newer leader epoch (Metadata.updateLatestMetadata keeps the newer)."""
+        if leaders is None:
+            return
+        known, epochs = md.leaders, md.epochs
+        moved = False
+        for p, (leader, epoch) in enumerate(zip(*leaders)):
+            if epoch >= epochs[p]:
+                moved = moved or known[p] != leader
+                known[p], epochs[p] = leader, epoch
+        m = md.member
+        if moved and m.alive and m.waiting and m.processing is None:  # the poll loop wakes on the answer
+            self.poll(md.group, m, m.token)  # (ConsumerNetworkClient.poll) and fetches from the new leaders
 
     def connect(self, consumer) -> None:
         """The poll loop an answer wakes (built after it: it fetches through it)."""
@@ -94,23 +159,26 @@ class Fetcher:
         by_broker: dict[int, list] = {}
         now = self.kernel.now
         partitions = self.partitions
+        md = self.metadata(g, m)
+        known = md.leaders
         for p in m.assignment:
             if p in m.buffer:
                 continue
             part = partitions[p]
-            leader = part.leader  # the client's metadata, refreshed from the controller
+            leader = known[p]  # the member's metadata
             if leader < 0:
+                self.metadata_updater.request_update(md, md.index)  # no leader known: ask
                 continue
             b = self.read_replica(m, p, leader, now) if m.preferred else leader
             if b not in m.pending:
-                by_broker.setdefault(b, []).append((p, m.fetched.get(p, RESET), part.leader_epoch))
+                by_broker.setdefault(b, []).append((p, m.fetched.get(p, RESET), md.epochs[p]))
         for b, parts in by_broker.items():
             m.fetch_id += 1
             m.pending[b] = m.fetch_id
             m.asked[b] = parts
             counters = self.counters
             counters.consumer_fetch_requests += 1
-            if any(partitions[p].leader != b for p, _, _ in parts):
+            if any(known[p] != b for p, _, _ in parts):
                 counters.consumer_fetches_from_followers += 1
             self.send(g.node, b, self.server_request,
                       (b, None, self.broker_handle_consumer_fetch, (b, g.index, m.index, m.token, m.fetch_id, parts),
@@ -122,7 +190,18 @@ class Fetcher:
 
     def refused(self, broker, conn, handler, args, partitions, nbytes) -> None:
         _, gi, mi, token, fid, parts = args
-        self.handle_fetch(gi, mi, token, fid, broker, [(p, pos, [], pos, NETWORK_EXCEPTION, -1) for p, pos, _ in parts])
+        self.handle_fetch(gi, mi, token, fid, broker,
+                          [(p, pos, [], pos, NETWORK_EXCEPTION, -1, -1) for p, pos, _ in parts])
+
+    def _leader_moved(self, g, m, p: int, error: int, hint: int, epoch: int) -> bool:
+        """A fetch error that asks for a metadata update; True: KIP-951's hint named a newer leader, taken now."""
+        md = self.metadata(g, m)
+        self.metadata_updater.request_update(md, md.index)
+        if hint >= 0 and epoch > md.epochs[p]:
+            self.counters.consumer_leader_hints += 1
+            md.leaders[p], md.epochs[p] = hint, epoch  # Metadata.updatePartitionLeadership (a newer epoch only)
+            return True
+        return False
 
     def fetch_timeout(self, g, m, token: int, broker: int, fid: int) -> None:
         if m.alive and token == m.token and m.pending.get(broker) == fid:
@@ -131,6 +210,8 @@ class Fetcher:
             if self.clears_on_error:  # handleFetchFailure (3.5): the session's partitions go back to the leader
                 for p, _, _ in parts:
                     m.preferred.pop(p, None)
+            md = self.metadata(g, m)
+            self.metadata_updater.request_update(md, md.index)  # the connection is closed: metadata is refreshed
             if m.waiting:
                 self.poll(g, m, m.token)
 
@@ -143,12 +224,15 @@ class Fetcher:
             return
         del m.pending[broker]
         m.asked.pop(broker, None)
-        failed = False
-        for p, pos, slices, nxt, error, preferred in parts:
+        failed = hinted = False
+        for p, pos, slices, nxt, error, preferred, hint_epoch in parts:
             if p not in m.fetched:
                 continue
             if error:
-                failed = True
+                if error in ASK_METADATA and self._leader_moved(g, m, p, error, preferred, hint_epoch):
+                    hinted = True  # KIP-951: the next fetch goes to the new leader at once
+                else:
+                    failed = True
                 if error == OFFSET_OUT_OF_RANGE:
                     if m.preferred.pop(p, None) is not None:
                         continue  # from a follower: back to the leader, the position kept
@@ -179,5 +263,5 @@ class Fetcher:
             elif failed:
                 m.busy = True
                 self.kernel.schedule(self.kernel.now + max(g.config.retry_backoff_ms, 1.0), self.poll, g, m, m.token)
-            elif not m.pending:
+            elif hinted or not m.pending:  # (KIP-951: a named leader is fetched from at once, without the backoff)
                 self.poll(g, m, m.token)  # nothing came within fetch.max.wait.ms (or a replica was named): fetch again

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...config.distributions import Sampler
 from ...config.settings import ProducerSettings, nic_ms_per_byte
+from .metadata import MetadataUpdater
 from ..protocol import (
     ACKED,
     DELIVERY_TIMEOUT,
@@ -79,8 +80,8 @@ class ProducerState:
 class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
-    MESSAGES = ("handle_response", "handle_metadata_request", "handle_metadata_response")
-    TIMERS = ("_ready", "_reconnect", "_refresh", "_metadata_timeout", "_block_timeout", "_pool_full", "_written")
+    MESSAGES = ("handle_response",)
+    TIMERS = ("_ready", "_reconnect", "_block_timeout", "_pool_full", "_written")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -89,8 +90,7 @@ class ProducerClient:
         self.partitions = sim.partitions  # the controller's view, the producers' metadata at the start
         self.brokers = sim.brokers
         self.reachable = sim.transport.reachable
-        self.metadata_cache = sim.replica_manager.metadata_leader  # broker -> partition -> leader, for metadata requests
-        self.metadata_process = sim.replica_manager.metadata_process  # broker -> the process that has its cache
+        self.metadata_updater = MetadataUpdater(sim, "producer_metadata_refreshes", self._answered)  # (clients.metadata)
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.kip951 = sim.settings.kafka.kip951  # 3.7+: a new leader (hinted or in metadata) skips the resend backoff
@@ -129,6 +129,7 @@ class ProducerClient:
                 ps.jitter = Sampler({"dist": "uniform", "low": 0.8, "high": 1.2},
                                     sim.streams(f"producer.backoff[{i}]")).stream
             self.states.append(ps)
+            self.metadata_updater.register(ps, self._load)
         w.returns = None
         w.closed = None
         self.on_ready = self._ready  # bound once: it goes on the heap for every batch
@@ -543,49 +544,14 @@ class ProducerClient:
     # ---- metadata ---------------------------------------------------------------------------------------------
 
     def _request_metadata(self, ps: ProducerState) -> None:
-        """Metadata.requestUpdate: the next metadata request goes out once retry.backoff.ms has passed since the
-        last answer (Metadata.timeToAllowUpdate), at once if that was long ago."""
-        if not ps.refresh_armed:
-            ps.refresh_armed = True
-            now = self.kernel.now
-            at = max(now, ps.last_refresh_ms + max(ps.config.retry_backoff_ms, 1.0))
-            self.kernel.schedule(at, self._refresh, ps)
+        """Metadata.requestUpdate (clients.metadata: once retry.backoff.ms has passed since the last answer)."""
+        self.metadata_updater.request_update(ps, ps.index)
 
-    def _least_loaded_node(self, ps: ProducerState, now: float) -> int:
-        """NetworkClient.leastLoadedNode: a broker this producer can reach, not backing off, with the fewest of its
-        requests in flight; ties go to the first from an offset (Kafka draws it at random; here the producer's
-        index). A paused broker is passed over: it would not answer, and the client would ask another after
-        request.timeout.ms, which the model's refresh (it takes no time) does not wait; so is a restarted
-        process before the controller sent it every partition's metadata (it does not serve clients before it
-        registered). -1: none."""
-        n = len(self.brokers)
-        best, best_key = -1, None
-        serving = self.metadata_process
-        for b in range(n):
-            conn, broker = ps.conns[b], self.brokers[b]
-            if (not broker.up or broker.paused or serving[b] != broker.incarnation or conn.backoff_until > now
-                    or not self.reachable(ps.node, b)):
-                continue
-            key = (len(conn.inflight), (b - ps.index) % n)
-            if best_key is None or key < best_key:
-                best, best_key = b, key
-        return best
-
-    def _refresh(self, ps: ProducerState) -> None:
-        """A metadata request to the least loaded broker (NetworkClient.leastLoadedNode); its answer comes from that
-        broker's metadata cache as it is when the request arrives (it may be stale), one round trip later. No
-        broker to ask: the partitions stay without a leader until the next try."""
-        node = self._least_loaded_node(ps, self.kernel.now)
-        if node < 0:
-            self._answered(ps, None)
-            return
-        ps.refresh_stamp += 1
-        self.counters.producer_metadata_refreshes += 1
-        # refused (the broker's process is gone): the same arguments reach handle_metadata_response, no metadata
-        self.send(ps.node, node, self.handle_metadata_request, (ps.index, ps.refresh_stamp, None, node),
-                  refused=self.handle_metadata_response)
-        self.kernel.schedule(self.kernel.now + ps.config.request_timeout_ms, self._metadata_timeout, ps,
-                             ps.refresh_stamp)
+    @staticmethod
+    def _load(ps: ProducerState, now: float, b: int):
+        """For NetworkClient.leastLoadedNode: None while backing off broker `b`, else its requests in flight."""
+        conn = ps.conns[b]
+        return None if conn.backoff_until > now else len(conn.inflight)
 
     def _skip_backoff(self, ps: ProducerState, q, leader: int, now: float) -> None:
         """3.7+ (KIP-951's client side): a resend whose partition now has another leader than the one its batch
@@ -595,32 +561,12 @@ class ProducerClient:
             if q.backoff_until > now:
                 q.backoff_until = now
 
-    def handle_metadata_request(self, pi: int, stamp: int, _, node: int) -> None:
-        """At broker `node`: the answer carries its metadata cache's leaders now."""
-        self.send(node, self.states[pi].node, self.handle_metadata_response,
-                  (pi, stamp, tuple(self.metadata_cache[node]), node))
-
-    def _metadata_timeout(self, ps: ProducerState, stamp: int) -> None:
-        if ps.refresh_stamp == stamp and ps.refresh_armed:  # request.timeout.ms without an answer
-            ps.refresh_stamp += 1
-            self._answered(ps, None)
-
-    def handle_metadata_response(self, pi: int, stamp: int, leaders: tuple | None, node: int) -> None:
-        """The metadata answer from `node` (None: the connection was refused; the next try asks another broker)."""
-        ps = self.states[pi]
-        if ps.refresh_stamp != stamp:
-            return
-        ps.refresh_stamp += 1
-        self._answered(ps, leaders)
-
     def _answered(self, ps: ProducerState, leaders) -> None:
         """A metadata answer (`leaders`: partition -> leader; None: none came): every partition takes the leader it
         names (a metadata response carries every partition of the producer's topics), those with data filed under
         another broker are filed again; partitions waiting for a leader are filed again; records and resends that
         waited past delivery.timeout.ms fail."""
-        ps.refresh_armed = False
         now = self.kernel.now
-        ps.last_refresh_ms = now
         cfg = ps.config
         acc = ps.acc
         waiting, ps.no_leader = ps.no_leader, set()

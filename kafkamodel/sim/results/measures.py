@@ -107,6 +107,12 @@ COUNTERS = (
                                                     "leader (after NOT_LEADER_OR_FOLLOWER or a lost connection)"),
     Measure("producer_leader_hints", "count", "NOT_LEADER_OR_FOLLOWER answers that named the new leader (KIP-951, "
                                               "3.7+): the batch went there at once, without a metadata refresh"),
+    Measure("consumer_metadata_refreshes", "count", "metadata requests the consumers sent to find a partition's "
+                                                    "leader (after NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH or a lost "
+                                                    "connection in a fetch, or no leader known)"),
+    Measure("consumer_leader_hints", "count", "fetch answers' NOT_LEADER_OR_FOLLOWER partitions that named the new "
+                                              "leader (KIP-951, 3.7+: CurrentLeader): the next fetch went there at "
+                                              "once, without waiting for the metadata refresh"),
     Measure("producer_buffer_wait_ms", "ms", "time producers' send() blocked on a full buffer.memory (BufferPool), summed over producers"),
     Measure("buffer_exhausted_records", "records", "records whose send() failed after max.block.ms (never sent)"),
 )
@@ -234,6 +240,8 @@ SUMMARY = (
                                             "its return to every ISR it belongs to; null without rolling restarts"),
     _COUNTED["producer_metadata_refreshes"],
     _COUNTED["producer_leader_hints"],
+    _COUNTED["consumer_metadata_refreshes"],
+    _COUNTED["consumer_leader_hints"],
     # zones (racks) and their bill (results.zones; docs/zones.md): record bytes as sent (message format overhead in,
     # compressed; request headers and TCP/IP not counted), a byte crossing when its two ends are in different racks
     Measure("cross_zone_bytes", "bytes", "record bytes that crossed zones over the run (produce + replication + "

@@ -388,6 +388,8 @@ def build_result(end: RunEnd) -> Result:
     summary["broker_catch_up_ms_max"] = float(max(caught)) if caught else None
     summary["producer_metadata_refreshes"] = c.producer_metadata_refreshes
     summary["producer_leader_hints"] = c.producer_leader_hints
+    summary["consumer_metadata_refreshes"] = c.consumer_metadata_refreshes
+    summary["consumer_leader_hints"] = c.consumer_leader_hints
     summary.update(zone_summary(end, latency["consume"]))
     assert tuple(summary) == SUMMARY_KEYS, "the summary must be the one measures.SUMMARY declares"
     for r in group_rows:
