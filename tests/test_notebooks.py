@@ -327,7 +327,11 @@ def test_operations_notebook(study_reports):
     assert numbers["reassign_none_s"] >= 30 * 1000 * 106 / 12.5e6
     assert numbers["reassign_none_p99_during_ms"] > 5 * numbers["reassign_none_p99_ms"]
     assert numbers["reassign_2000000_p99_during_ms"] < 2 * numbers["reassign_2000000_p99_ms"]
-    assert numbers["preferred_lag_20_none_p99_ms"] > 10 * numbers["preferred_lag_1_none_p99_ms"]
+    # broker 0's fetches 20x slower from 6 s to 20 s (70% of the run): every acks=all write then waits for a fetch
+    # leg of at least 20 x network.latency.ms (1 ms); the calm run has the same shutdown and its leader moves (whose
+    # metadata round trips and backoffs now set its p99: issue 35), so the slow run's p99 is above it too
+    assert numbers["preferred_lag_20_none_p99_ms"] >= 20 * 1
+    assert numbers["preferred_lag_20_none_p99_ms"] > numbers["preferred_lag_1_none_p99_ms"]
     assert numbers["preferred_lag_20_preferred_p999_ms"] > numbers["preferred_lag_20_none_p999_ms"]
 
 
