@@ -164,9 +164,7 @@ class Simulation:
         # ... and the calls back to actors built later: answers, and who wakes whom. Every wire is here, once.
         self.leader.wire(self.server, self.produce, self.sessions, self.consumer_fetch, self.follower, self.replication)
         self.produce.wire(self.server, self.producer, self.sessions, self.leader)
-        self.produce.metadata_cache = self.replica_manager.metadata_leader
-        self.consumer_fetch.metadata_cache = self.replica_manager.metadata_leader
-        self.consumer_fetch.metadata_epoch = self.replica_manager.metadata_epoch
+        self.produce.current_leader = self.consumer_fetch.leader_hint = self.replica_manager.current_leader
         self.consumer_fetch.wire(self.server, self.fetcher)
         self.sessions.wire(self.server, self.leader, self.follower)
         self.follower.wire(self.fetchers, self.leader)

@@ -78,9 +78,8 @@ class ConsumerFetchHandler:
         self.wake_on_follower_hw = kafka.follower_completes_delayed_fetch  # 3.4 (KAFKA-14334)
         self.at_followers: dict[tuple[int, int], dict] = {}  # (partition, broker) -> fetches parked on that follower
         self.server = self.groups = self.consumer_handle_fetch = None  # wired
-        self.kip951 = kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader (CurrentLeader)
-        self.metadata_cache = self.metadata_epoch = None  # wired: broker -> partition -> leader, its epoch (the
-        # broker's metadata cache), for KIP-951's hint
+        self.leader_hint = None  # wired: the replica manager's KIP-951 hint (broker, partition -> leader, epoch),
+        # carried in the preferred-read-replica field, which an error leaves unused
 
     def wire(self, server, consumers) -> None:
         self.server = server
@@ -156,16 +155,6 @@ class ConsumerFetchHandler:
             budget -= size
             answer.append(ConsumerFetchPartition(p, pos, slices, nxt, NONE))
         return answer, total
-
-    def leader_hint(self, broker: int, p: int) -> tuple[int, int]:
-        """KIP-951 (3.7): the leader and its epoch a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition of a
-        fetch answer names (FetchResponse's CurrentLeader and NodeEndpoints, from the broker's metadata cache;
-        (-1, -1): none, before 3.7, or the cache names this broker). The leader goes in the preferred-read-replica
-        field, which an error leaves unused."""
-        if not self.kip951:
-            return -1, -1
-        leader = self.metadata_cache[broker][p]
-        return (leader, self.metadata_epoch[broker][p]) if leader != broker else (-1, -1)
 
     def _preferred(self, rep: Replica, client_rack: str | None, offset: int) -> int:
         """findPreferredReadReplica: the replica the leader's selector names for this consumer (-1: this one)."""

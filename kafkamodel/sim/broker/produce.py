@@ -75,8 +75,7 @@ class ProduceHandler:
         self.produce_wakes_consumers = not sim.settings.kafka.hw_completes_delayed_fetch
         self.server = self.sessions = self.leader = None  # wired
         self.producer_handle_response = None  # wired: where answers go
-        self.kip951 = sim.settings.kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader
-        self.metadata_cache = None  # wired: broker -> partition -> leader (its metadata cache), for KIP-951's hint
+        self.current_leader = None  # wired: the replica manager's KIP-951 hint (broker, partition -> leader, epoch)
 
     def wire(self, server, producer, sessions, leader) -> None:
         self.server, self.sessions, self.leader = server, sessions, leader
@@ -209,13 +208,9 @@ class ProduceHandler:
             self._settle(dp, i, error)
 
     def leader_hint(self, broker: int, p: int) -> int:
-        """KIP-951 (3.7): the leader a NOT_LEADER_OR_FOLLOWER answer names (ProduceResponse's CurrentLeader, from
-        the broker's metadata cache; -1: none, before 3.7, or the cache still names this broker). Carried in the
-        answer's base-offset field, which an error leaves unused."""
-        if not self.kip951:
-            return -1
-        leader = self.metadata_cache[broker][p]
-        return leader if leader != broker else -1
+        """KIP-951's current leader of a NOT_LEADER_OR_FOLLOWER answer (-1: none), carried in the answer's
+        base-offset field, which an error leaves unused."""
+        return self.current_leader(broker, p)[0]
 
     def fail_delayed(self, rep: Replica) -> None:
         """The replica stops leading: its waiting batches hear NOT_LEADER_OR_FOLLOWER."""

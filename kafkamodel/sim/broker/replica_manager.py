@@ -45,6 +45,16 @@ class ReplicaManager:
         self.metadata_leader: list[list[int]] = []
         self.metadata_epoch: list[list[int]] = []
         self.metadata_process: list[int] = []  # broker -> the process (incarnation) whose cache it is: serving
+        self.kip951 = sim.settings.kafka.kip951  # 3.7: NOT_LEADER_OR_FOLLOWER names the current leader
+
+    def current_leader(self, broker: int, p: int) -> tuple[int, int]:
+        """KIP-951 (3.7): the leader and its epoch a NOT_LEADER_OR_FOLLOWER answer of `broker` names for partition
+        `p` (CurrentLeader in produce and fetch responses, from the broker's metadata cache); (-1, -1): none, before
+        3.7, or the cache still names this broker."""
+        if not self.kip951:
+            return -1, -1
+        leader = self.metadata_leader[broker][p]
+        return (leader, self.metadata_epoch[broker][p]) if leader != broker else (-1, -1)
 
     def wire(self, leader, follower, replication, channel) -> None:
         self.leader, self.follower, self.replication, self.channel = leader, follower, replication, channel
