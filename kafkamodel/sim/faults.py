@@ -78,7 +78,7 @@ class FaultInjector:
         hit = set()
         for target, b in zip(f.targets, resolved):
             if b < 0:
-                if target != "controller" or not self.controller.kraft:  # KRaft's quorum controller is no broker
+                if target != "controller" or self.controller.metadata.controller_is_broker:  # KRaft's quorum: no broker
                     self.event(FAULT_SKIPPED, -1, -1, f"{kind} {target}: no {target} to target"
                                if target == "controller" else f"{kind} {target}: no leader to target")
                 continue

@@ -37,6 +37,7 @@ from .clients.network_client import NetworkClient
 from .clients.producer import ProducerClient
 from .clients.workload import build_workload
 from .controller.cluster import ClusterView, ControllerChannel
+from .controller.metadata import metadata_mode
 from .controller.controller import Controller
 from .controller.placement import assign_to
 from .controller.replication import ReplicationControl
@@ -140,7 +141,8 @@ class Simulation:
         self.follower = FollowerRole(self)
         self.fetchers = ReplicaFetcherManager(self)
         self.replica_manager = ReplicaManager(self)
-        self.cluster = ClusterView(self.brokers, settings.kafka.kraft)  # the brokers as the controller believes them
+        self.metadata = metadata_mode(settings, self.streams)  # ZooKeeper or KRaft: where the controller's parts differ
+        self.cluster = ClusterView(self.brokers, self.metadata)  # the brokers as the controller believes them
         self.channel = ControllerChannel(self, self.cluster, self.replica_manager)  # the controller's thread and requests
         self.replication = ReplicationControl(self, self.cluster, self.channel)
         self.controller = Controller(self, self.cluster, self.replication, self.channel)

@@ -20,7 +20,6 @@ from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
-from ..storage.log import BASE_OFFSET
 
 _by_key = attrgetter("key")
 
@@ -296,21 +295,23 @@ class SessionManager:
 
     # ---- what wakes a session ------------------------------------------------------------------------------------
 
-    def appended(self, rep: Replica, woken: set) -> None:
-        """The leader appended to the partition: its followers' sessions have records to give; the parked
-        ones go into `woken`, to be answered once the produce request is handled (``wake``)."""
-        lead = rep.lead
-        if not lead.sessions:
+    def appended(self, rep: Replica, old: int, woken: set) -> None:
+        """The leader appended to the partition at offset `old` (its LEO before): its followers' sessions have
+        records to give; the parked ones go into `woken`, to be answered once the produce request is handled
+        (``wake``)."""
+        sessions = rep.lead.sessions
+        if not sessions:
             return
         p = rep.partition
-        old = rep.log.entries[-1][BASE_OFFSET]  # the LEO before this append
-        for f, s in lead.sessions.items():
-            if p not in s.dirty:
+        for f, s in sessions.items():
+            dirty = s.dirty
+            if p not in dirty:
                 if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
+                    lead = rep.lead
                     t = lead.last_caught_up_ms.get(f, lead.since_ms)
                     if s.last_fetch_ms > t:
                         lead.last_caught_up_ms[f] = s.last_fetch_ms
-                s.dirty[p] = True
+                dirty[p] = True
             if s.parked:
                 woken.add(s)
 

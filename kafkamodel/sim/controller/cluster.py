@@ -41,12 +41,12 @@ class ClusterView:
 
     __slots__ = ("brokers", "live_brokers", "fenced", "broker_epoch", "controller_broker", "epoch", "loading")
 
-    def __init__(self, brokers: list, kraft: bool):
+    def __init__(self, brokers: list, metadata):
         self.brokers = brokers  # the brokers themselves (whether the role's holder still runs)
         self.live_brokers: set[int] = set(range(len(brokers)))  # brokers with a live session, as it saw
         self.fenced: set[int] = set()  # KRaft: registered, not yet unfenced (it replays the metadata log)
         self.broker_epoch = [0] * len(brokers)  # broker -> the incarnation it last registered (KIP-380's epoch)
-        self.controller_broker = CONTROLLER if kraft else 0  # who holds the role: a broker (-1: none can), the quorum
+        self.controller_broker = metadata.first_controller  # who holds the role: a broker (-1: none can), the quorum
         self.epoch = 0  # the controller epoch: bumps on every failover (a batch of an old controller is dropped)
         self.loading = False  # ZooKeeper: a new controller still reads every partition's state; KRaft: the quorum
         # elects a new active controller
@@ -75,13 +75,9 @@ class ControllerChannel:
         self.handle_leader_and_isr = replica_manager.handle_leader_and_isr
         self.handle_stop_replica = replica_manager.handle_stop_replica
         self.handle_update_metadata = replica_manager.handle_update_metadata
-        self.kraft = sim.settings.kafka.kraft
-        c = sim.settings.controller
-        if sim.settings.kafka.kraft:
-            self.partition_ms, self.batch_ms = c.kraft_record_ms, c.kraft_commit_ms
-        else:
-            self.partition_ms, self.batch_ms = c.zookeeper_write_ms, 0.0
-        self.load_ms = c.zookeeper_read_ms or 0.0  # ZooKeeper: a new controller reads every partition
+        mode = self.metadata = sim.metadata  # ZooKeeper or KRaft (controller.metadata)
+        self.partition_ms, self.batch_ms = mode.partition_ms, mode.batch_ms  # per changed partition, per batch
+        self.load_ms = mode.load_ms  # ZooKeeper: a new controller reads every partition
         self.pending: dict[int, None] = {}  # partitions changed since the batch opened, in order
         self.in_flight: dict[int, int] = {}  # partition -> batches with it that the controller has not sent yet
         self.closing = False  # a close_batch is scheduled for this instant
@@ -212,6 +208,6 @@ class ControllerChannel:
         """LeaderAndIsr to a broker, with the metadata it applies with it (KRaft), or that follows its answer
         (ZooKeeper's batches: `answered`; a resend's went before it)."""
         b, states, broker_epoch = request
-        then = self.view.epoch if answered and not self.kraft else None
+        then = self.view.epoch if answered and self.metadata.metadata_after_answer else None
         self.send(self.view.controller_broker, b, self.handle_leader_and_isr,
                   (b, states, broker_epoch, decided, metadata, then))

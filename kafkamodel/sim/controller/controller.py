@@ -1,7 +1,8 @@
 """The controller: broker liveness, leader elections, ISR metadata.
 
-Two metadata modes, as ``kafka.version`` (and ``kafka.metadata``) choose
-(docs/versions.md):
+The same code serves both metadata modes; where ZooKeeper and KRaft differ it
+asks the run's mode (``metadata``: who holds the role, what a change costs,
+when a session expires, whether a registration starts fenced).
 
 * **ZooKeeper** (up to 3.9). ZooKeeper (node ``CONTROLLER``) never fails;
   the controller *role* runs on a broker (the lowest id at start) and fails
@@ -52,10 +53,6 @@ from ..results.measures import (BROKER_FAILURE_DETECTED, BROKER_REGISTERED, BROK
                                 CONTROLLER_LOST)
 
 
-STARTING_HEARTBEAT_MS = 10.0  # BrokerLifecycleManager: a STARTING broker's heartbeats, until it has caught up
-QUORUM_FETCH_TIMEOUT_MS = 2000.0  # controller.quorum.fetch.timeout.ms's default (QuorumConfig): a voter that has not
-# fetched from the leader for this long becomes a candidate
-
 
 class Controller:
     """Broker liveness (sessions, heartbeats, registrations) and, with ZooKeeper, who holds the controller role."""
@@ -70,18 +67,11 @@ class Controller:
         self.partitions = sim.partitions
         self.event = sim.recorder.event
         self.note_availability = sim.availability.note
-        cfg = sim.settings.broker
-        self.session_timeout_ms = cfg.session_timeout_ms
-        self.heartbeat_ms = cfg.heartbeat_interval_ms  # KRaft: expiry counts from the last heartbeat; None: ZooKeeper
+        self.metadata = sim.metadata  # ZooKeeper or KRaft (controller.metadata)
         self.view = view  # the registrations it believes and who holds the role
         self.live_brokers = view.live_brokers  # the same set, changed in place
         self.replication = replication
         self.channel = channel
-        self.kraft = sim.settings.kafka.kraft
-        self.catch_up_ms = sim.settings.controller.kraft_commit_ms or 0.0  # KRaft: its registration committed
-        # KRaft: each broker's heartbeat phase after it (re)starts answering, drawn from the seed
-        draws = sim.streams("heartbeat")
-        self.phase = [float(draws.uniform(0.0, self.heartbeat_ms)) if self.heartbeat_ms else 0.0 for _ in self.brokers]
 
     # ---- liveness ---------------------------------------------------------------------------------------------
 
@@ -99,22 +89,6 @@ class Controller:
             return None
         return broker.session_expires
 
-    def _expiry(self, broker, now: float) -> float:
-        """When the session of a broker silent from `now` expires: ZooKeeper counts from the silence; KRaft from
-        its last heartbeat (its registration, then every broker.heartbeat.interval.ms from its phase)."""
-        if self.heartbeat_ms is None:
-            return now + self.session_timeout_ms
-        first = broker.healthy_since + self.phase[broker.id]
-        last = broker.healthy_since if now < first else first + (now - first) // self.heartbeat_ms * self.heartbeat_ms
-        return last + self.session_timeout_ms
-
-    def _caught_up_after(self) -> float:
-        """KRaft: from its registration to the heartbeat that unfences a broker. While STARTING, a broker heartbeats
-        every 10 ms until the controller answers that it has caught up with the metadata log (its registration
-        committed, ``controller.kraft.commit.ms``); ready to unfence, it heartbeats again at once
-        (BrokerLifecycleManager: scheduleNextCommunication(10 ms), SetReadyToUnfenceEvent)."""
-        return -(-self.catch_up_ms // STARTING_HEARTBEAT_MS) * STARTING_HEARTBEAT_MS
-
     def health_changed(self, b: int) -> None:
         """Call after any change to a broker's up/paused/isolated/cut state."""
         broker = self.brokers[b]
@@ -122,7 +96,7 @@ class Controller:
         if not broker.healthy and broker.unhealthy_since is None:
             broker.unhealthy_since = now
             broker.episode += 1
-            broker.session_expires = self._expiry(broker, now)
+            broker.session_expires = self.metadata.session_expiry(broker, now)
             self.kernel.schedule(broker.session_expires, self.session_expired, b, broker.episode)
         elif broker.healthy and broker.unhealthy_since is not None:
             broker.unhealthy_since = None
@@ -164,15 +138,16 @@ class Controller:
     def controller_crashed(self) -> int:
         """A fault crashes whoever holds the controller role: ZooKeeper's controller broker (returned: the fault
         crashes it), or KRaft's active controller, whose standby takes over once the quorum has elected it (-1)."""
-        if not self.kraft:
-            return self.view.controller_broker
+        return self.metadata.controller_crashed(self)
+
+    def quorum_lost(self, elected: float) -> None:
+        """KRaft: the active controller died; nothing is decided until a standby is elected and has committed its
+        leadership at `elected`."""
         view = self.view
         view.loading = True
         view.epoch += 1  # what the dead controller had not sent is lost with it
         self.event(CONTROLLER_FAILOVER, -1, -1, "active quorum controller died; the quorum elects a standby")
-        elected = self.kernel.now + QUORUM_FETCH_TIMEOUT_MS + self.catch_up_ms  # the timeout, then its commit
         self.kernel.schedule(elected, self.quorum_elected, view.epoch)
-        return -1
 
     def quorum_elected(self, epoch: int) -> None:
         """KRaft: the new active controller holds the metadata log already; a broker still silent now gets a whole
@@ -185,7 +160,7 @@ class Controller:
         for broker in self.brokers:  # ClusterControlManager.activate: every registration touched now
             if broker.unhealthy_since is not None and broker.id in self.live_brokers:
                 broker.episode += 1  # the old leader's expiry is void
-                broker.session_expires = now + self.session_timeout_ms
+                broker.session_expires = now + self.metadata.session_timeout_ms
                 self.kernel.schedule(broker.session_expires, self.session_expired, broker.id, broker.episode)
         self.resync()
 
@@ -263,7 +238,7 @@ class Controller:
         live = self.live_brokers
         self.replication.registered(b, broker.unclean_shutdown)
         self.view.broker_epoch[b] = broker.incarnation  # the process that registers now
-        fenced = self.kraft and b not in live
+        fenced = self.metadata.registers_fenced and b not in live
         if b not in live:
             how = "after an unclean shutdown" if broker.unclean_shutdown else ""
             if fenced:
@@ -274,7 +249,7 @@ class Controller:
             self.event(BROKER_REGISTERED, -1, b, how)
         broker.unclean_shutdown = False
         if fenced:  # it replays the metadata log (and follows its partitions); unfenced once caught up
-            self.kernel.schedule(self.kernel.now + self._caught_up_after(), self.unfence, b, broker.episode)
+            self.kernel.schedule(self.kernel.now + self.metadata.caught_up_after(), self.unfence, b, broker.episode)
         else:
             self.replication.elect_leaderless(b)
         self.channel.send_state(b)

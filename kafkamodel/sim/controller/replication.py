@@ -48,7 +48,7 @@ class ReplicationControl:
         # before 1.1 (KAFKA-5642) a controlled shutdown moved partitions one at a time, each its own batch
         self.partition_at_a_time = not sim.settings.kafka.controlled_shutdown_batched
         self.awaiting_leader = sim.recorder.awaiting_leader
-        self.kraft = sim.settings.kafka.kraft
+        self.metadata = sim.metadata  # ZooKeeper or KRaft (controller.metadata)
         self.send_stop_replica = channel.send_stop_replica
         cfg = sim.settings.broker
         self.elr_enabled = cfg.eligible_leader_replicas_enable and self.mode.keeps_isr
@@ -109,7 +109,8 @@ class ReplicationControl:
                 if one_by_one:
                     self.close_batch()
             self.close_batch()
-            if not self.kraft and not one_by_one and followed:  # one request, once the leaderships are written
+            # ZooKeeper: one request, once the leaderships are written
+            if self.metadata.stop_replica_on_shutdown and not one_by_one and followed:
                 self.send_stop_replica(b, tuple(followed), delete=False, at=self.controller_done())
             for p in followed:
                 if one_by_one:  # its own request, when the controller's thread gets to the partition
@@ -188,7 +189,8 @@ class ReplicationControl:
         at_risk = self._offsets_beyond(part, leader) if kind in UNCLEAN_KINDS else 0
         part.leader = leader
         part.leader_epoch += 1
-        part.recovering = self.kraft and kind in UNCLEAN_KINDS  # KIP-704: RECOVERING until the leader reports back
+        # KIP-704 (KRaft): RECOVERING until the leader reports back
+        part.recovering = self.metadata.recovering_after_unclean and kind in UNCLEAN_KINDS
         self.mode.elected(part, replicas, self.live_brokers)
         part.isr = change.isr
         self.health_changed(part)
@@ -292,7 +294,7 @@ class ReplicationControl:
             return False
         live = self.live_brokers
         added = new_isr.difference(part.isr)
-        if added and ((self.kraft and part.recovering) or  # KIP-704 RECOVERING
+        if added and (part.recovering or  # KIP-704 RECOVERING (KRaft)
                       (self.kip841 and not (added <= live and self.shutting_down.isdisjoint(added)))):
             return False  # KIP-841, KAFKA-14140: a fenced, offline or shutting-down broker may not join an ISR
         change = partition_change(part, tuple(r for r in part.replicas if r in new_isr),
