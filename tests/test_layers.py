@@ -256,6 +256,14 @@ def test_a_planted_cycle_is_found(tmp_path):
     ("kafkamodel.kit.report", "kafkamodel", ["__version__"], False),
     ("kafkamodel.kit.report", "kafkamodel.validation.report", ["html_page"], True),
     ("kafkamodel.campaign.command", "kafkamodel.durability.command", ["run_durability"], True),
+    # a command module may import what the verbs share; the model itself may not, nor may the shared module
+    # import a command module (it would sit above the verbs it serves)
+    ("kafkamodel.sim.command", "kafkamodel.command", ["load_named"], False),
+    ("kafkamodel.sim.command", "kafkamodel.config.versions", ["canonical"], False),
+    ("kafkamodel.sim.broker.leader", "kafkamodel.command", ["UsageError"], True),
+    ("kafkamodel.kit.sweep", "kafkamodel.command", ["positive_int"], True),
+    ("kafkamodel.command", "kafkamodel.kit.command", ["keep_option"], True),
+    ("kafkamodel.sim.command", "kafkamodel.kit.command", ["run_study"], True),
 ])
 def test_the_rule_catches_a_wrong_import(module, target, names, broken):
     assert bool(check(module, target, names)) == broken
