@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from ..storage.log import BASE_OFFSET, BATCH
+from ..storage.log import BASE_OFFSET
 
 
 class FollowerRole:
@@ -90,8 +90,7 @@ class FollowerRole:
                         fsync += next(self.fsync)
                         flushed = True
                     changed[p] = True
-                    for e in chunk:
-                        b = e[BATCH]
+                    for _, _, _, b in chunk:  # LogEntry
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset

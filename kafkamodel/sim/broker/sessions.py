@@ -131,7 +131,8 @@ class SessionManager:
                 lead.last_caught_up_ms[follower] = now
             elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
                 t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
+                last = lead.last_fetch_ms[follower]
+                lead.last_caught_up_ms[follower] = last if last > t else t
             lead.last_fetch_ms[follower] = now
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
