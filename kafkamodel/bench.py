@@ -35,10 +35,38 @@ import statistics
 import time
 import tracemalloc
 
+from .command import positive_int
 from .config.scenario import load_scenario
-from .sim.simulation import simulate
 
 TARGET_BYTES_PER_RECORD = 300
+
+
+def add_parser(verbs) -> None:
+    bench = verbs.add_parser("bench", help="simulated records per CPU-second and bytes per record (--sweep: engines)")
+    bench.add_argument("--records", type=positive_int("--records"), default=600_000, help="records in the steady-state run")
+    bench.add_argument("--repeats", type=positive_int("--repeats"), default=5, help="timed repeats (the median is reported)")
+    bench.add_argument("--case", action="append",
+                       choices=("steady-state", "one-partition", "many-partitions", "100k-partitions", "production",
+                                "production-60s"),
+                       help="only this case (repeatable; default: the first four; production and production-60s, "
+                            "minutes each, run only when named)")
+    bench.add_argument("--sweep", action="store_true",
+                       help="instead: points/s and per-point overhead of papermill and Spark local[1], local[2]")
+    bench.add_argument("--points", type=positive_int("--points"), default=24, help="points per engine with --sweep")
+    bench.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    if args.sweep:
+        return run_sweep_bench(points=args.points)
+    return run_bench(records=args.records, repeats=args.repeats, cases=args.case)
+
+
+def simulate(scenario):
+    """The model's run (imported when a case runs: building the command line's parser stays light)."""
+    from .sim.simulation import simulate as run
+
+    return run(scenario)
 
 
 def steady_state(records: int = 600_000):

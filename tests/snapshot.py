@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -74,10 +75,30 @@ def study_cases():
             yield f"{spec.study}/{point.run_id}", scenario_for(point)
 
 
-def compute(cases) -> dict:
-    from kafkamodel import simulate
+def _capture_given(given: dict) -> dict:
+    """One case in a worker process: the scenario rebuilt from what its author wrote (a Scenario does not pickle)."""
+    from kafkamodel import load_scenario, simulate
 
-    return {case: capture(simulate(scenario)) for case, scenario in cases}
+    return capture(simulate(load_scenario(given)))
+
+
+def workers_available() -> int:
+    """The CPUs this process may use (each case is independent and deterministic: any number gives the same)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def compute(cases, workers: int | None = None) -> dict:
+    """Every case's capture, in `workers` processes (default: one per CPU available; 1: in this process)."""
+    cases = list(cases)
+    workers = workers_available() if workers is None else workers
+    if workers <= 1 or len(cases) < 2 * workers:
+        from kafkamodel import simulate
+
+        return {case: capture(simulate(scenario)) for case, scenario in cases}
+    from kafkamodel.kit.engines.pool import in_order
+
+    captured = in_order(_capture_given, [(scenario.given,) for _, scenario in cases], workers)
+    return {case: result for (case, _), result in zip(cases, captured)}
 
 
 def differences(old: dict, new: dict) -> list[str]:
@@ -108,9 +129,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="rewrite the snapshot with today's numbers")
     parser.add_argument("--studies", action="store_true", help="every study point instead of the shipped scenarios")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes to run the cases in (default: one per CPU available; 1: this process)")
     args = parser.parse_args(argv)
     path, cases = (STUDIES_FILE, study_cases()) if args.studies else (SCENARIOS_FILE, scenario_cases())
-    new = compute(cases)
+    new = compute(cases, args.workers)
     old = json.loads(path.read_text()) if path.is_file() else {}
     lines = differences(old, new)
     for line in lines:

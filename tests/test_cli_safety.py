@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from kafkamodel import __version__
-from kafkamodel.cli import RUN_TABLE, main
+from kafkamodel.cli import main
 from kafkamodel.folders import MARKER, FolderError, staged, swap_in, write_atomic
 from kafkamodel.paths import STUDIES
+from kafkamodel.sim.command import RUN_TABLE
 from kafkamodel.sim.results.measures import SUMMARY
 
 

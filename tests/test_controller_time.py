@@ -5,8 +5,9 @@ Each expected time is computed here from the settings in force (controller.*, th
 network latency) and Kafka's documented order of work: a dead broker's partitions are elected in one batch
 (ZooKeeper: one write per partition, KafkaController.onBrokerFailure), then its LeaderAndIsr goes out; a new
 ZooKeeper controller reads every partition before it acts; a KRaft broker registers fenced and is unfenced by
-its first heartbeat after it caught up (BrokerHeartbeatManager); an unclean (last-known-leader) election leaves
-the partition RECOVERING until its leader reports back (KIP-704), and no ISR may grow meanwhile.
+its first heartbeat after it caught up (BrokerHeartbeatManager). (That a RECOVERING partition's ISR may not grow
+until its leader reports back, KIP-704, and who may join an ISR are the controller's own tests:
+``test_sim_controller_replication.py``.)
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def test_zookeeper_controller_failover_unavailability_grows_with_the_partition_c
     assert kraft[600] - kraft[60] < 1.0
 
 
-# ---- KRaft: fencing, RECOVERING ----------------------------------------------------------------------------------
+# ---- KRaft: fencing ----------------------------------------------------------------------------------------------
 
 def test_a_restarted_kraft_broker_is_not_elected_before_it_is_unfenced():
     """t-0 lives on broker 1 alone. It crashes and restarts at once, but registers only when its old session
@@ -120,58 +121,6 @@ def test_a_restarted_kraft_broker_is_not_elected_before_it_is_unfenced():
     assert unfenced == [pytest.approx(beat)]
     elected = e[(e.kind == "leader_election") & (e.broker == 1)].time_ms.tolist()
     assert elected == [pytest.approx(beat)] and elected[0] > registered
-
-
-def _recovering_partition():
-    from kafkamodel.sim.simulation import Simulation
-
-    sim = Simulation(load_scenario({"name": "recovering", "kafka.version": "4.1", "brokers": 3,
-                                    "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}]}))
-    return sim, sim.partitions[0], sim.replicas[0][0]
-
-
-def test_recovering_refuses_isr_growth_until_the_leader_reports_its_log_recovered():
-    sim, part, rep = _recovering_partition()
-    sim.replica_manager.start()
-    part.isr, rep.lead.isr = (0,), {0}
-    part.recovering = True  # as a last-known-leader election leaves it
-    assert not sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0,)
-    assert sim.replication.alter_isr(rep, {0})  # no growth: allowed
-    sim.replication.handle_recovered(0, part.leader_epoch - 1)  # an older epoch's report changes nothing
-    assert part.recovering
-    sim.replication.handle_recovered(0, part.leader_epoch)
-    assert not part.recovering
-    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
-
-
-def test_a_fenced_broker_may_not_join_an_isr():
-    sim, part, rep = _recovering_partition()
-    sim.replica_manager.start()
-    part.isr, rep.lead.isr = (0,), {0}
-    sim.cluster.live_brokers.discard(1)
-    sim.cluster.fenced.add(1)
-    assert not sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0,)
-    sim.cluster.live_brokers.add(1)
-    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
-
-
-@pytest.mark.parametrize("version,refused", [("3.3", False), ("3.4", True), ("4.1", True)])
-def test_a_broker_in_controlled_shutdown_may_join_an_isr_only_before_kafka_14140(version, refused):
-    """KIP-841 (KRaft) and KAFKA-14140 (ZooKeeper from 3.4): the controller refuses an ISR that adds a broker in a
-    controlled shutdown, until its session closes; before 3.4 a ZooKeeper-era leader writes it back."""
-    from kafkamodel.sim.simulation import Simulation
-
-    sim = Simulation(load_scenario(scenario(version, 3, target=1)))
-    sim.replica_manager.start()
-    part = next(p for p in sim.partitions if p.leader == 0)
-    rep = sim.replicas[part.index][0]
-    part.isr, rep.lead.isr = (0,), {0}
-    sim.replication.shutting_down.add(1)
-    assert sim.replication.alter_isr(rep, {0, 1}) is not refused and part.isr == ((0,) if refused else (0, 1))
-    part.isr, rep.lead.isr = (0,), {0}
-    sim.replication.fence(1)  # its session closed: no longer shutting down (and no longer live)
-    sim.cluster.live_brokers.add(1)  # back, registered again: it may join
-    assert sim.replication.alter_isr(rep, {0, 1}) and part.isr == (0, 1)
 
 
 # ---- the campaign's KIP-966 counterexample and the fence order ---------------------------------------------------

@@ -89,6 +89,15 @@ def test_a_rate_without_its_source_is_one_line_exit_2(tmp_path, capsys):
     assert not (tmp_path / "reports").exists() and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("flag", ["--windows", "--workers"])
+def test_a_count_below_one_is_one_line_exit_2(tmp_path, capsys, flag):
+    spec = _spec(tmp_path)
+    assert main([str(spec), flag, "0", "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "reports")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"{flag}: must be an integer >= 1, got '0'"]
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("failures, missing", [
     ({"broker.slow.per.year": 2}, "profiles.calm.sources.broker.slow.per.year: missing"),
     ({"zone.partition.per.year": {"b": 1}}, "profiles.calm.sources.zone.partition.per.year: missing"),

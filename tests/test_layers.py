@@ -3,6 +3,9 @@
 config  <- sim (engine, storage, broker, controller, rules, clients, results)  <- kit
         <- studies, campaign, durability, validation, cluster  <- cli, bench
 
+Each package's verbs are its ``command`` module (``kafkamodel.command`` holds what they share; ``cli`` only
+dispatches to them): a command module may import ``kafkamodel.command`` besides what its package may.
+
 sim reads config only as resolved settings (``config.settings``, and ``config.distributions`` to draw). The kit
 knows none of what is built on it; what is built on it uses the kit's public names only (``kafkamodel.kit``'s
 ``__all__``), never a kit module directly.
@@ -29,6 +32,9 @@ ALLOWED = {
     "kafkamodel.config": ("kafkamodel.config",),
     "kafkamodel.sim": ("kafkamodel.sim", *SETTINGS, "kafkamodel.folders"),
     "kafkamodel.sim.simulation": ("kafkamodel.sim", *SETTINGS, "kafkamodel.config.scenario", "kafkamodel.folders"),
+    # the model's verbs (run, validate, keys, hardware, measures): the command line's shared names, a scenario
+    # loaded by name, the schema, versions and hardware profiles they list (the command line, not the model)
+    "kafkamodel.sim.command": ("kafkamodel.sim", "kafkamodel.config", "kafkamodel.folders", "kafkamodel.command"),
     # the engine and storage know nothing of the actors built on them
     "kafkamodel.sim.engine": ("kafkamodel.sim.engine", "kafkamodel.sim.protocol", *SETTINGS),
     "kafkamodel.sim.storage": ("kafkamodel.sim.storage", *SETTINGS),
@@ -39,13 +45,15 @@ ALLOWED = {
     # the machinery: the model, its configuration, the paths; none of what is built on it
     "kafkamodel.kit": ("kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths",
                        "kafkamodel.folders", "kafkamodel"),
+    "kafkamodel.kit.command": ("kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths",
+                               "kafkamodel.folders", "kafkamodel", "kafkamodel.command"),
     # built on the kit (through its public names: check)
     "kafkamodel.studies": ("kafkamodel.studies", "kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config",
                            "kafkamodel.paths", "kafkamodel.folders", "kafkamodel.theory", "kafkamodel"),
     "kafkamodel.validation": ("kafkamodel.validation", "kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config",
-                              "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
+                              "kafkamodel.paths", "kafkamodel.folders", "kafkamodel", "kafkamodel.command"),
     "kafkamodel.campaign": ("kafkamodel.campaign", "kafkamodel.kit", "kafkamodel.sim", "kafkamodel.config",
-                            "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
+                            "kafkamodel.paths", "kafkamodel.folders", "kafkamodel", "kafkamodel.command"),
     # your cluster: imported into a scenario, calibrated, reported on (with the durability estimate)
     "kafkamodel.cluster": ("kafkamodel.cluster", "kafkamodel.command", "kafkamodel.durability", "kafkamodel.kit",
                            "kafkamodel.sim", "kafkamodel.config", "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
@@ -53,7 +61,8 @@ ALLOWED = {
     "kafkamodel.command": ("kafkamodel.config", "kafkamodel.paths"),
     # the durability study reads its base scenario as a campaign does
     "kafkamodel.durability": ("kafkamodel.durability", "kafkamodel.campaign.spec", "kafkamodel.kit", "kafkamodel.sim",
-                              "kafkamodel.config", "kafkamodel.paths", "kafkamodel.folders", "kafkamodel"),
+                              "kafkamodel.config", "kafkamodel.paths", "kafkamodel.folders", "kafkamodel",
+                              "kafkamodel.command"),
 }
 
 
@@ -247,6 +256,14 @@ def test_a_planted_cycle_is_found(tmp_path):
     ("kafkamodel.kit.report", "kafkamodel", ["__version__"], False),
     ("kafkamodel.kit.report", "kafkamodel.validation.report", ["html_page"], True),
     ("kafkamodel.campaign.command", "kafkamodel.durability.command", ["run_durability"], True),
+    # a command module may import what the verbs share; the model itself may not, nor may the shared module
+    # import a command module (it would sit above the verbs it serves)
+    ("kafkamodel.sim.command", "kafkamodel.command", ["load_named"], False),
+    ("kafkamodel.sim.command", "kafkamodel.config.versions", ["canonical"], False),
+    ("kafkamodel.sim.broker.leader", "kafkamodel.command", ["UsageError"], True),
+    ("kafkamodel.kit.sweep", "kafkamodel.command", ["positive_int"], True),
+    ("kafkamodel.command", "kafkamodel.kit.command", ["keep_option"], True),
+    ("kafkamodel.sim.command", "kafkamodel.kit.command", ["run_study"], True),
 ])
 def test_the_rule_catches_a_wrong_import(module, target, names, broken):
     assert bool(check(module, target, names)) == broken

@@ -1,5 +1,6 @@
 """kafkamodel/sim/faults.py: the faults a scenario schedules, checked on the model's runs (disk_loss: a machine
-replaced, its log gone; slow: a broker whose fetches crawl; a fault aimed at a rack hits that rack's brokers)."""
+replaced, its log gone; power_loss: only what was fsynced survives; slow: a broker whose fetches crawl; a fault aimed
+at a rack hits that rack's brokers)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,28 @@ def test_a_fault_on_a_rack_hits_exactly_the_brokers_with_that_broker_rack(target
     hit = events[events["kind"] == "fault_power_loss"]
     assert sorted(hit["broker"]) == sorted(expected)  # each once
     assert (hit["time_ms"] == 1000).all()
+
+
+@pytest.mark.parametrize("flush", [None, 1])
+def test_a_power_loss_keeps_only_what_was_fsynced(flush):
+    """power_loss: the page cache is gone, the disk keeps what was fsynced. Kafka's default forces no fsync
+    (log.flush.interval.messages unset: it relies on replication), and Linux writes a dirty page back only once it is
+    older than dirty_expire_centisecs (30 s), so a follower that loses power 3 s in keeps nothing: every record
+    acknowledged with acks=all was in its log (it was in the ISR) and is gone from it, though not from the
+    partition. With an fsync per message (log.flush.interval.messages 1) it keeps its whole log."""
+    broker = {"min.insync.replicas": 2, **({"log.flush.interval.messages": flush} if flush else {})}
+    r = simulate({"name": "power", "seed": 2, "duration.ms": 8000, "brokers": 3, "kafka.version": "4.1",
+                  "broker": broker, "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
+                  "producers": [{"topic": "t", "acks": "all", "rate.per.s": 2000}],
+                  "faults": [{"at.ms": 3000, "kind": "power_loss", "broker": 2, "duration.ms": 1000}]})
+    ev = r.events
+    cut = ev[(ev.kind == "truncation") & (ev.broker == 2) & ev.detail.str.startswith("power loss")]
+    lost = ev[ev.kind == "fault_power_loss"].detail.iloc[0]
+    acked_before = int((r.records.acked & (r.records.ack_ms < 3000)).sum())
+    if flush:
+        assert cut.empty and lost == "0 unflushed offsets lost"
+    else:
+        removed = int(lost.split()[0])
+        assert len(cut) == 1 and f"removed {removed} offsets, LEO now 0;" in cut.detail.iloc[0]
+        assert acked_before > 0 and removed >= acked_before
+    assert r.summary["acked_records_lost"] == 0  # the other two replicas held every record

@@ -170,7 +170,7 @@ def test_the_verb_refuses_an_unknown_case_name_and_a_users_file_before_running(t
     assert "--case: no validation case 'tiyn'; did you mean 'tiny'?" in capsys.readouterr().err
     out.mkdir()
     (out / "validation.html").write_text("my notes")
-    monkeypatch.setattr(command, "run_cases", lambda *a, **k: pytest.fail("ran before refusing"))
+    monkeypatch.setattr(runner, "run_cases", lambda *a, **k: pytest.fail("ran before refusing"))
     assert main(["validation", "--out", str(out)]) == 2
     assert "did not write it" in capsys.readouterr().err
     assert (out / "validation.html").read_text() == "my notes" and not (out / "validation.json").exists()

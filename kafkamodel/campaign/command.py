@@ -1,4 +1,5 @@
-"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, shrink what broke, report.
+"""``python -m kafkamodel campaign SPEC``: sweep the schedules, judge every run, shrink what broke, report (its
+parser: ``add_parser``; pandas and the verdicts are imported when it runs).
 
 1. The spec is loaded and checked whole (``spec``); nothing runs on bad input.
 2. Its sweep (a part per setting, a point per schedule) runs on the study
@@ -23,17 +24,56 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from ..command import REPORTING, UsageError, engine_modules, needs, positive_int, sweep_options
 from ..folders import FolderError, check_replaceable, staged
 from ..kit import (SweepOutcome, check_engine, check_folder, check_runs, check_timeout, check_workers, in_order,
                    progress_bar, run_sweeps)
 from ..paths import PROCESSED, REPORTS, counterexamples
-from . import counterexample, verdicts
+from . import counterexample
 from .properties import BY_NAME, PROPERTIES, quantity
 from .shrink import shrink
 from .spec import Campaign, SpecError, load_campaign
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def add_parser(verbs) -> None:
+    campaign = verbs.add_parser("campaign", help="random fault schedules against settings, checked for what each "
+                                                 "promises; counterexamples shrunk to scenario files; a report")
+    campaign.add_argument("spec", help="a campaign name (data/campaigns/NAME.yaml) or a campaign spec file")
+    sweep_options(campaign, with_scale=False)
+    campaign.add_argument("--schedules", type=positive_int("--schedules"),
+                          help="schedules per setting (default: the spec's `schedules`)")
+    campaign.add_argument("--runs", help="where run folders go (default: data/runs; they go in campaigns/NAME/); "
+                                         "with --engine spark, or a URI Spark writes to (file:///..., hdfs://..., "
+                                         "s3a://...)")
+    campaign.add_argument("--no-resume", action="store_true", help="run every schedule again, replacing finished runs")
+    campaign.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    campaign.set_defaults(func=cmd_campaign)
+
+
+def cmd_campaign(args) -> int:
+    needs("campaign", *engine_modules(args.engine), *(() if args.no_report else REPORTING))
+    if args.master is not None and args.engine != "spark":
+        raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
+    outcome = run_campaign(args.spec, schedules=args.schedules, engine=args.engine, master=args.master,
+                           workers=args.workers, timeout=args.timeout, runs=args.runs, resume=not args.no_resume,
+                           report=not args.no_report)
+    for line in outcome.lines():
+        print(line)
+    if outcome.sweep.failed:
+        print(f"error: {len(outcome.sweep.failed)} of {outcome.sweep.total} runs failed; re-run to retry them",
+              file=sys.stderr)
+        return 1
+    if outcome.broken:
+        print("error: a safe setting broke a property it promises: "
+              + ", ".join(f"{s} in {n} runs" for s, n in outcome.broken.items())
+              + "; see the counterexamples above", file=sys.stderr)
+        return 1
+    return 0
 
 
 @dataclass
@@ -50,6 +90,8 @@ class CampaignOutcome:
     @property
     def broken(self) -> dict[str, int]:
         """Safe setting -> runs that broke a property it promised."""
+        from . import verdicts
+
         return verdicts.broken_safe(self.runs, self.campaign.settings)
 
     @property
@@ -98,6 +140,8 @@ def run_campaign(spec, *, schedules: int | None = None, engine: str = "papermill
                  spark=None, progress: bool = True, processed: Path | None = None, reports: Path | None = None,
                  report: bool = True, say=None) -> CampaignOutcome:
     """Run a campaign end to end (see the module's docstring); `spark`: a session to use (left running)."""
+    from . import verdicts
+
     t0 = time.perf_counter()
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     campaign = load_campaign(spec)

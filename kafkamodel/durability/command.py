@@ -1,4 +1,5 @@
-"""``python -m kafkamodel durability SPEC --out DIR``: failure rates -> DIR/durability.json.
+"""``python -m kafkamodel durability SPEC --out DIR``: failure rates -> DIR/durability.json (its parser:
+``add_parser``).
 
 1. The spec is loaded and checked whole (``spec``), and DIR checked writable, before anything runs.
 2. ``estimate``: the failure process per replica layout (failure biasing), the detailed model once per class of
@@ -19,9 +20,40 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..command import engine_modules, needs, positive_int
 from ..folders import check_file_replaceable, writable_folder, write_atomic
-from .estimate import WARMUP_MS, at_least_once, estimate, gaps_ms, workers_or_cores
+from .estimate import WARMUP_MS, DetailedRunError, at_least_once, estimate, gaps_ms, workers_or_cores
 from .spec import DurabilitySpec, load_durability
+
+
+def add_parser(verbs) -> None:
+    durability = verbs.add_parser("durability", help="failure rates -> acknowledged records lost per year and the "
+                                                     "yearly loss probability per partition, per configuration")
+    durability.add_argument("spec", help="a durability spec name (data/durability/NAME.yaml) or a spec file")
+    durability.add_argument("--out", required=True, help="folder for durability.json (and durability-details.json)")
+    durability.add_argument("--workers", type=positive_int("--workers"),
+                            help="processes (local) or notebook kernels (papermill) running the detailed runs "
+                                 "(default: cores; the answers do not depend on it)")
+    durability.add_argument("--engine", default="local",
+                            help="local: in this process or a process pool; papermill or spark: the detailed runs "
+                                 "as the campaign's sweep points (run folders in OUT/runs/sweep/); the same answers")
+    durability.add_argument("--master", help="with --engine spark: the Spark master URL (default: local[*])")
+    durability.set_defaults(func=cmd_durability)
+
+
+def cmd_durability(args) -> int:
+    if args.engine in ("papermill", "spark"):
+        needs("durability", *engine_modules(args.engine))
+    try:
+        rows, path = run_durability(args.spec, args.out, workers=args.workers, engine=args.engine,
+                                    master=args.master)
+    except DetailedRunError as exc:  # one line; the detailed runs that finished are kept in DIR/runs
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for line in lines(rows):
+        print(line)
+    print(f"wrote {path}")
+    return 0
 
 FEW_WINDOWS = 100  # below it the intervals undercover (docs/durability.md: measured coverage)
 RUNS = "runs"  # DIR/runs/: one JSON file per detailed run (what it ran, what it lost); a rerun reuses them

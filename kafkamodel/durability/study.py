@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..command import UsageError, positive_int
 from ..config.scenario import did_you_mean, unknown_key
 from ..folders import FolderError, check_file_replaceable, writable_folder, write_atomic
 from ..kit import StudyError, load_spec_file, named
@@ -354,17 +355,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, help="folder of the per-profile results and detailed runs "
                                               "(default data/runs/durability; reused by a rerun)")
     ap.add_argument("--reports", type=Path, help="folder for durability.html and durability.json (default reports/)")
-    ap.add_argument("--windows", type=int, help="failure windows per replica layout (default: the spec's)")
-    ap.add_argument("--workers", type=int, help="processes (local) or notebook kernels (papermill) running the "
-                                                "detailed runs (default: cores)")
+    ap.add_argument("--windows", type=positive_int("--windows"),
+                    help="failure windows per replica layout (default: the spec's)")
+    ap.add_argument("--workers", type=positive_int("--workers"), help="processes (local) or notebook kernels "
+                                                                      "(papermill) running the detailed runs "
+                                                                      "(default: cores)")
     ap.add_argument("--engine", default="local", help="local (this process or a process pool), papermill or spark: "
                                                       "the detailed runs as the campaign's sweep points; the same numbers")
     ap.add_argument("--master", help="with --engine spark: the Spark master URL (default: local[*])")
-    args = ap.parse_args(argv)
-    for flag, value in (("--windows", args.windows), ("--workers", args.workers)):
-        if value is not None and value < 1:
-            print(f"{flag}: must be an integer >= 1", file=sys.stderr)
-            return 2
+    try:
+        args = ap.parse_args(argv)
+    except UsageError as exc:  # the command line's one-line rule (kafkamodel.command's option types)
+        print(exc, file=sys.stderr)
+        return 2
     try:
         run_study(args.spec, runs=args.runs, reports=args.reports, windows=args.windows, workers=args.workers,
                   engine=args.engine, master=args.master)

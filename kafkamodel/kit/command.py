@@ -1,4 +1,6 @@
-"""Everything, for ``python -m kafkamodel study``: all sweeps -> Spark aggregation -> reports -> index.
+"""The kit's verbs: ``study`` (everything: all sweeps -> Spark aggregation -> reports -> index), ``sweep``,
+``aggregate`` and ``report``: their parsers (``add_study``, ``add_sweep``, ``add_aggregate``, ``add_report``) and
+handlers, and ``run_study``.
 
 Sweeps of every active study share one engine (a pool of papermill workers,
 or Spark tasks); one Spark session runs those tasks and aggregates every
@@ -17,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..command import REPORTING, UsageError, default_scale, engine_modules, needs, seconds, sweep_options
 from ..paths import PROCESSED, REPORTS
 from .engines.pool import spawned_pool
 from .spec import StudyError, check_scale
@@ -24,6 +27,110 @@ from .specfile import all_specs
 
 
 REPORT_WORKERS = 2  # report notebooks at once: one beside Spark's aggregation, one more on a second core
+
+
+# ---- the verbs ----------------------------------------------------------------------------------------------------
+
+def keep_option(p) -> None:
+    from .sweep import KEEP
+
+    p.add_argument("--keep", choices=KEEP, default="needed",
+                   help="needed: the per-record table (records.parquet) only in runs of parts whose analysis "
+                        "pools record latency; all: in every new run (default: needed)")
+
+
+def add_study(verbs) -> None:
+    study = verbs.add_parser("study", help="every study: sweeps, Spark aggregation, HTML reports, index")
+    study.add_argument("studies", nargs="*", metavar="STUDY", help="only these shipped studies (default: all)")
+    sweep_options(study)
+    study.add_argument("--runs", help="where run folders go (default: data/runs), or with --engine spark a URI "
+                                      "Spark writes the runs to as Parquet datasets (file:///..., hdfs://..., s3a://...)")
+    keep_option(study)
+    study.set_defaults(func=cmd_study)
+
+
+def add_sweep(verbs) -> None:
+    sweep = verbs.add_parser("sweep", help="run a study's grid x seeds with papermill or Spark (finished runs are skipped)")
+    sweep.add_argument("spec", help="a study name (data/studies/NAME.yaml) or a sweep spec file")
+    sweep_options(sweep)
+    sweep.add_argument("--runs", help="where run folders go (default: data/runs); with --engine spark, or a URI "
+                                      "Spark writes to (file:///..., hdfs://..., s3a://...): the runs as Parquet "
+                                      "datasets there")
+    sweep.add_argument("--no-resume", action="store_true", help="run every point again, replacing finished runs")
+    keep_option(sweep)
+    sweep.set_defaults(func=cmd_sweep)
+
+
+def add_aggregate(verbs) -> None:
+    agg = verbs.add_parser("aggregate", help="per-configuration statistics over seeds, on Spark -> data/processed/STUDY/")
+    agg.add_argument("study", help="a study name or spec file")
+    agg.add_argument("--master", help="Spark master URL (default: local[*])")
+    agg.add_argument("--runs", help="where the run folders are (default: data/runs), or the URI a Spark sweep "
+                                    "wrote the runs to")
+    agg.set_defaults(func=cmd_aggregate)
+
+
+def add_report(verbs) -> None:
+    rep = verbs.add_parser("report", help="execute the study's notebook on its aggregates -> reports/STUDY.html")
+    rep.add_argument("study", help="a study name or spec file")
+    rep.add_argument("--timeout", type=seconds("--timeout"), default=600.0, help="execution timeout per notebook cell (s)")
+    rep.set_defaults(func=cmd_report)
+
+
+def cmd_study(args) -> int:
+    """All sweeps, Spark aggregation, reports and the index; prints where the reports are."""
+    needs("study", *engine_modules(args.engine), "pyspark", *REPORTING)
+    scale = args.scale if args.scale is not None else default_scale()
+    outcome = run_study(scale=scale, workers=args.workers, timeout=args.timeout, master=args.master,
+                        engine=args.engine, runs=args.runs, studies=args.studies, keep=args.keep)
+    print(f"reports: {outcome.index.parent}/ (open {outcome.index}) after {outcome.timing()}")
+    if outcome.failed_points:
+        print(f"error: {outcome.failed_points} failure(s); see the lines above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    needs("sweep", *engine_modules(args.engine))
+    from .specfile import load_spec
+    from .sweep import run_sweeps
+
+    spec = load_spec(args.spec)
+    if spec.is_pending:
+        raise UsageError(f"{spec.study}: pending ({spec.pending}); it has no points to run")
+    scale = args.scale if args.scale is not None else default_scale()
+    if args.master is not None and args.engine != "spark":
+        raise UsageError("--master: only with --engine spark (papermill runs on this machine)")
+    (outcome,) = run_sweeps([spec], scale=scale, workers=args.workers, timeout=args.timeout,
+                            resume=not args.no_resume, engine=args.engine, master=args.master, runs=args.runs,
+                            keep=args.keep)
+    for line in outcome.lines():
+        print(line)
+    if outcome.failed:
+        print(f"error: {len(outcome.failed)} of {outcome.total} points failed; re-run to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_aggregate(args) -> int:
+    needs("aggregate", "pyspark")
+    from .aggregate import aggregate
+
+    print(aggregate(args.study, master=args.master, runs=args.runs).line())
+    return 0
+
+
+def cmd_report(args) -> int:
+    needs("report", *REPORTING)
+    from .report import report
+
+    outcome = report(args.study, timeout=args.timeout)
+    print(outcome.line())
+    print(f"index: {outcome.html.parent / 'index.html'}")
+    return 0
+
+
+# ---- every study, end to end --------------------------------------------------------------------------------------
 
 
 @dataclass

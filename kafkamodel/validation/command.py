@@ -12,15 +12,38 @@ import json
 import os
 from pathlib import Path
 
+from ..command import UsageError
 from ..config.scenario import did_you_mean
 from ..folders import FolderError, file_is_kits, hidden_sibling, writable_folder, write_atomic
 from ..kit import progress_bar, write_index
 from ..paths import CHECKOUT, REPORTS, VALIDATION
 from .cases import ValidationError, load_cases
-from .report import finding, html_page, update_readme
-from .runner import run_cases
 
 OUTPUTS = ("validation.json", "validation.html")
+
+
+def add_parser(verbs) -> None:
+    val = verbs.add_parser("validation", help="the validation set: published measurements of real Kafka vs the "
+                                               "model -> validation.json and validation.html (docs/validation.md)")
+    val.add_argument("--out", help="folder for validation.json and validation.html (default: reports/)")
+    val.add_argument("--case", action="append", help="only this case of data/validation/ (repeatable)")
+    val.add_argument("--readme", action="store_true", help="instead: rewrite README.md's validation table from --from")
+    val.add_argument("--from", dest="from_", help="with --readme: the validation.json (default: reports/validation.json)")
+    val.set_defaults(func=cmd_validation)
+
+
+def cmd_validation(args) -> int:
+    if args.readme:
+        if args.out or args.case:
+            raise UsageError("--readme: rewrites README.md from --from (a validation.json); no --out or --case")
+        print(f"updated {readme_from(args.from_)}")
+        return 0
+    if args.from_:
+        raise UsageError("--from: only with --readme")
+    doc, paths = run_validation(args.out, args.case, command=os.environ.get("KAFKAMODEL_COMMAND", ""))
+    for line in summary_lines(doc, paths):
+        print(line)
+    return 0
 
 
 def select(cases: list, names: list[str] | None) -> list:
@@ -38,6 +61,9 @@ def select(cases: list, names: list[str] | None) -> list:
 def run_validation(out: str | None = None, names: list[str] | None = None, folder: Path | None = None,
                    command: str = "python -m kafkamodel validation", progress: bool = True) -> tuple:
     """Run the cases; write OUT/validation.json and OUT/validation.html; (document, [paths])."""
+    from .report import finding, html_page
+    from .runner import run_cases
+
     target = writable_folder(out or REPORTS, "--out")
     for name in OUTPUTS:
         path = target / name
@@ -69,6 +95,8 @@ def _plain(x):
 
 def readme_from(source: str | None = None, readme: Path | None = None) -> Path:
     """Rewrite README.md's validation table from `source` (default reports/validation.json); the README's path."""
+    from .report import update_readme
+
     path = Path(source) if source else REPORTS / "validation.json"
     if not path.is_file():
         raise ValidationError([f"--from: no {path}; run python -m kafkamodel validation first"])

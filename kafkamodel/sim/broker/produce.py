@@ -59,11 +59,11 @@ class ProduceHandler:
         self.mode = sim.mode
         # the mode's rules asked at every append, bound once
         self.refuses_acks_all, self.append_commits = sim.mode.refuses_acks_all, sim.mode.append_commits
+        self.committed_too_few = sim.mode.committed_too_few
         self.counters = sim.recorder.counters
         self.flush_messages = sim.flush_messages  # fsync after this many appended records (0: never forced)
         self.fsync = sim.fsync  # one fsync's duration, draw after draw
         self.caches = sim.caches  # broker -> its page cache and disk
-        self.appended_bytes = 0  # while a request is handled: bytes it appended
         # LogValidator decompresses a compressed batch to check it: CPU on the handler thread (batches.decompress_ms)
         self.validates_compressed = any(p.compression_type != "none" for p in sim.settings.producers)
         self.cpu_run = sim.cpu.run
@@ -89,20 +89,18 @@ class ProduceHandler:
         results = dp.results if dp is not None else [None] * len(entries)
         woken: set = set()  # parked follower fetches that these appends give records to
         flushes: list = []  # (replica, offset) of the logs these appends fsync (log.flush.interval.messages)
-        self.appended_bytes = 0
-        for i, (b, attempt) in enumerate(entries):
-            results[i] = self._append(broker, b, attempt, acks, dp, i, woken, flushes)
+        appended_bytes = self._append(broker, producer, entries, acks, dp, results, woken, flushes)
         wait = 0.0
         if self.validates_compressed:  # the handler decompresses each compressed batch it appends (LogValidator)
             cpu = sum(self.batches.decompress_ms(b) for b, _ in entries)
             if cpu > 0.0:
                 wait = self.cpu_run(broker, ready, cpu) - ready
-        if self.appended_bytes:  # write() into the page cache: throttled when too much of it is dirty
+        if appended_bytes:  # write() into the page cache: throttled when too much of it is dirty
             cache = self.caches[broker]
             now = self.kernel.now
-            wait += cache.append(now, self.appended_bytes)
+            wait += cache.append(now, appended_bytes)
             if flushes:  # Log.append -> flush: the handler thread fsyncs each log, then the request goes on
-                wait += sum(next(self.fsync) for _ in flushes) + cache.fsync(now, self.appended_bytes)
+                wait += sum(next(self.fsync) for _ in flushes) + cache.fsync(now, appended_bytes)
         elif flushes:
             wait += sum(next(self.fsync) for _ in flushes)
         if wait > 0.0:
@@ -142,53 +140,69 @@ class ProduceHandler:
                 if rep.is_leader and rep.lead.consumer_parked:
                     self.leader.consumer_fetch.produced(rep, batches.bytes[b])
 
-    def _append(self, broker: int, b: int, attempt: int, acks: int, dp, i: int, woken: set,
-                flushes: list) -> tuple:
-        """LeaderWrite: one batch of a produce request appended, refused, or recognised as a resend; its answer
-        (protocol.PRODUCE_PARTITION_RESPONSE)."""
-        batches = self.batches
-        rep = self.replicas[batches.partition[b]][broker]
-        if not rep.is_leader:
-            return (b, attempt, NOT_LEADER_OR_FOLLOWER, self.leader_hint(broker, rep.partition))
-        if acks == ACKS_ALL and self.refuses_acks_all(rep):
-            self.counters.not_enough_replicas_errors += 1
-            return (b, attempt, NOT_ENOUGH_REPLICAS, -1)
-        if self.producer_settings[batches.producer[b]].enable_idempotence:
-            found, base, end = self.producer_state.check_sequence(rep.log, b)
-            if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
-                return (b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
-            if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
-                self._wait(rep, dp, i, end, (b, attempt, NONE, base))
-                return dp.results[i]
-            if found != sequence.IN_SEQUENCE:  # a duplicate: taken as written (with its offsets if remembered)
-                return (b, attempt, NONE, base)
-        log = rep.log
+    def _append(self, broker: int, producer: int, entries: list, acks: int, dp, results: list, woken: set,
+                flushes: list) -> int:
+        """LeaderWrite for each batch of a request: appended, refused, or recognised as a resend; its answer
+        (protocol.PRODUCE_PARTITION_RESPONSE) goes into `results`. Returns the bytes appended."""
+        batches, replicas = self.batches, self.replicas
+        partition_of, count_of, bytes_of = batches.partition, batches.count, batches.bytes
+        refuses = self.refuses_acks_all if acks == ACKS_ALL else None
+        check = self.producer_state.check_sequence if self.producer_settings[producer].enable_idempotence else None
+        track = self.producer_state.track if self.track_producers else None
+        retention_on, flush_messages = self.retention_on, self.flush_messages
+        appended, append_commits = self.sessions.appended, self.append_commits
+        seq = self.seq
         now = self.kernel.now
-        base = log.log_end_offset
-        end = base + batches.count[b]
-        entry = (base, end, rep.leader_epoch, b)  # a LogEntry
-        log.append(entry, now)
-        self.appended_bytes += batches.bytes[b]
-        if self.retention_on:
-            log.segment_append(entry, now)
-        if self.track_producers:
-            self.producer_state.track(log, entry)
-        if self.flush_messages and log.needs_flush(self.flush_messages):
-            flushes.append((rep, log.begin_flush()))
-        result = (b, attempt, NONE, base)
-        if dp is not None:
-            self._wait(rep, dp, i, end, result)
-        self.sessions.appended(rep, woken)
-        if self.append_commits(rep):
-            self.leader.leader_advance_high_watermark(rep)
-        return result
+        total = 0
+        for i, (b, attempt) in enumerate(entries):
+            rep = replicas[partition_of[b]][broker]
+            if not rep.is_leader:
+                results[i] = (b, attempt, NOT_LEADER_OR_FOLLOWER, self.leader_hint(broker, rep.partition))
+                continue
+            if refuses is not None and refuses(rep):
+                self.counters.not_enough_replicas_errors += 1
+                results[i] = (b, attempt, NOT_ENOUGH_REPLICAS, -1)
+                continue
+            log = rep.log
+            if check is not None:
+                found, base, end = check(log, b)
+                if found != sequence.IN_SEQUENCE:
+                    results[i] = self._not_in_sequence(rep, b, attempt, found, base, end, dp, i)
+                    continue
+            base = log.log_end_offset
+            end = base + count_of[b]
+            entry = (base, end, rep.leader_epoch, b)  # a LogEntry
+            log.append(entry, now)
+            total += bytes_of[b]
+            if retention_on:
+                log.segment_append(entry, now)
+            if track is not None:
+                track(log, entry)
+            if flush_messages and log.needs_flush(flush_messages):
+                flushes.append((rep, log.begin_flush()))
+            results[i] = (b, attempt, NONE, base)
+            if dp is not None:  # into the purgatory; it ends past every batch waiting there (they are in the log)
+                dp.remaining += 1
+                rep.lead.pending.append((end, next(seq), dp, i))
+            appended(rep, base, woken)
+            if append_commits(rep):
+                self.leader.leader_advance_high_watermark(rep)
+        return total
+
+    def _not_in_sequence(self, rep: Replica, b: int, attempt: int, found: int, base: int, end: int, dp,
+                         i: int) -> tuple:
+        """An idempotent batch that is not the next in its producer's sequence: refused, or a resend answered with
+        the offsets it was written at (once the HW covers them, for acks=all)."""
+        if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            return (b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+        if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
+            dp.results[i] = (b, attempt, NONE, base)
+            dp.remaining += 1
+            insort(rep.lead.pending, (end, next(self.seq), dp, i))
+            return dp.results[i]
+        return (b, attempt, NONE, base)  # a duplicate: taken as written (with its offsets if remembered)
 
     # ---- the purgatory ---------------------------------------------------------------------------------------
-
-    def _wait(self, rep: Replica, dp: DelayedProduce, i: int, end: int, result: tuple) -> None:
-        dp.results[i] = result
-        dp.remaining += 1
-        insort(rep.lead.pending, (end, next(self.seq), dp, i))
 
     def complete_delayed(self, rep: Replica, hw: int) -> None:
         """The HW moved to `hw`: the waiting batches it covers are done (checkAndComplete)."""
@@ -196,16 +210,14 @@ class ProduceHandler:
         pending = lead.pending
         if not pending or pending[0][0] > hw:
             return
-        k = 0
-        while k < len(pending) and pending[k][0] <= hw:
-            k += 1
-        if k == len(pending):  # all of them (the usual case): no copies
+        if pending[-1][0] <= hw:  # all of them (the usual case): no copies
             done, lead.pending = pending, []
         else:
+            k = 1
+            while pending[k][0] <= hw:
+                k += 1
             done, lead.pending = pending[:k], pending[k:]
-        error = NOT_ENOUGH_REPLICAS if self.mode.committed_too_few(rep) else NONE  # before 3.7: ..._AFTER_APPEND
-        for _, _, dp, i in done:
-            self._settle(dp, i, error)
+        self._settle(done, NOT_ENOUGH_REPLICAS if self.committed_too_few(rep) else NONE)  # before 3.7: ..._AFTER_APPEND
 
     def leader_hint(self, broker: int, p: int) -> int:
         """KIP-951's current leader of a NOT_LEADER_OR_FOLLOWER answer (-1: none), carried in the answer's
@@ -215,18 +227,18 @@ class ProduceHandler:
     def fail_delayed(self, rep: Replica) -> None:
         """The replica stops leading: its waiting batches hear NOT_LEADER_OR_FOLLOWER."""
         pending, rep.lead.pending = rep.lead.pending, []
-        hint = self.leader_hint(rep.broker, rep.partition)
-        for _, _, dp, i in pending:
-            self._settle(dp, i, NOT_LEADER_OR_FOLLOWER, hint)
+        self._settle(pending, NOT_LEADER_OR_FOLLOWER, self.leader_hint(rep.broker, rep.partition))
 
-    def _settle(self, dp: DelayedProduce, i: int, error: int, hint: int = -1) -> None:
-        """A batch of a request in purgatory is done (committed, or its leader stepped down: `hint`, KIP-951's
-        current leader)."""
-        if error:
-            b, attempt, _, _ = dp.results[i]
-            dp.results[i] = (b, attempt, error, hint)
-        dp.remaining -= 1
-        if dp.sealed and not dp.remaining:
-            self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer],
-                                self.producer_handle_response, (dp.producer, dp.broker, dp.epoch, dp.req, dp.results),
-                                0, False, (dp.producer, dp.epoch, dp.broker))
+    def _settle(self, done: list, error: int, hint: int = -1) -> None:
+        """Batches of requests in purgatory are done (committed, or their leader stepped down: `hint`, KIP-951's
+        current leader); a request whose last batch this was is answered."""
+        for _, _, dp, i in done:
+            if error:
+                b, attempt, _, _ = dp.results[i]
+                dp.results[i] = (b, attempt, error, hint)
+            dp.remaining -= 1
+            if dp.sealed and not dp.remaining:
+                self.server.respond(dp.broker, self.kernel.now, self.producer_nodes[dp.producer],
+                                    self.producer_handle_response,
+                                    (dp.producer, dp.broker, dp.epoch, dp.req, dp.results), 0, False,
+                                    (dp.producer, dp.epoch, dp.broker))

@@ -20,7 +20,6 @@ from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
-from ..storage.log import BASE_OFFSET
 
 _by_key = attrgetter("key")
 
@@ -98,7 +97,8 @@ class SessionManager:
         s.last_fetch_ms = now
         if forgotten:
             self._drop(s, forgotten)
-        replicas, dirty = self.replicas, s.dirty
+        replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
+        fetch_counts, advance = self.fetch_counts, self.leader_advance_high_watermark
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
             s.retry_expand = set()
@@ -121,7 +121,7 @@ class SessionManager:
                 self._drop(s, [p])
                 s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
                 continue
-            s.offsets[p] = offset
+            offsets[p] = offset
             lead = rep.lead
             lead.sessions[follower] = s
             # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
@@ -131,19 +131,20 @@ class SessionManager:
                 lead.last_caught_up_ms[follower] = now
             elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
                 t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
+                last = lead.last_fetch_ms[follower]
+                lead.last_caught_up_ms[follower] = last if last > t else t
             lead.last_fetch_ms[follower] = now
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
-            if self.fetch_counts(rep, follower):
-                self.leader_advance_high_watermark(rep)
+            if fetch_counts(rep, follower):
+                advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader_expand_isr(rep, follower)
             if leo > offset and throttled and self._held(p, leader, follower, lead):
                 dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
             elif leo > offset:
                 dirty[p] = data = True
-            elif s.hw_sent.get(p) != rep.high_watermark:
+            elif hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
                 news = self.hw_news
             else:
@@ -296,21 +297,23 @@ class SessionManager:
 
     # ---- what wakes a session ------------------------------------------------------------------------------------
 
-    def appended(self, rep: Replica, woken: set) -> None:
-        """The leader appended to the partition: its followers' sessions have records to give; the parked
-        ones go into `woken`, to be answered once the produce request is handled (``wake``)."""
-        lead = rep.lead
-        if not lead.sessions:
+    def appended(self, rep: Replica, old: int, woken: set) -> None:
+        """The leader appended to the partition at offset `old` (its LEO before): its followers' sessions have
+        records to give; the parked ones go into `woken`, to be answered once the produce request is handled
+        (``wake``)."""
+        sessions = rep.lead.sessions
+        if not sessions:
             return
         p = rep.partition
-        old = rep.log.entries[-1][BASE_OFFSET]  # the LEO before this append
-        for f, s in lead.sessions.items():
-            if p not in s.dirty:
+        for f, s in sessions.items():
+            dirty = s.dirty
+            if p not in dirty:
                 if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
+                    lead = rep.lead
                     t = lead.last_caught_up_ms.get(f, lead.since_ms)
                     if s.last_fetch_ms > t:
                         lead.last_caught_up_ms[f] = s.last_fetch_ms
-                s.dirty[p] = True
+                dirty[p] = True
             if s.parked:
                 woken.add(s)
 

@@ -13,8 +13,10 @@ these properties are not those, but close to them:
   its ISR, here for every pair of replicas);
 * ``no_committed_record_lost``: what ``StrongIsr`` is for ("any data which has
   been exposed to consumers will be present on any broker that becomes
-  leader"): every batch a leader's HW covered is in the current (or last)
-  leader's log.
+  leader"): every batch a leader's HW covered is in the log of a replica
+  that can still lead the partition: its leader while it runs, else one the
+  controller may elect without an unclean election (ISR, ELR, last known
+  leader).
 
 Each takes a running (or finished) simulation (its ``partitions``,
 ``replicas``, ``batches`` and replication ``mode``) and returns its violations as
@@ -99,9 +101,32 @@ def committed_prefixes_agree(sim) -> list[str]:
     return problems
 
 
+def electable(part) -> tuple[int, ...]:
+    """The replicas the controller may elect without an unclean election, in assignment order: the leader, the
+    ISR (every replica in quorum mode), KIP-966's eligible leader replicas and, while those are empty, its last
+    known leader. Kafka's promise is about these: "a committed message will not be lost, as long as there is at
+    least one in sync replica alive" (the documentation's Replicated Logs section)."""
+    can = {part.leader, *part.isr, *part.elr, *part.last_known_elr}
+    return tuple(r for r in part.replicas if r in can)
+
+
+def may_lead(sim, part) -> tuple[int, ...]:
+    """The replicas that can still lead the partition: its leader alone while that broker runs (it keeps the
+    partition until it fails: what its log lacks, no consumer will read); once it is down (or there is none),
+    every replica the controller may elect without an unclean election (``electable``); with none of those, the
+    partition's last leader (its log is final)."""
+    if part.leader >= 0 and sim.brokers[part.leader].up:
+        return (part.leader,)
+    return electable(part) or (part.last_leader,)
+
+
 def no_committed_record_lost(sim) -> list[str]:
-    """Every batch some leader's HW covered is in the log of the partition's current (or last) leader
-    (or was deleted from it by retention)."""
+    """Every batch some leader's HW covered is in the log of a replica that can still lead the partition
+    (``may_lead``), or was deleted from it by retention: what StrongIsr states. A leader that has just lost power
+    is down, though the controller keeps it as leader until its session expires: its unflushed tail is gone, and
+    that loses nothing while an ISR member holds the batches (the controller elects one of them). An unclean
+    election, which sets the ISR to the new leader alone, loses what that leader lacks; so does KIP-966's election
+    of a last known leader whose log a power loss shortened, and so does a leader that truncated them away."""
     part_of = sim.batches.partition
     wanted: dict[int, list] = defaultdict(list)  # partition -> its committed batches (in order of the first)
     for b in compress(range(len(part_of)), sim.batches.committed):
@@ -109,12 +134,24 @@ def no_committed_record_lost(sim) -> list[str]:
     problems = []
     for p, batches in wanted.items():
         part = sim.partitions[p]
-        log = sim.replicas[p][part.last_leader].log
-        missing = set(batches).difference(map(_batch, log.entries)).difference(map(_batch, log.retired))
+        holders = may_lead(sim, part)
+        missing = set(batches)
+        for r in holders:
+            log = sim.replicas[p][r].log
+            missing = missing.difference(map(_batch, log.entries)).difference(map(_batch, log.retired))
+            if not missing:
+                break
         if missing:
             records = sum(sim.batches.count[b] for b in missing)
-            problems.append(f"{part.name}: {records} committed records missing from leader {part.last_leader}")
+            problems.append(f"{part.name}: {records} committed records missing from {_named(holders, part)}")
     return problems
+
+
+def _named(holders: tuple[int, ...], part) -> str:
+    """'leader 2' (the running leader alone, as the message always read), else 'brokers [1, 2], which may lead'."""
+    if holders == (part.leader,) or holders == (part.last_leader,):
+        return f"leader {holders[0]}"
+    return f"brokers {list(holders)}, which may lead"
 
 
 PROPERTIES = {
