@@ -344,7 +344,8 @@ def test_before_3_7_a_moved_leader_costs_the_backoff_and_a_metadata_refresh():
 
 def test_kip_580_backoff_doubles_up_to_retry_backoff_max_ms_with_jitter():
     """ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2): attempt k waits retry.backoff.ms x
-    2^(k-1) x a factor in [0.8, 1.2], at most retry.backoff.max.ms; before 3.7 always retry.backoff.ms."""
+    2^min(k-1, log2(max / retry.backoff.ms)) x a factor in [0.8, 1.2] in whole ms, at most retry.backoff.max.ms
+    (so once the doubling passes the cap, 0.8 to 1 times the cap); before 3.7 always retry.backoff.ms."""
     from kafkamodel.sim.clients.producer import ProducerClient
 
     sim = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}) |
@@ -352,8 +353,8 @@ def test_kip_580_backoff_doubles_up_to_retry_backoff_max_ms_with_jitter():
     ps = sim.producer.states[0]
     for attempt in range(1, 8):
         ms = ProducerClient._backoff_ms(ps, attempt)
-        nominal = 100 * 2 ** (attempt - 1)
-        assert (0.8 * nominal <= ms <= min(1.2 * nominal, 1000)) if nominal < 1000 / 0.8 else ms == 1000
+        nominal = min(100 * 2 ** (attempt - 1), 1000)
+        assert 0.8 * nominal <= ms <= min(1.2 * nominal, 1000) and ms == int(ms)
     old = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100}) | {"kafka.version": "3.6"}))
     assert [ProducerClient._backoff_ms(old.producer.states[0], a) for a in (1, 2, 5)] == [100, 100, 100]
 

@@ -483,6 +483,33 @@ def test_lowering_the_replication_factor_drops_a_replica_and_loses_nothing():
     assert s["under_replicated_partition_ms"] == 0  # ISR = replicas throughout: 3 of 3, then 2 of 2
 
 
+@pytest.mark.parametrize("min_isr", [2, 3])
+def test_lowering_the_replication_factor_below_min_insync_replicas_refuses_writes_before_3_7_only(min_isr):
+    """RF 3 -> 2 on a topic with min.insync.replicas 2 or 3 (the topic keeps its value: a reassignment changes no
+    config). The leader checks the ISR against it at each acks=all write (Partition.appendRecordsToLeader): before
+    3.7 against the value as set, so with 3 every write after the move is refused NOT_ENOUGH_REPLICAS (2 in the ISR
+    < 3) and retried until delivery.timeout.ms; from 3.7 against effectiveMinIsr = min(min.insync.replicas, the
+    replicas it has now) = 2 (KAFKA-15583), so the writes go on. With 2 both versions write. Nothing acknowledged is
+    lost either way."""
+    at = 5000.0
+    move = [{"at.ms": at, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]}]
+    for version in ("3.6", "3.7"):
+        given = one_partition(move, rf=3, duration=10000)
+        given["kafka.version"] = version
+        given["topics"][0]["min.insync.replicas"] = min_isr
+        r = simulate(load_scenario(given))
+        s, rec = r.summary, r.records
+        assert s["acked_records_lost"] == 0
+        assert r.partitions.set_index("partition").loc[0, "replicas"] == "0,1"
+        # sent once the move completed (a few ms: nothing to copy) and a second before the end (answered by then)
+        after = rec[(rec["send_ms"] > at + 100) & (rec["send_ms"] < 9000)]
+        refused = min_isr == 3 and version == "3.6"
+        if refused:
+            assert s["not_enough_replicas_errors"] > 0 and not after["acked"].any()
+        else:
+            assert s["not_enough_replicas_errors"] == 0 and after["acked"].all()
+
+
 def test_quorum_mode_keeps_the_replication_factor(tmp_path, capsys):
     s = one_partition([{"at.ms": 10, "kind": "reassign", "topic": "t", "partitions": [0], "replicas": [[0, 1]]}], rf=3)
     path = tmp_path / "s.yaml"
@@ -491,3 +518,38 @@ def test_quorum_mode_keeps_the_replication_factor(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith(
         "error: operations[0].replicas[0]: 2 replicas; topic 't' has replication.factor 3"), err
+
+
+# ---- a rolling restart per version (issue 35): KIP-951's hint against the metadata refresh ----------------------
+
+RETRY_BACKOFF = 100.0  # retry.backoff.ms, Kafka's default (3.7's KIP-580 backoff draws it x [0.8, 1.2] at first)
+
+
+def rolled(version: str):
+    """The operations study's roll_versions part: a rolling restart (controlled, gated on no under-replicated
+    partition) with the automatic preferred-leader election every 5 s handing each restarted broker its leaders
+    back, under four producers (one producer alone would stall itself: see docs/restarts.md)."""
+    return simulate({
+        "name": "roll", "brokers": 3, "duration.ms": 35000, "kafka.version": version,
+        "broker": {"min.insync.replicas": MIN_ISR, "leader.imbalance.check.interval.seconds": 5},
+        "network": {"latency.ms": L},
+        "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+        "producers": [{"topic": "t", "rate.per.s": 1250, "acks": "all"} for _ in range(4)],
+        "operations": [{"at.ms": 2000, "kind": "rolling_restart", "gate": "no_under_replicated",
+                        "downtime.ms": 3000}]})
+
+
+def test_a_rolling_restart_on_3_7_drops_the_metadata_refresh_kip_951_removes_from_the_produce_tail():
+    """3.6: a batch answered NOT_LEADER_OR_FOLLOWER (a leader moved away for a shutdown, or handed back) waits
+    retry.backoff.ms, then a metadata round trip, so the roll's produce p99 is at least the backoff; 3.7: the
+    answer names the new leader (KIP-951's CurrentLeader, counted as a hint) and the batch goes there at once
+    (RecordAccumulator.shouldBackoff skips the backoff for a new leader), so the p99 is below the smallest backoff
+    KIP-580 could draw. The batches the closed connections failed take the refresh in both versions."""
+    old, new = rolled("3.6"), rolled("3.7")
+    assert old.summary["producer_leader_hints"] == 0 and new.summary["producer_leader_hints"] > 0
+    assert old.summary["operation_produce_p99_ms"] >= RETRY_BACKOFF
+    assert new.summary["operation_produce_p99_ms"] < 0.8 * RETRY_BACKOFF
+    slow_old, slow_new = ((window_latency(r) >= 0.8 * RETRY_BACKOFF).sum() for r in (old, new))
+    assert slow_new < slow_old  # fewer records waited a backoff at all
+    for r in (old, new):
+        assert r.summary["acked_records_lost"] == 0 and r.summary["records_failed"] == 0

@@ -29,6 +29,7 @@ GIVE = {  # a value to give a property the table says the version lacks (it must
     "producers[].enable.idempotence": False, "producers[].delivery.timeout.ms": 120000,
     "consumers[].max.poll.records": 500, "consumers[].group.protocol": "classic",
     "producers[].retry.backoff.max.ms": 1000,
+    "consumers[].retry.backoff.max.ms": 1000,
 }
 
 

@@ -478,6 +478,7 @@ CONSUMER: dict[str, Key] = {
     "heartbeat.interval.ms": Key(3000, number(positive=True), "heartbeats to the group coordinator"),
     "auto.offset.reset": Key("latest", choice("latest", "earliest"), "where a member starts without a valid committed offset"),
     "retry.backoff.ms": Key(100, number(lo=0), "wait after a failed fetch"),
+    "retry.backoff.max.ms": Key(1000, optional(number(positive=True)), "3.7+ (KIP-580): the metadata refresh's backoff doubles from retry.backoff.ms per failed or unchanged answer up to this, with 20% jitter"),
     "request.timeout.ms": Key(30000, number(positive=True), "a fetch unanswered this long after fetch.max.wait.ms is given up"),
     "client.rack": Key(None, optional(text), "the rack (zone) the consumers run in, for network.links and the brokers' replica.selector.class"),
     "metadata.max.age.ms": Key(300000, number(positive=True), "a preferred read replica (KIP-392) is used this long, then the consumer asks the leader again"),

@@ -288,6 +288,15 @@ class TopicSettings:
     retention_ms: float | None  # in force: retention.ms, else log.retention.ms (None: forever)
     retention_bytes: int | None  # in force: retention.bytes, else log.retention.bytes (None: no limit)
     replicas: tuple[tuple[int, ...], ...] | None  # each partition's replicas as given (None: Kafka's placement)
+    min_insync_replicas_set: int = 0  # min.insync.replicas as set (the topic's own, else the broker's), uncapped
+    min_isr_capped_by_replicas: bool = False  # 3.7+: in force is min(it, the partition's replica count) at any time
+
+    def min_isr_for(self, replicas: int) -> int:
+        """min.insync.replicas in force for a partition with `replicas` replicas now (Partition.effectiveMinIsr from
+        3.7: min(min.insync.replicas, remote replicas + 1), read at each produce; before 3.7 the value as set)."""
+        if not self.min_isr_capped_by_replicas:
+            return self.min_insync_replicas_set or self.min_insync_replicas
+        return min(self.min_insync_replicas_set or self.min_insync_replicas, replicas)
 
     @classmethod
     def of(cls, t: Mapping, b: Mapping, kafka: Mechanisms) -> "TopicSettings":
@@ -302,6 +311,7 @@ class TopicSettings:
             retention_ms=_ms(t["retention.ms"] or b["log.retention.ms"]),
             retention_bytes=t["retention.bytes"] or b["log.retention.bytes"],
             replicas=None if t["replicas"] is None else tuple(tuple(r) for r in t["replicas"]),
+            min_insync_replicas_set=min_isr, min_isr_capped_by_replicas=kafka.min_isr_capped_by_replicas,
         )
 
 
@@ -384,6 +394,7 @@ class ConsumerSettings:
     heartbeat_interval_ms: float
     auto_offset_reset: str  # latest or earliest
     retry_backoff_ms: float
+    retry_backoff_max_ms: float | None  # KIP-580 (3.7+): the metadata refresh backoff's cap; None: constant
     request_timeout_ms: float  # a fetch unanswered this long (after fetch.max.wait.ms) is given up
     client_rack: str | None  # the rack its members run in (network.links)
     rebalance_protocol: str = "eager"  # eager, cooperative (KIP-429: every listed assignor supports it), or consumer (KIP-848)
@@ -414,6 +425,7 @@ class ConsumerSettings:
             heartbeat_interval_ms=float((broker or {}).get("group.consumer.heartbeat.interval.ms") or 5000
                                         if protocol == "consumer" else c["heartbeat.interval.ms"]),
             auto_offset_reset=c["auto.offset.reset"], retry_backoff_ms=float(c["retry.backoff.ms"]),
+            retry_backoff_max_ms=_ms(c.get("retry.backoff.max.ms")),
             request_timeout_ms=float(c["request.timeout.ms"]), client_rack=c["client.rack"],
             metadata_max_age_ms=float(c.get("metadata.max.age.ms", 300000)),
         )

@@ -178,6 +178,9 @@ PROPERTIES: dict[tuple[str, str], Property] = {
     ("producers", "retry.backoff.max.ms"): Property(
         since="3.7", came="exponential client backoff came in 3.7 with KIP-580", absent=None,
         instead='leave it out (a constant retry.backoff.ms), or set kafka.version "3.7" or later'),
+    ("consumers", "retry.backoff.max.ms"): Property(
+        since="3.7", came="exponential client backoff came in 3.7 with KIP-580", absent=None,
+        instead='leave it out (a constant retry.backoff.ms), or set kafka.version "3.7" or later'),
     ("consumers", "max.poll.records"): Property(
         since="0.10", came="it came in 0.10.0 with KIP-41", absent=MAX_INT, instead='set kafka.version "0.10" or later'),
     ("consumers", "group.instance.id"): Property(

@@ -339,7 +339,9 @@ def roll_versions_intro(agg: Aggregates) -> str:
             "leaders stay up. Before 3.7 a producer told NOT_LEADER_OR_FOLLOWER waits `retry.backoff.ms` and asks a "
             "broker for metadata; from 3.7 the answer names the new leader (KIP-951) and resends back off "
             "exponentially (KIP-580, up to `retry.backoff.max.ms`). The batches in flight to a broker that stops fail "
-            "with its closed connections in every version. docs/restarts.md.")
+            f"with its closed connections in every version. The load comes from {len(s['producers'])} producers: a "
+            "single one stalls itself for `replica.fetch.wait.max.ms` when its resend to a new leader holds its "
+            "connection before the other follower fetches the partition. docs/restarts.md.")
 
 
 def roll_large_intro(agg: Aggregates) -> str:

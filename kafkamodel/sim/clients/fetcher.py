@@ -99,20 +99,22 @@ class Fetcher:
         """For NetworkClient.leastLoadedNode: the member's requests in flight to broker `b` (a fetch or none)."""
         return 1 if b in md.member.pending else 0
 
-    def _answered(self, md: MemberMetadata, leaders) -> None:
+    def _answered(self, md: MemberMetadata, leaders) -> bool:
         """A metadata answer (None: none came): a partition takes the leader it names unless the member knows a
-        newer leader epoch (Metadata.updateLatestMetadata keeps the newer)."""
+        newer leader epoch (Metadata.updateLatestMetadata keeps the newer). True: it named a newer epoch."""
         if leaders is None:
-            return
+            return False
         known, epochs = md.leaders, md.epochs
-        moved = False
+        moved = newer = False
         for p, (leader, epoch) in enumerate(zip(*leaders)):
             if epoch >= epochs[p]:
                 moved = moved or known[p] != leader
+                newer = newer or epoch > epochs[p]
                 known[p], epochs[p] = leader, epoch
         m = md.member
         if moved and m.alive and m.waiting and m.processing is None:  # the poll loop wakes on the answer
             self.poll(md.group, m, m.token)  # (ConsumerNetworkClient.poll) and fetches from the new leaders
+        return newer  # a newer leader epoch resets KIP-580's count of equivalent answers (3.7+)
 
     def connect(self, consumer) -> None:
         """The poll loop an answer wakes (built after it: it fetches through it)."""

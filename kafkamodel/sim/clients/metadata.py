@@ -1,17 +1,42 @@
 """A client's metadata refresh (Kafka's Metadata and NetworkClient's DefaultMetadataUpdater), one rule for the
 producer and the consumer.
 
-``request_update`` is Metadata.requestUpdate: the next metadata request goes out once ``retry.backoff.ms`` has
-passed since the last answer (Metadata.timeToAllowUpdate), at once if that was long ago. It goes to the least
+``request_update`` is Metadata.requestUpdate: the next metadata request goes out once the refresh backoff has
+passed since the last answer (Metadata.timeToAllowUpdate), at once if that was long ago. Before 3.7 the backoff is
+``retry.backoff.ms``. From 3.7 (KIP-580) it is ExponentialBackoff(``retry.backoff.ms``, 2, ``retry.backoff.max.ms``,
+0.2) at the count of failed requests in a row (``Metadata.failedUpdate``: no answer, a refused connection),
+or at the count of answers in a row that moved no leader if that is longer (Metadata's ``equivalentResponseCount``,
+reset by an answer with a newer leader epoch in ``updateLatestMetadata``, and by a failed request), so a client asking again and again for a leader its brokers do not know yet waits 100, 200, 400 ms,
+and one whose answers move leaders waits ``retry.backoff.ms`` x a factor in [0.8, 1.2]. It goes to the least
 loaded broker (NetworkClient.leastLoadedNode) and is answered one round trip later from that broker's metadata
 cache as it is when the request arrives (it may be stale); no answer within ``request.timeout.ms``, or a refused
 connection, counts as an answer without metadata. The client decides what an answer does (``answered``).
 
 A client's state object carries ``refresh_armed``, ``refresh_stamp``, ``last_refresh_ms``, ``node`` (its
-machine) and ``config`` (its ``retry_backoff_ms`` and ``request_timeout_ms``).
+machine) and ``config`` (its ``retry_backoff_ms``, ``retry_backoff_max_ms``: None before 3.7, and
+``request_timeout_ms``); ``answered(state, leaders)`` returns whether the answer moved a leader the client knew.
 """
 
 from __future__ import annotations
+
+import math
+
+from ...config.distributions import Sampler
+
+RETRY_BACKOFF_EXP_BASE = 2  # CommonClientConfigs.RETRY_BACKOFF_EXP_BASE
+RETRY_BACKOFF_JITTER = 0.2  # CommonClientConfigs.RETRY_BACKOFF_JITTER
+
+
+def exponential_backoff(initial_ms: float, max_ms: float, attempts: int, factor: float) -> float:
+    """Kafka's ExponentialBackoff.backoff(attempts) (3.7+, KIP-580) with its random factor `factor` (drawn in
+    [1 - jitter, 1 + jitter]): initial x 2^min(attempts, expMax) x factor in whole milliseconds, at most max,
+    where expMax = log2(max / initial); the initial interval itself when max is not above it."""
+    initial = min(initial_ms, max_ms)
+    if max_ms <= initial:
+        return initial
+    exp_max = math.log(max_ms / max(initial, 1.0)) / math.log(RETRY_BACKOFF_EXP_BASE)
+    term = initial * RETRY_BACKOFF_EXP_BASE ** min(attempts, exp_max)
+    return min(float(math.floor(term * factor)), max_ms)
 
 
 class MetadataUpdater:
@@ -35,18 +60,42 @@ class MetadataUpdater:
         self.answered = answered  # (state, leaders or None) -> None: what the client does with an answer
         self.states: list = []  # index -> a client's state (messages name it by index)
         self.load = {}  # index -> (state, now) -> broker -> None (backing off it) or its requests in flight
+        self.streams = sim.streams
+        self.failed: list[int] = []  # index -> failed requests in a row (Metadata.attempts)
+        self.equivalent: list[int] = []  # index -> answers in a row that moved no leader (equivalentResponseCount)
+        self.jitter: list = []  # index -> KIP-580's random factors (3.7+), draw after draw; None before 3.7
 
     def register(self, st, load) -> int:
         """A client's state; `load(st, now, broker)`: None when it backs off that broker, else its requests there."""
+        index = len(self.states)
         self.states.append(st)
-        self.load[len(self.states) - 1] = load
-        return len(self.states) - 1
+        self.load[index] = load
+        self.failed.append(0)
+        self.equivalent.append(0)
+        self.jitter.append(None if st.config.retry_backoff_max_ms is None else Sampler(
+            {"dist": "uniform", "low": 1 - RETRY_BACKOFF_JITTER, "high": 1 + RETRY_BACKOFF_JITTER},
+            self.streams(f"{self.counter}.backoff[{index}]")).stream)
+        return index
+
+    def backoff_ms(self, st, index: int) -> float:
+        """Metadata.timeToAllowUpdate's wait after the last answer: retry.backoff.ms before 3.7; from 3.7 the
+        larger of backoff(failed - 1) (backoff(0) with none failed) and backoff(equivalent - 1) (0 with none)."""
+        cfg = st.config
+        jitter = self.jitter[index]
+        if jitter is None:
+            return max(cfg.retry_backoff_ms, 1.0)
+        failed, equivalent = self.failed[index], self.equivalent[index]
+        wait = exponential_backoff(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, max(failed - 1, 0), next(jitter))
+        if equivalent > 0:
+            wait = max(wait, exponential_backoff(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, equivalent - 1,
+                                                 next(jitter)))
+        return max(wait, 1.0)
 
     def request_update(self, st, index: int) -> None:
         if not st.refresh_armed:
             st.refresh_armed = True
             now = self.kernel.now
-            at = max(now, st.last_refresh_ms + max(st.config.retry_backoff_ms, 1.0))
+            at = max(now, st.last_refresh_ms + self.backoff_ms(st, index))
             self.kernel.schedule(at, self._refresh, index)
 
     def least_loaded_node(self, index: int, now: float) -> int:
@@ -99,7 +148,7 @@ class MetadataUpdater:
         st = self.states[index]
         if st.refresh_stamp == stamp and st.refresh_armed:  # request.timeout.ms without an answer
             st.refresh_stamp += 1
-            self._done(st, None)
+            self._done(st, index, None)
 
     def handle_metadata_response(self, index: int, stamp: int, leaders: tuple | None, node: int) -> None:
         """The metadata answer from `node` (None: the connection was refused; the next try asks another broker)."""
@@ -107,9 +156,16 @@ class MetadataUpdater:
         if st.refresh_stamp != stamp:
             return
         st.refresh_stamp += 1
-        self._done(st, leaders)
+        self._done(st, index, leaders)
 
-    def _done(self, st, leaders) -> None:
+    def _done(self, st, index: int, leaders) -> None:
+        """An answer (None: the request failed: Metadata.failedUpdate) and the counts its next backoff reads."""
         st.refresh_armed = False
         st.last_refresh_ms = self.kernel.now
-        self.answered(st, leaders)
+        moved = self.answered(st, leaders)
+        if leaders is None:
+            self.failed[index] += 1
+            self.equivalent[index] = 0
+        else:
+            self.failed[index] = 0
+            self.equivalent[index] = 0 if moved else self.equivalent[index] + 1

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...config.distributions import Sampler
 from ...config.settings import ProducerSettings, nic_ms_per_byte
-from .metadata import MetadataUpdater
+from .metadata import MetadataUpdater, exponential_backoff
 from ..protocol import (
     ACKED,
     DELIVERY_TIMEOUT,
@@ -526,8 +526,9 @@ class ProducerClient:
         cfg = ps.config
         if ps.jitter is None:  # before 3.7: constant
             return max(cfg.retry_backoff_ms, 1.0)
-        term = cfg.retry_backoff_ms * 2.0 ** max(attempts - 1, 0) * next(ps.jitter)  # ExponentialBackoff.backoff
-        return max(min(term, cfg.retry_backoff_max_ms), 1.0)
+        # RecordAccumulator.shouldBackoff: retryBackoff.backoff(attempts - 1)
+        return max(exponential_backoff(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, max(attempts - 1, 0),
+                                       next(ps.jitter)), 1.0)
 
     def _fail(self, ps: ProducerState, b: int, error: int) -> None:
         if error == DELIVERY_TIMEOUT:  # (the other errors were counted by _retry)
@@ -561,19 +562,23 @@ class ProducerClient:
             if q.backoff_until > now:
                 q.backoff_until = now
 
-    def _answered(self, ps: ProducerState, leaders) -> None:
+    def _answered(self, ps: ProducerState, leaders) -> bool:
         """A metadata answer (`leaders`: partition -> leader; None: none came): every partition takes the leader it
         names (a metadata response carries every partition of the producer's topics), those with data filed under
         another broker are filed again; partitions waiting for a leader are filed again; records and resends that
-        waited past delivery.timeout.ms fail."""
+        waited past delivery.timeout.ms fail. True: it named another leader than the producer knew."""
         now = self.kernel.now
         cfg = ps.config
         acc = ps.acc
         waiting, ps.no_leader = ps.no_leader, set()
+        moved = False  # another leader than the producer knew (for a waiting partition: the one its batch failed at)
         if leaders is not None:
             known = ps.metadata
+            for p in waiting:
+                moved = moved or (leaders[p] >= 0 and leaders[p] != ps.failed_at.get(p, -1))
             for p, leader in enumerate(leaders):
                 if known[p] != leader and p not in waiting:
+                    moved = True
                     known[p] = leader
                     q = acc.queues[p]
                     if q.node >= 0:
@@ -589,3 +594,4 @@ class ProducerClient:
             for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):
                 self._fail(ps, b, DELIVERY_TIMEOUT)
             self._arm(ps, q)
+        return moved  # (clients.metadata: an answer that moved no leader lengthens KIP-580's next backoff, 3.7+)

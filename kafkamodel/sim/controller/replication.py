@@ -245,6 +245,7 @@ class ReplicationControl:
             part = self.partitions[p]
             self.reassigning[p] = target
             part.replicas = tuple(dict.fromkeys((*target, *part.replicas)))
+            part.min_isr = part.config.min_isr_for(len(part.replicas))  # 3.7+: effectiveMinIsr follows the replicas
             self.health_changed(part)
             self.send_partition(part)
             self.reassignment_progress(part)
@@ -264,6 +265,7 @@ class ReplicationControl:
         del self.reassigning[p]
         removing = [r for r in part.replicas if r not in target]
         part.replicas = target
+        part.min_isr = part.config.min_isr_for(len(target))  # 3.7+ capped by the replicas left; before, as set
         self.apply(part, self.change(part, tuple(r for r in part.isr if r in target)), "reassignment completed")
         self.health_changed(part)
         for r in removing:
