@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from ..storage.log import BASE_OFFSET, BATCH
+from ..storage.log import BASE_OFFSET
 
 
 class FollowerRole:
@@ -68,28 +68,29 @@ class FollowerRole:
         fsync = 0.0
         flushed = False
         bytes_of = self.batches.bytes
+        mine, changed = f.parts, f.changed
+        retention_on, flush_messages = self.retention_on, self.flush_messages
         for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
-            rep = f.parts.get(p)
+            rep = mine.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
                 continue
             if error == NONE:
                 log = rep.log
                 if chunk:
                     if chunk[0][BASE_OFFSET] != log.log_end_offset:  # not where we are: fetch again from our LEO
-                        f.changed[p] = True
+                        changed[p] = True
                         continue
                     log.extend(chunk, now)
-                    if self.retention_on:
+                    if retention_on:
                         for entry in chunk:
                             log.segment_append(entry, now)
                     log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
-                    if self.flush_messages and log.needs_flush(self.flush_messages):
+                    if flush_messages and log.needs_flush(flush_messages):
                         log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                         fsync += next(self.fsync)
                         flushed = True
-                    f.changed[p] = True
-                    for e in chunk:
-                        b = e[BATCH]
+                    changed[p] = True
+                    for _, _, _, b in chunk:  # LogEntry
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset

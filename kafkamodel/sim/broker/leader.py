@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, EpochEndOffset
 from ..results.measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
 from ..state import Replica
-from ..storage.log import BASE_OFFSET, BATCH, CONTROL
+from ..storage.log import BASE_OFFSET, CONTROL
 
 
 class LeaderRole:
@@ -69,10 +69,9 @@ class LeaderRole:
         i = n - 1 if n and entries[-1][BASE_OFFSET] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n:
-            e = entries[i]
-            if e[BASE_OFFSET] >= hw:
+            base, _, _, b = entries[i]  # a LogEntry
+            if base >= hw:
                 break
-            b = e[BATCH]
             if b >= 0 and not committed[b]:
                 committed[b] = True
                 visible[b] = now

@@ -97,7 +97,8 @@ class SessionManager:
         s.last_fetch_ms = now
         if forgotten:
             self._drop(s, forgotten)
-        replicas, dirty = self.replicas, s.dirty
+        replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
+        fetch_counts, advance = self.fetch_counts, self.leader_advance_high_watermark
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
             s.retry_expand = set()
@@ -120,7 +121,7 @@ class SessionManager:
                 self._drop(s, [p])
                 s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
                 continue
-            s.offsets[p] = offset
+            offsets[p] = offset
             lead = rep.lead
             lead.sessions[follower] = s
             # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
@@ -130,19 +131,20 @@ class SessionManager:
                 lead.last_caught_up_ms[follower] = now
             elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
                 t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-                lead.last_caught_up_ms[follower] = max(t, lead.last_fetch_ms[follower])
+                last = lead.last_fetch_ms[follower]
+                lead.last_caught_up_ms[follower] = last if last > t else t
             lead.last_fetch_ms[follower] = now
             lead.last_fetch_leader_leo[follower] = leo
             lead.follower_leo[follower] = offset
-            if self.fetch_counts(rep, follower):
-                self.leader_advance_high_watermark(rep)
+            if fetch_counts(rep, follower):
+                advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 self.leader_expand_isr(rep, follower)
             if leo > offset and throttled and self._held(p, leader, follower, lead):
                 dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
             elif leo > offset:
                 dirty[p] = data = True
-            elif s.hw_sent.get(p) != rep.high_watermark:
+            elif hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
                 news = self.hw_news
             else:

@@ -79,10 +79,9 @@ class Log:
         bytes_of = self.batch_bytes
         j, size = i, 0
         while j < n:
-            e = entries[j]
-            if e[BASE_OFFSET] >= max_offset:
+            base, _, _, b = entries[j]
+            if base >= max_offset:
                 break
-            b = e[BATCH]
             if b >= 0:
                 grown = size + bytes_of[b]
                 if grown > max_bytes and (j > i or not min_one):

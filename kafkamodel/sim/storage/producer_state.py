@@ -57,6 +57,12 @@ class ProducerStateManager:
                 self.track(log, entry)
         tail = log.producers.get(self.producer[b], ())
         epoch, seq = self.epoch[b], self.seq[b]
+        if tail:
+            m = tail[-1]
+            # the next in sequence (the usual case): no remembered batch is a resend of it, as a log holds a
+            # producer's batches of one epoch in sequence order (each was appended only as the next after the last)
+            if m[_SEQUENCE] == seq - 1 and m[_EPOCH] == epoch:
+                return _APPEND
         for m in tail:  # (fields read by position: unpacking five per remembered batch cost more, at every append)
             if m[_SEQUENCE] == seq and m[_EPOCH] == epoch:
                 return DUPLICATE_BATCH, m[_BASE], m[_END]
@@ -67,8 +73,6 @@ class ProducerStateManager:
             return _APPEND if seq == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)
         if epoch < last_epoch:
             return OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1  # a fenced (older) epoch: the client resends it in the new one
-        if seq == last + 1:
-            return _APPEND
         if seq <= last:
             return DUPLICATE_SEQUENCE_NUMBER, -1, -1  # older than the five it remembers
         return OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1  # an earlier batch is missing
