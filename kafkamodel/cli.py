@@ -2,8 +2,8 @@
 
 Each verb's parser and handler are its package's command module's (``kafkamodel.command`` says which; every
 ``add_*`` below adds one), in the order ``kafkamodel --help`` lists them. The command modules import their heavy
-dependencies when they run, so ``run``, ``validate`` and ``keys`` stay light (the study kit's verbs import the
-kit, and papermill or Spark, only when they run); a verb whose extra is not installed says which in one line. Bad
+dependencies when they run (pandas, the model's run, papermill, Spark), so building the parser stays light and
+``validate`` and ``keys`` start quickly; a verb whose extra is not installed says which in one line. Bad
 input exits with status 2 and one line on stderr naming the field and the rule; nothing is left half-written, and
 no folder the kit did not write is replaced (``kafkamodel.folders``).
 """

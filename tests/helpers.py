@@ -1,5 +1,6 @@
 """What several test files share (no test file imports another): the browser the browser tests drive, Java's
-hashes the request tests compute Kafka's fetcher ids with, a campaign spec and a sweep spec to change and run.
+hashes the request tests compute Kafka's fetcher ids with, a campaign spec and a sweep spec to change and run, and
+a bounced broker's leaderships (the operations' and the controller's preferred-leader tests).
 
 Test files import the helpers in tests/ one way, by module name (``from helpers import ...``, ``from shipped
 import ...``): pytest puts tests/ on the path (tests/conftest.py is its rootdir's conftest)."""
@@ -74,3 +75,20 @@ def campaign_spec_file(folder: Path, change=None, name: str = "safety") -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+# ---- a bounced broker's leaderships (test_operations, test_sim_controller_replication) ---------------------------
+
+# broker 0 shut down (its leaderships move away) and restarted: the cluster is imbalanced after
+BOUNCE = [{"at.ms": 1000, "kind": "controlled_shutdown", "broker": 0}, {"at.ms": 1500, "kind": "restart", "broker": 0}]
+
+
+def led_by(result, b):
+    """Partitions broker b led at the start (its preferred ones: replicas listed first)."""
+    parts = result.partitions
+    return [int(p) for p, r in zip(parts["partition"], parts["replicas"]) if int(str(r).split(",")[0]) == b]
+
+
+def preferred_elections(result):
+    ev = result.events
+    return ev[(ev["kind"] == "leader_election") & ev["detail"].str.startswith("preferred")]

@@ -1,5 +1,6 @@
 """Operations as SREs run them (issue 22): controlled shutdown, rolling restarts and their gates, preferred-leader
-elections (on demand and automatic), Kafka's partition gauges, and bad input. Each expectation is computed here
+elections on demand (the controller's automatic ones are its own tests: test_sim_controller_replication.py), Kafka's
+partition gauges, and bad input. Each expectation is computed here
 from the settings (a constant one-way latency L, the session timeout, the gate, the check interval)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kafkamodel import load_scenario, simulate
 from kafkamodel.cli import main
 from kafkamodel.sim.results.health import broker_gauges
 from kafkamodel.sim.simulation import Simulation
+from helpers import BOUNCE, led_by, preferred_elections
 
 L = 1.0  # one-way latency, ms (constant: every message takes exactly this)
 MIN_ISR = 2
@@ -31,12 +33,6 @@ def scenario(operations=(), faults=(), duration=8000, broker=None, rate=2000, **
 def events(result, kind):
     ev = result.events
     return ev[ev["kind"] == kind]
-
-
-def led_by(result, b):
-    """Partitions broker b led at the start (its preferred ones: replicas listed first)."""
-    parts = result.partitions
-    return [int(p) for p, r in zip(parts["partition"], parts["replicas"]) if int(str(r).split(",")[0]) == b]
 
 
 def shutdown_batches_ms(result):
@@ -155,35 +151,7 @@ def test_full_isr_for_gate_waits_that_long_after_the_last_partition_rejoined():
 
 def bounced(extra_ops=(), broker=None, duration=12000):
     """Broker 0 shut down (its leaderships move away) and restarted: the cluster is imbalanced after."""
-    return scenario([{"at.ms": 1000, "kind": "controlled_shutdown", "broker": 0},
-                     {"at.ms": 1500, "kind": "restart", "broker": 0}, *extra_ops],
-                    broker=broker, duration=duration)
-
-
-def preferred_elections(r):
-    ev = events(r, "leader_election")
-    return ev[ev["detail"].str.startswith("preferred")]
-
-
-def test_automatic_preferred_leader_rebalance_comes_at_the_first_check_after_the_imbalance():
-    every = 4.0  # leader.imbalance.check.interval.seconds
-    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": every,
-                                 "leader.imbalance.per.broker.percentage": 10}))
-    back = events(r, "operation_end")["time_ms"].tolist()[1]  # broker 0 back in every ISR
-    first_check = (back // (every * 1000) + 1) * every * 1000
-    pref = preferred_elections(r)
-    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
-    assert (pref["time_ms"] == first_check).all()
-    assert (pref["broker"] == 0).all()
-
-
-def test_no_automatic_rebalance_while_the_imbalance_is_within_the_percentage():
-    # broker 0 leads none of its 2 preferred partitions: 100% imbalance, which never exceeds 100
-    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": 4,
-                                 "leader.imbalance.per.broker.percentage": 100}))
-    assert preferred_elections(r).empty
-    r = simulate(bounced(broker={"auto.leader.rebalance.enable": False}))
-    assert preferred_elections(r).empty
+    return scenario([*BOUNCE, *extra_ops], broker=broker, duration=duration)
 
 
 def test_preferred_leader_election_on_demand():

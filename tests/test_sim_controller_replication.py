@@ -7,6 +7,9 @@ ReplicationControlManager), against Kafka's rules.
   live replica out of the ISR is elected uncleanly, alone in the ISR (true). What the election code decides on a
   given partition is tested against PartitionChangeBuilderTest in ``test_kafka_cases.py``; here the controller
   applies it in whole runs.
+* The preferred-leader rebalance (auto.leader.rebalance.enable): every leader.imbalance.check.interval.seconds, a
+  broker leading fewer than (100 - leader.imbalance.per.broker.percentage)% of the partitions it is preferred for
+  takes them back (KafkaController.checkAndTriggerAutoLeaderRebalance; moved here from test_operations.py).
 * AlterPartition from leaders: a RECOVERING partition's ISR may not grow until its leader reports its log
   recovered (KIP-704), a fenced broker may not join an ISR, and one in a controlled shutdown may not either from
   3.4 (KAFKA-14140, KIP-841).
@@ -19,6 +22,7 @@ import pytest
 from kafkamodel import simulate
 from kafkamodel.config.scenario import load_scenario
 from kafkamodel.sim.simulation import Simulation
+from helpers import BOUNCE, led_by, preferred_elections
 
 SLOW_AT, ISOLATE_AT = 1000.0, 6000.0
 
@@ -66,6 +70,38 @@ def test_with_no_live_isr_member_the_partition_goes_offline_or_is_elected_unclea
     unclean = ev[(ev.kind == "leader_election") & (ev.broker == 1)]
     assert len(unclean) == 1 and unclean.detail.iloc[0].startswith("unclean: epoch 2, isr [1], was 2")
     assert r.summary["unclean_leader_elections"] == 1 and r.summary["committed_records_lost"] > 0
+
+
+# ---- the preferred-leader rebalance -------------------------------------------------------------------------------
+
+def bounced(broker):
+    """Broker 0 shut down and restarted (helpers.BOUNCE): it leads none of the partitions it is preferred for."""
+    return {"name": "ops", "brokers": 3, "duration.ms": 12000, "kafka.version": "4.1",
+            "broker": {"min.insync.replicas": 2, **broker}, "network": {"latency.ms": 1.0},
+            "topics": [{"name": "t", "partitions": 6, "replication.factor": 3}],
+            "producers": [{"topic": "t", "rate.per.s": 2000, "acks": "all"}], "operations": BOUNCE}
+
+
+def test_automatic_preferred_leader_rebalance_comes_at_the_first_check_after_the_imbalance():
+    every = 4.0  # leader.imbalance.check.interval.seconds
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": every,
+                                 "leader.imbalance.per.broker.percentage": 10}))
+    back = r.events[r.events.kind == "operation_end"].time_ms.tolist()[1]  # broker 0 back in every ISR
+    first_check = (back // (every * 1000) + 1) * every * 1000
+    pref = preferred_elections(r)
+    assert sorted(pref["partition"]) == sorted(led_by(r, 0))
+    assert (pref["time_ms"] == first_check).all()
+    assert (pref["broker"] == 0).all()
+
+
+def test_no_automatic_rebalance_while_the_imbalance_is_within_the_percentage():
+    # broker 0 leads none of its 2 preferred partitions: 100% imbalance, which never exceeds 100
+    r = simulate(bounced(broker={"leader.imbalance.check.interval.seconds": 4,
+                                 "leader.imbalance.per.broker.percentage": 100}))
+    assert preferred_elections(r).empty
+    r = simulate(bounced(broker={"auto.leader.rebalance.enable": False}))
+    assert preferred_elections(r).empty
+
 
 
 # ---- AlterPartition ---------------------------------------------------------------------------------------------

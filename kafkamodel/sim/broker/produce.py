@@ -146,12 +146,10 @@ class ProduceHandler:
         (protocol.PRODUCE_PARTITION_RESPONSE) goes into `results`. Returns the bytes appended."""
         batches, replicas = self.batches, self.replicas
         partition_of, count_of, bytes_of = batches.partition, batches.count, batches.bytes
-        refuses = self.refuses_acks_all if acks == ACKS_ALL else None
-        check = self.producer_state.check_sequence if self.producer_settings[producer].enable_idempotence else None
-        track = self.producer_state.track if self.track_producers else None
-        retention_on, flush_messages = self.retention_on, self.flush_messages
-        appended, append_commits = self.sessions.appended, self.append_commits
-        seq = self.seq
+        acks_all = acks == ACKS_ALL
+        idempotent, state = self.producer_settings[producer].enable_idempotence, self.producer_state
+        track, retention_on, flush_messages = self.track_producers, self.retention_on, self.flush_messages
+        sessions = self.sessions
         now = self.kernel.now
         total = 0
         for i, (b, attempt) in enumerate(entries):
@@ -159,13 +157,13 @@ class ProduceHandler:
             if not rep.is_leader:
                 results[i] = (b, attempt, NOT_LEADER_OR_FOLLOWER, self.leader_hint(broker, rep.partition))
                 continue
-            if refuses is not None and refuses(rep):
+            if acks_all and self.refuses_acks_all(rep):
                 self.counters.not_enough_replicas_errors += 1
                 results[i] = (b, attempt, NOT_ENOUGH_REPLICAS, -1)
                 continue
             log = rep.log
-            if check is not None:
-                found, base, end = check(log, b)
+            if idempotent:
+                found, base, end = state.check_sequence(log, b)
                 if found != sequence.IN_SEQUENCE:
                     results[i] = self._not_in_sequence(rep, b, attempt, found, base, end, dp, i)
                     continue
@@ -176,16 +174,16 @@ class ProduceHandler:
             total += bytes_of[b]
             if retention_on:
                 log.segment_append(entry, now)
-            if track is not None:
-                track(log, entry)
+            if track:
+                state.track(log, entry)
             if flush_messages and log.needs_flush(flush_messages):
                 flushes.append((rep, log.begin_flush()))
             results[i] = (b, attempt, NONE, base)
             if dp is not None:  # into the purgatory; it ends past every batch waiting there (they are in the log)
                 dp.remaining += 1
-                rep.lead.pending.append((end, next(seq), dp, i))
-            appended(rep, base, woken)
-            if append_commits(rep):
+                rep.lead.pending.append((end, next(self.seq), dp, i))
+            sessions.appended(rep, base, woken)
+            if self.append_commits(rep):
                 self.leader.leader_advance_high_watermark(rep)
         return total
 
