@@ -333,6 +333,12 @@ def test_operations_notebook(study_reports):
     assert numbers["preferred_lag_20_none_p99_ms"] >= 20 * 1
     assert numbers["preferred_lag_20_none_p99_ms"] > numbers["preferred_lag_1_none_p99_ms"]
     assert numbers["preferred_lag_20_preferred_p999_ms"] > numbers["preferred_lag_20_none_p999_ms"]
+    # the roll per version (issue 35): on 3.6 a batch sent to a moved leader waits retry.backoff.ms (100 ms) and a
+    # metadata round trip; on 3.7 the answer names the new leader and the resend goes at once (KIP-951's hints), so
+    # the roll's p99 falls below the shortest backoff KIP-580 draws (0.8 x 100 ms)
+    assert numbers["roll_versions_3_6_hints"] == 0 < numbers["roll_versions_3_7_hints"]
+    assert numbers["roll_versions_3_6_p99_ms"] >= 100
+    assert numbers["roll_versions_3_7_p99_ms"] < 0.8 * 100
 
 
 def test_control_plane_notebook(study_reports):

@@ -3,11 +3,12 @@ producer and the consumer.
 
 ``request_update`` is Metadata.requestUpdate: the next metadata request goes out once the refresh backoff has
 passed since the last answer (Metadata.timeToAllowUpdate), at once if that was long ago. Before 3.7 the backoff is
-``retry.backoff.ms``. From 3.7 (KIP-580) it is ExponentialBackoff(``retry.backoff.ms``, 2, ``retry.backoff.max.ms``,
-0.2) at the count of failed requests in a row (``Metadata.failedUpdate``: no answer, a refused connection),
-or at the count of answers in a row that moved no leader if that is longer (Metadata's ``equivalentResponseCount``,
-reset by an answer with a newer leader epoch in ``updateLatestMetadata``, and by a failed request), so a client asking again and again for a leader its brokers do not know yet waits 100, 200, 400 ms,
-and one whose answers move leaders waits ``retry.backoff.ms`` x a factor in [0.8, 1.2]. It goes to the least
+``retry.backoff.ms``. From 3.7 (KIP-580) it is ExponentialBackoff(``retry.backoff.ms``, 2,
+``retry.backoff.max.ms``, 0.2) at the count of failed requests in a row (``Metadata.failedUpdate``: no answer, a
+refused connection), or at the count of answers in a row that moved no leader if that is longer (Metadata's
+``equivalentResponseCount``, reset by an answer with a newer leader epoch in ``updateLatestMetadata``, and by a
+failed request), so a client asking again and again for a leader its brokers do not know yet waits 100, 200, 400
+ms, and one whose answers move leaders waits ``retry.backoff.ms`` x a factor in [0.8, 1.2]. It goes to the least
 loaded broker (NetworkClient.leastLoadedNode) and is answered one round trip later from that broker's metadata
 cache as it is when the request arrives (it may be stale); no answer within ``request.timeout.ms``, or a refused
 connection, counts as an answer without metadata. The client decides what an answer does (``answered``).
