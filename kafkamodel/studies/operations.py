@@ -347,8 +347,10 @@ def roll_versions_intro(agg: Aggregates) -> str:
 def roll_large_intro(agg: Aggregates) -> str:
     s = part_scenario(agg, "roll_large", version=next(iter(_choices(agg, "version"))))
     op, t = s["operations"][0], s["topics"][0]
+    clients = sum(p.get("instances", 1) for p in s["producers"])
+    rate = sum(p["rate.per.s"] * p.get("instances", 1) for p in s["producers"])
     return (f"A larger roll: {s['brokers']} brokers, {number(t['partitions'])} partitions of RF "
-            f"{t['replication.factor']}, {number(s['producers'][0]['rate.per.s'])} records/s, each broker down "
+            f"{t['replication.factor']}, {number(rate)} records/s from {clients} producers, each broker down "
             f"{seconds(op['downtime.ms'])} and gated on no under-replicated partitions. Not production-sized yet: "
             "the model's scale work (thousands of partitions at production rates in reasonable time) has not "
             "landed, so this is as large as the study's sweep runs in seconds per point.")
