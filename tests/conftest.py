@@ -8,6 +8,7 @@ same analysis notebook, seconds instead of minutes.
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,9 @@ TINY_SEEDS = 2  # the aggregated tiny studies: enough for a 95% interval in ever
 def aggregated(spark, tmp_path_factory):
     """aggregated(study) -> its processed folder: tiny points (2 seeds) run in-process, aggregated on Spark
     (once per study; in a folder of their own, apart from the pipeline tests' sweeps)."""
+    from helpers import run_point_into
     from kafkamodel.kit.aggregate import aggregate
+    from kafkamodel.kit.engines.pool import in_order
     from kafkamodel.kit.point import execute_point
     from kafkamodel.kit.specfile import load_spec
 
@@ -135,8 +138,14 @@ def aggregated(spark, tmp_path_factory):
             path.parent.mkdir(exist_ok=True)
             path.write_text(tiny_spec_text(study, TINY_SEEDS))
             spec = load_spec(path)
-            for point in spec.points(1):
-                execute_point(point, root / "runs" / study / point.run_id)
+            jobs = [(point, root / "runs" / study / point.run_id) for point in spec.points(1)]
+            workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+            if workers > 1:  # each point alone and deterministic: the run folders are the same in any process
+                for _ in in_order(run_point_into, jobs, workers):
+                    pass
+            else:
+                for point, out in jobs:
+                    execute_point(point, out)
             done[study] = aggregate(spec, spark=spark, runs=root / "runs", processed=root / "processed").out
         return done[study]
 

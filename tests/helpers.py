@@ -92,3 +92,11 @@ def led_by(result, b):
 def preferred_elections(result):
     ev = result.events
     return ev[(ev["kind"] == "leader_election") & ev["detail"].str.startswith("preferred")]
+
+
+# ---- running sweep points in worker processes (conftest's tiny studies) ------------------------------------------
+def run_point_into(point, out) -> None:
+    """execute_point in a worker process, its run folder written, nothing sent back (the Result stays there)."""
+    from kafkamodel.kit.point import execute_point
+
+    execute_point(point, out)
