@@ -21,7 +21,7 @@ from helpers import CHROMIUM, CHROMIUM_ARGS, SAFETY, VIEWPORT, campaign_spec_fil
 
 from kafkamodel import load_scenario, simulate
 from kafkamodel.campaign import analysis, counterexample, vocabulary
-from kafkamodel.campaign.properties import BY_NAME, broken
+from kafkamodel.campaign.properties import BY_NAME, PROPERTIES, broken
 from kafkamodel.campaign.command import run_campaign
 from kafkamodel.campaign.shrink import shrink
 from kafkamodel.campaign.spec import load_campaign
@@ -277,21 +277,33 @@ def test_the_campaign_report_in_the_browser(tiny, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_bounded_campaign_finds_nothing_on_the_safe_settings_and_measures_loss_on_the_unsafe_ones(spark, tmp_path):
+def test_a_bounded_campaign_breaks_safe_settings_only_kafkas_way_and_measures_loss_on_unsafe_ones(spark, tmp_path):
     spec = campaign_spec_file(tmp_path)
     out = run_campaign(spec, schedules=75, engine="spark", spark=spark, runs=tmp_path / "runs",
                        processed=tmp_path / "processed", reports=tmp_path / "reports", progress=False)
     assert len(out.runs) == 300 and not out.sweep.failed
-    # isr_safe and quorum_fsync: no property broke in these 75 schedules. (isr_safe does break in about 0.7% of
-    # schedules, Kafka's own way: KIP-966's last-known-leader election of a replica that lost power; this seed's
-    # first is schedule 175, shipped as data/campaigns/safety/isr_safe-*-175.yaml and tested above.)
-    assert out.broken == {} and out.ok
+    # quorum_fsync: nothing broke. isr_safe breaks in about 0.7% of schedules, Kafka's own way only: KIP-966's
+    # last-known-leader election of the partition's last ISR member, whose unflushed log a power loss then takes
+    # (shipped: data/campaigns/safety/isr_safe-*-175.yaml, tested above; among these 75, schedule 17 since the
+    # clients' metadata backoff of issue 35 moved its timing). Each break is re-run and must show that sequence.
+    assert set(out.broken) <= {"isr_safe"} and out.broken.get("isr_safe", 0) <= 3
+    points = {p.run_id: p for p in load_campaign(spec).sweep(75).points()}
+    safe = out.runs[out.runs.setting == "isr_safe"]
+    for run_id in safe[(safe[[p.name for p in PROPERTIES]] > 0).any(axis=1)].run_id:
+        ev = run_point(points[run_id]).events
+        elected = ev[(ev.kind == "leader_election") & ev.detail.str.startswith("last known leader")]
+        assert len(elected), run_id
+        power = ev[(ev.kind == "truncation") & ev.detail.str.startswith("power loss")]
+        lost = [e for e in elected.itertuples()
+                if ((power.time_ms > e.time_ms) & (power.partition == e.partition) & (power.broker == e.broker)).any()]
+        assert lost, f"{run_id}: a loss without a power loss of a last known leader"
     losses = analysis.losses(analysis.load("safety", out.processed)).set_index("setting")
     assert losses.loc["isr_acks1", "losing"] > 0 and losses.loc["isr_unclean", "losing"] > 0
-    assert losses.loc["isr_safe", "lost"] == losses.loc["quorum_fsync", "lost"] == 0
+    assert losses.loc["quorum_fsync", "lost"] == 0
+    assert losses.loc["isr_safe", "lost"] == safe.acked_records_lost.sum()  # only the breaks above
     record = json.loads((tmp_path / "reports" / "campaign_safety.json").read_text())
     acks1 = out.runs[out.runs.setting == "isr_acks1"]
     assert record["numbers"]["isr_acks1.loss_rate"] == pytest.approx((acks1.acked_records_lost > 0).mean(), abs=1e-4)
-    for shrunk, path in out.examples:  # one shrunk example per unsafe setting, reproduced from its file
-        assert shrunk.setting in ("isr_acks1", "isr_unclean")
+    for shrunk, path in out.examples:  # a shrunk example per unsafe setting (and broken safe one), from its file
+        assert shrunk.setting in ("isr_acks1", "isr_unclean", *out.broken)
         assert BY_NAME[shrunk.prop].amount(simulate(load_scenario(path)).summary) == shrunk.amount > 0
