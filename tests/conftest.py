@@ -8,7 +8,6 @@ same analysis notebook, seconds instead of minutes.
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 
 import pytest
@@ -125,7 +124,7 @@ def aggregated(spark, tmp_path_factory):
     (once per study; in a folder of their own, apart from the pipeline tests' sweeps)."""
     from helpers import run_point_into
     from kafkamodel.kit.aggregate import aggregate
-    from kafkamodel.kit.engines.pool import in_order
+    from kafkamodel.kit import check_workers, in_order
     from kafkamodel.kit.point import execute_point
     from kafkamodel.kit.specfile import load_spec
 
@@ -139,7 +138,7 @@ def aggregated(spark, tmp_path_factory):
             path.write_text(tiny_spec_text(study, TINY_SEEDS))
             spec = load_spec(path)
             jobs = [(point, root / "runs" / study / point.run_id) for point in spec.points(1)]
-            workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+            workers = min(len(jobs), check_workers(None))
             if workers > 1:  # each point alone and deterministic: the run folders are the same in any process
                 for _ in in_order(run_point_into, jobs, workers):
                     pass

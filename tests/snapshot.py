@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -82,20 +81,16 @@ def _capture_given(given: dict) -> dict:
     return capture(simulate(load_scenario(given)))
 
 
-def workers_available() -> int:
-    """The CPUs this process may use (each case is independent and deterministic: any number gives the same)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def compute(cases, workers: int | None = None) -> dict:
     """Every case's capture, in `workers` processes (default: one per CPU available; 1: in this process)."""
+    from kafkamodel.kit import check_workers, in_order
+
     cases = list(cases)
-    workers = workers_available() if workers is None else workers
+    workers = check_workers(workers)  # each case is independent and deterministic: any number gives the same
     if workers <= 1 or len(cases) < 2 * workers:
         from kafkamodel import simulate
 
         return {case: capture(simulate(scenario)) for case, scenario in cases}
-    from kafkamodel.kit.engines.pool import in_order
 
     captured = in_order(_capture_given, [(scenario.given,) for _, scenario in cases], workers)
     return {case: result for (case, _), result in zip(cases, captured)}
@@ -133,7 +128,13 @@ def main(argv=None) -> int:
                         help="processes to run the cases in (default: one per CPU available; 1: this process)")
     args = parser.parse_args(argv)
     path, cases = (STUDIES_FILE, study_cases()) if args.studies else (SCENARIOS_FILE, scenario_cases())
-    new = compute(cases, args.workers)
+    from kafkamodel.kit import StudyError
+
+    try:
+        new = compute(cases, args.workers)
+    except StudyError as exc:  # a bad --workers: one line, exit status 2
+        print(exc, file=sys.stderr)
+        return 2
     old = json.loads(path.read_text()) if path.is_file() else {}
     lines = differences(old, new)
     for line in lines:
