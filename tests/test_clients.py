@@ -358,3 +358,47 @@ def test_kip_580_backoff_doubles_up_to_retry_backoff_max_ms_with_jitter():
     old = Simulation(load_scenario(producer_only(**{"retry.backoff.ms": 100}) | {"kafka.version": "3.6"}))
     assert [ProducerClient._backoff_ms(old.producer.states[0], a) for a in (1, 2, 5)] == [100, 100, 100]
 
+
+
+
+def test_a_burst_fills_the_free_in_flight_slots_and_each_answer_frees_one(monkeypatch):
+    """The Sender sends while the connection has fewer than max.in.flight.requests.per.connection requests
+    unanswered and does not wake while it has not (Kafka's Sender leaves such nodes out of its poll timeout); the
+    answer that frees a slot has it look again: a burst of 3,000 records for one partition (one batch per partition
+    per request) leaves as max.in.flight requests before the first answer, then one request at the instant of each
+    answer while full batches wait."""
+    from kafkamodel.sim.clients.producer import ProducerClient
+    from kafkamodel.sim.engine.transport import Transport
+
+    events = []  # (time, +1 a produce request sent, -1 an answer arrived)
+    send, answer = Transport.send, ProducerClient.handle_response
+
+    def spy_send(self, src, dst, action, args, fetch=False, refused=None, nbytes=0, conn=0, delay=0.0):
+        if getattr(action, "__qualname__", "") == "Server.produce":
+            events.append((self.kernel.now, 1))
+        return send(self, src, dst, action, args, fetch, refused, nbytes, conn, delay)
+
+    def spy_answer(self, *args):
+        events.append((self.kernel.now, -1))
+        return answer(self, *args)
+
+    monkeypatch.setattr(Transport, "send", spy_send)
+    monkeypatch.setattr(ProducerClient, "handle_response", spy_answer)
+    for in_flight in (1, 3, 5):
+        events.clear()
+        r = Simulation(load_scenario({
+            "name": "burst", "seed": 3, "duration.ms": 200, "brokers": 3,
+            "topics": [{"name": "t", "partitions": 1, "replication.factor": 3}],
+            "producers": [{"topic": "t", "acks": "all", "max.in.flight.requests.per.connection": in_flight,
+                           "burst": {"records": 3000, "every.ms": 1000, "start.ms": 10}}]})).run()
+        requests = r.summary["produce_requests"]
+        assert r.summary["records_acked"] == 3000 and r.summary["batches"] == requests > in_flight + 5
+        first_answer = next(k for k, (_, e) in enumerate(events) if e < 0)
+        assert first_answer == in_flight, (in_flight, events[:12])  # every slot filled, no more
+        unanswered = sent = 0
+        for k, (t, e) in enumerate(events):
+            unanswered += e
+            sent += e > 0
+            assert 0 <= unanswered <= in_flight, (in_flight, k, events)
+            if e < 0 and sent < requests:  # full batches wait: the freed slot takes the next one at once
+                assert events[k + 1] == (t, 1), (in_flight, k, events[k - 2:k + 3])

@@ -55,27 +55,23 @@ class Accumulator:
         self.batches = batches
         self.queues = [PartitionQueue(p, lo[p], hi[p]) for p in range(len(lo))]
 
-    def key(self, q: PartitionQueue) -> float:
-        """The earliest time the queue has something a drain may take (INF: nothing)."""
+    def due(self, q: PartitionQueue) -> tuple[float, float]:
+        """When the queue first has something a drain may take, and when its head becomes ready (INF: never): a
+        resend after its backoff (both); new records from the first one's arrival, ready when full or linger.ms
+        after it."""
         if q.retry:
-            return INF if q.probing and q.probe >= 0 else q.backoff_until
-        if q.next < q.end:
-            return self.times[q.next]
-        return INF
-
-    def ready_at(self, q: PartitionQueue) -> float:
-        """When its head becomes ready: a resend after its backoff; new records when full or after linger.ms."""
-        if q.retry:
-            return INF if q.probing and q.probe >= 0 else q.backoff_until
+            at = INF if q.probing and q.probe >= 0 else q.backoff_until
+            return at, at
         lo = q.next
         if lo >= q.end:
-            return INF
+            return INF, INF
         times = self.times
-        linger = times[lo] + self.linger
+        first = times[lo]
+        linger = first + self.linger
         last = lo + self.cap - 1
         if last < q.end and times[last] < linger:
-            return times[last]  # full before linger.ms runs out
-        return linger
+            return first, times[last]  # full before linger.ms runs out
+        return first, linger
 
     def take(self, q: PartitionQueue, now: float) -> int:
         """The batch a drain takes from the queue now (-1: none): its oldest resend, else a new batch of

@@ -4,7 +4,12 @@ Each producer keeps one connection per broker (``network_client``). When one
 of a broker's partitions is ready (``accumulator``) and the connection has
 fewer than ``max.in.flight.requests.per.connection`` requests unanswered, the
 sender drains that broker: one batch from every partition it leads that has
-one (up to ``max.request.size``), in one request. The broker answers the
+one (up to ``max.request.size``), in one request. The Sender wakes up once
+per connection, at the first time one of its queues is ready (Sender.runOnce
+polls with RecordAccumulator.ready's next check delay), not once per queue;
+a connection with no slot wakes it when an answer frees one, and a ready
+queue that did not fit in a request goes in the next one at once (Kafka's
+Sender polls without waiting while a node has ready data). The broker answers the
 request as a whole (acks=all: once every partition in it is committed). A
 failed batch (an error in the answer, or its request failed with its
 connection) is retried ahead of newer records; a partition whose leader is
@@ -47,7 +52,7 @@ from .workload import send_cost_ms
 class ProducerState:
     """What one producer client tracks while it runs."""
 
-    __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "no_leader", "refresh_armed",
+    __slots__ = ("index", "node", "config", "acc", "metadata", "conns", "heaps", "ready", "wake", "no_leader", "refresh_armed",
                  "refresh_stamp", "last_refresh_ms", "jitter", "failed_at", "epoch", "next_seq", "next_request", "app",
                  "watch", "pooled", "nic_free", "sender_free")
 
@@ -60,7 +65,8 @@ class ProducerState:
         self.metadata = [-1] * partitions  # partition -> leader as this producer last learned it
         self.conns = [Connection(b) for b in range(brokers)]
         self.heaps: list[list] = [[] for _ in range(brokers)]  # broker -> (key, partition, stamp) of queues with data
-        self.ready: list[set] = [set() for _ in range(brokers)]  # broker -> its partitions whose head is ready
+        self.ready: list[list] = [[] for _ in range(brokers)]  # broker -> (ready time, partition, stamp) of those queues
+        self.wake = [INF] * brokers  # broker -> when the Sender next looks at it (its wake-up's time; INF: none)
         self.no_leader: set[int] = set()  # partitions with data and no known leader
         self.refresh_armed = False  # a metadata refresh is scheduled or in flight
         self.refresh_stamp = 0  # the metadata request in flight (an answer to an older one, or after a timeout, is void)
@@ -81,7 +87,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_ready", "_reconnect", "_block_timeout", "_pool_full", "_written")
+    TIMERS = ("_run_once", "_reconnect", "_block_timeout", "_pool_full", "_written")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -133,7 +139,7 @@ class ProducerClient:
             self.metadata_updater.register(ps, self._load)
         w.returns = None
         w.closed = None
-        self.on_ready = self._ready  # bound once: it goes on the heap for every batch
+        self.on_wake = self._run_once  # bound once: it goes on the heap for every wake-up
         self.on_refused = network.handle_refused  # bound once: every request carries it
         self.network = network  # the connections' in-flight requests, timeouts and failures
         self.server_produce = server.produce  # the brokers' request intake
@@ -299,48 +305,73 @@ class ProducerClient:
     # ---- the accumulator's queues and the sender's wake-ups --------------------------------------------------
 
     def _arm(self, ps: ProducerState, q: PartitionQueue) -> None:
-        """(Re)file the queue under its leader's connection and schedule its head's ready time."""
-        q.stamp += 1
-        acc = ps.acc
-        key = acc.key(q)
+        """(Re)file the queue under its leader's connection: its data for a drain, its head's ready time for the
+        Sender's next wake-up there (if earlier than the one scheduled, and the connection can take a request)."""
+        stamp = q.stamp = q.stamp + 1
+        key, at = ps.acc.due(q)
         if key == INF:
             q.node = -1
             return
-        node = ps.metadata[q.p]
+        p = q.p
+        node = ps.metadata[p]
         if node < 0:
             q.node = -1
-            ps.no_leader.add(q.p)
+            ps.no_leader.add(p)
             self._request_metadata(ps)
             return
         q.node = node
-        heappush(ps.heaps[node], (key, q.p, q.stamp))
-        at = acc.ready_at(q)
-        if at != INF:  # as Kernel.schedule: never in the past
-            now = self.kernel.now
-            heappush(self.heap, (at if at > now else now, next(self.seq), self.on_ready, (ps, q, q.stamp)))
+        heappush(ps.heaps[node], (key, p, stamp))
+        if at != INF:
+            heappush(ps.ready[node], (at, p, stamp))
+            if at < ps.wake[node]:
+                cfg = ps.config
+                if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
+                    self._wake_at(ps, node, at)
 
-    def _ready(self, ps: ProducerState, q: PartitionQueue, stamp: int) -> None:
-        """The queue's head became ready (full, linger.ms passed, or a resend's backoff ended)."""
-        if q.stamp != stamp or q.node < 0:
+    def _wake_at(self, ps: ProducerState, node: int, at: float) -> None:
+        """Schedule the Sender's wake-up for `node` at `at` (never in the past); one scheduled before for later is
+        void."""
+        now = self.kernel.now
+        if at < now:
+            at = now
+        ps.wake[node] = at
+        heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
+
+    def _run_once(self, ps: ProducerState, node: int, at: float = INF) -> None:
+        """The Sender looks at `node` (Sender.runOnce, RecordAccumulator.ready): it drains it if one of its queues is
+        ready, else it wakes up when the first one will be. `at`: the time of the wake-up this is (void if an
+        earlier one was scheduled since); INF: the connection can take a request again."""
+        if at != INF:
+            if ps.wake[node] != at:
+                return
+            ps.wake[node] = INF
+        ready = ps.ready[node]
+        queues = ps.acc.queues
+        while ready:
+            at, p, stamp = ready[0]
+            if queues[p].stamp != stamp:  # filed again since
+                heappop(ready)
+                continue
+            if at <= self.kernel.now:
+                self._drain(ps, node)
+            elif at < ps.wake[node]:
+                self._wake_at(ps, node, at)
             return
-        ps.ready[q.node].add(q.p)
-        self._drain(ps, q.node)
 
     def _drain(self, ps: ProducerState, node: int) -> None:
-        """Send one request to `node` with a batch of every partition that has one, if the connection can."""
-        ready = ps.ready[node]
-        if not ready:
-            return
+        """Send one request to `node` with a batch of every partition that has one, if the connection can; then
+        schedule the Sender's next wake-up for it (at once if a ready queue did not fit in the request)."""
         conn = ps.conns[node]
         cfg = ps.config
         now = self.kernel.now
         if cfg.acks and len(conn.inflight) >= cfg.max_in_flight:
-            return  # an answer frees a slot, and drains again
+            return  # an answer frees a slot, and looks again
         if conn.backoff_until > now:
             if not conn.retry_armed:
                 conn.retry_armed = True
                 self.kernel.schedule(conn.backoff_until, self._reconnect, ps, node)
             return
+        ps.wake[node] = -INF  # the queues filed again below schedule no wake-up each: one follows the request
         heap = ps.heaps[node]
         acc = ps.acc
         queues = acc.queues
@@ -369,10 +400,20 @@ class ProducerClient:
                 taken.append(b)
                 size += batches.bytes[b]
         for q in touched:
-            ready.discard(q.p)
             self._arm(ps, q)
         if taken:
             self._send_request(ps, conn, taken, size)
+        ps.wake[node] = INF
+        if cfg.acks and len(conn.inflight) >= cfg.max_in_flight:
+            return  # an answer looks again
+        ready = ps.ready[node]
+        while ready:  # the first ready time of its queues
+            at, p, stamp = ready[0]
+            if queues[p].stamp == stamp:
+                ps.wake[node] = at = at if at > now else now  # (_wake_at inline: once per request)
+                heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
+                break
+            heappop(ready)
 
     def drain_after_answer(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the connection to `node`: a slot is free."""
@@ -381,7 +422,7 @@ class ProducerClient:
 
     def _reconnect(self, ps: ProducerState, node: int) -> None:
         ps.conns[node].retry_armed = False
-        self._drain(ps, node)
+        self._run_once(ps, node)
 
     # ---- requests ---------------------------------------------------------------------------------------------
 
@@ -442,14 +483,15 @@ class ProducerClient:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it."""
         ps = self.states[pi]
         conn = ps.conns[node]
+        full = len(conn.inflight) >= ps.config.max_in_flight  # (no wake-up was scheduled while it was)
         if conn.epoch != epoch or conn.inflight.pop(req, None) is None:
             return  # an answer on a connection closed since
         del conn.sent_ms[req]
         conn.failures = 0
         for b, attempt, error, base in results:
             self._batch_answered(ps, b, attempt, error, base)
-        if ps.ready[node]:
-            self._drain(ps, node)
+        if full:  # a slot is free again: the Sender looks
+            self._run_once(ps, node)
 
     def _batch_answered(self, ps: ProducerState, b: int, attempt: int, error: int, base: int) -> None:
         batches = self.batches
@@ -495,6 +537,9 @@ class ProducerClient:
                 ps.acc.queues[p].inflight -= 1
                 ps.metadata[p] = -1
                 self._retry(ps, b, error)
+        for node, conn in enumerate(ps.conns):  # the closed connection takes requests again: the Sender looks at it
+            if not conn.inflight and ps.wake[node] == INF:
+                self._run_once(ps, node)
 
     # ---- retries and failures ---------------------------------------------------------------------------------
 
