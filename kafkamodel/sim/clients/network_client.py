@@ -60,7 +60,7 @@ class NetworkClient:
         """The Sender whose requests these are (built after it: it sends through it)."""
         self.states = sender.states
         self.requests_failed = sender.requests_failed
-        self.drain = sender.drain_after_answer
+        self.slot_freed = sender.slot_freed
         self.updater = sender.metadata_updater
 
     # ---- metadata requests on a producer connection -----------------------------------------------------------
@@ -90,6 +90,8 @@ class NetworkClient:
     def handle_metadata_response(self, pi: int, node: int, epoch: int, req: int, payload: tuple, leaders) -> None:
         ps = self.states[pi]
         conn = ps.conns[node]
+        cfg = ps.config
+        full = cfg.acks and len(conn.inflight) >= cfg.max_in_flight  # (the Sender scheduled no wake-up while it was)
         if conn.epoch != epoch or conn.inflight.pop(req, None) is None:
             return  # the connection closed since (the request failed then)
         del conn.sent_ms[req]
@@ -97,7 +99,8 @@ class NetworkClient:
         conn.failures = 0
         index, stamp = payload
         self.updater.handle_metadata_response(index, stamp, leaders, node)
-        self.drain(ps, node)  # a slot of max.in.flight.requests.per.connection is free
+        if full:  # a slot of max.in.flight.requests.per.connection is free again
+            self.slot_freed(ps, node)
 
     def sent(self, ps, conn: Connection, now: float) -> None:
         """A request went out on `conn`: one request.timeout.ms check per connection, at its oldest request's

@@ -415,10 +415,10 @@ class ProducerClient:
                 break
             heappop(ready)
 
-    def drain_after_answer(self, ps: ProducerState, node: int) -> None:
-        """A request that carried no batch (metadata) was answered on the connection to `node`: a slot is free."""
-        if ps.ready[node]:
-            self._drain(ps, node)
+    def slot_freed(self, ps: ProducerState, node: int) -> None:
+        """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
+        free again, the Sender looks."""
+        self._run_once(ps, node)
 
     def _reconnect(self, ps: ProducerState, node: int) -> None:
         ps.conns[node].retry_armed = False
