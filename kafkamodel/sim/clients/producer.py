@@ -279,7 +279,9 @@ class ProducerClient:
         batches = self.batches
         if batches.lo:
             cell = np.asarray(batches.producer, dtype=np.int64) * shift.shape[1] + np.asarray(batches.partition)
-            batches.lo[:] = (np.asarray(batches.lo, dtype=np.int64) + flat[cell]).tolist()  # in place: others hold it
+            lo = np.frombuffer(batches.lo, dtype=np.int64)  # a view: moved in place, as others hold the column
+            lo += flat[cell]
+            del lo
         for ps in self.states:
             moves, ends = shift[ps.index].tolist(), w.hi[ps.index].tolist()
             for q in ps.acc.queues:
@@ -503,7 +505,6 @@ class ProducerClient:
         if error == NONE:
             batches.state[b] = ACKED
             batches.ack_ms[b] = self.kernel.now
-            batches.base[b] = base
             if q.probe == b:  # the resend went through: what waited behind it follows
                 q.probe = -1
                 q.probing = False

@@ -85,6 +85,14 @@ class FinalLogs:
         np.add.at(self.out_of_order, seq, behind)
 
 
+def _column(cells, last, dtype) -> np.ndarray:
+    """A batch table's column (a list or an array.array) as an array of `dtype`, with `last` as one more row."""
+    out = np.empty(len(cells) + 1, dtype=dtype)
+    out[:-1] = cells
+    out[-1] = last
+    return out
+
+
 @dataclass(frozen=True)
 class BatchAccount:
     """Every batch's fate and its copies, with one more row (the last) for the records no batch took (still in
@@ -105,17 +113,17 @@ class BatchAccount:
     def of(cls, end) -> "BatchAccount":
         b = end.batches
         drained = int(np.sum(b.count)) if len(b) else 0
-        state = np.asarray(b.state + [PENDING], dtype=np.int8)
+        state = _column(b.state, PENDING, np.int8)
         acked = state == ACKED
-        ack_ms = np.asarray(b.ack_ms + [np.nan], dtype=np.float64)
+        ack_ms = _column(b.ack_ms, np.nan, np.float64)
         ack_ms[~acked] = np.nan
-        count = np.asarray(b.count + [end.workload.records - drained], dtype=np.int32)
-        lo = np.asarray(b.lo + [0], dtype=np.int64)
-        producer = np.asarray(b.producer + [-1], dtype=np.int32)
-        return cls(count=count, partition=np.asarray(b.partition + [-1], dtype=np.int32), producer=producer, lo=lo,
-                   state=state, committed=np.asarray(b.committed + [False], dtype=bool), ack_ms=ack_ms,
-                   visible_ms=np.asarray(b.visible_ms + [np.nan], dtype=np.float64),
-                   error=np.asarray(b.error + [NONE], dtype=np.int8), logs=FinalLogs(end, lo, count, producer))
+        count = _column(b.count, end.workload.records - drained, np.int32)
+        lo = _column(b.lo, 0, np.int64)
+        producer = _column(b.producer, -1, np.int32)
+        return cls(count=count, partition=_column(b.partition, -1, np.int32), producer=producer, lo=lo,
+                   state=state, committed=_column(b.committed, False, bool), ack_ms=ack_ms,
+                   visible_ms=_column(b.visible_ms, np.nan, np.float64),
+                   error=_column(b.error, NONE, np.int8), logs=FinalLogs(end, lo, count, producer))
 
     # ---- masks over the rows ----------------------------------------------------------------------------------
 

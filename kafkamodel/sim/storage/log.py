@@ -21,7 +21,7 @@ from operator import itemgetter
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
 EMPTY: list = []  # shared by every log that has retired nothing (``retire`` gives a log its own list)
-_base = itemgetter(0)  # an entry's base offset
+_base = itemgetter(0)  # an entry's base offset: the key its bisections search the entries by
 
 
 # A record batch in a log (Kafka's RecordBatch as the log holds it): a plain tuple, its fields named by position.
@@ -36,12 +36,11 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 
 
 class Log:
-    __slots__ = ("entries", "bases", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset", "flush_target",
+    __slots__ = ("entries", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset", "flush_target",
                  "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes: list):
         self.entries: list[LogEntry] = []  # in offset order
-        self.bases: list[int] = []  # base offsets of the entries, for bisect
         self.append_ms: list[float] = []  # when each entry reached this broker's page cache
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
@@ -61,7 +60,7 @@ class Log:
 
     def entry_index(self, offset: int) -> int:
         """Index of the entry holding `offset` (or the first one after it)."""
-        i = bisect_right(self.bases, offset) - 1
+        i = bisect_right(self.entries, offset, key=_base) - 1
         if i < 0:
             return 0
         return i if self.entries[i][END_OFFSET] > offset else i + 1
@@ -137,7 +136,6 @@ class Log:
 
     def append(self, entry: LogEntry, now: float) -> None:
         self.entries.append(entry)
-        self.bases.append(entry[BASE_OFFSET])
         self.append_ms.append(now)
         self.log_end_offset = entry[END_OFFSET]
 
@@ -145,12 +143,10 @@ class Log:
         if len(entries) == 1:  # a follower's usual fetch: one batch (append's lines: no call on the hot path)
             entry = entries[0]
             self.entries.append(entry)
-            self.bases.append(entry[BASE_OFFSET])
             self.append_ms.append(now)
             self.log_end_offset = entry[END_OFFSET]
             return
         self.entries.extend(entries)
-        self.bases.extend(map(_base, entries))
         self.append_ms.extend(repeat(now, len(entries)))
         self.log_end_offset = entries[-1][END_OFFSET]
 
@@ -176,7 +172,6 @@ class Log:
             return 0
         i = self.entry_index(offset)  # an entry straddling `offset` goes whole, as Kafka drops whole batches
         del self.entries[i:]
-        del self.bases[i:]
         del self.append_ms[i:]
         self.producers = None  # the idempotence state is rebuilt from what remains
         self.segments = None
@@ -235,6 +230,6 @@ class Log:
             start = segs[cut][0]
             k = self.entry_index(start)
             self.retire(self.entries[:k])
-            del self.entries[:k], self.bases[:k], self.append_ms[:k], segs[:cut]
+            del self.entries[:k], self.append_ms[:k], segs[:cut]
             self.log_start_offset = start
         return cut
