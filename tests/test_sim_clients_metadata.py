@@ -80,3 +80,54 @@ def test_an_answer_that_moves_no_leader_counts_as_equivalent_and_one_that_does_r
                                         (moved, 0, 0), (moved, 0, 1)):
         up._done(st, 0, leaders)
         assert (up.failed[0], up.equivalent[0]) == (failed, equivalent)
+
+
+LATENCY = 5.0  # one way, every link (network.latency.ms, a constant)
+
+
+def queued_refresh(acks) -> tuple[float, float, int]:
+    """A metadata request sent right after a produce request on the producer's one usable connection (broker 1's
+    is backing off, so NetworkClient.leastLoadedNode can only pick broker 0, the leader). Returns (when the
+    metadata request went, when its answer came, the requests in flight on that connection as it came, itself
+    included)."""
+    sim = Simulation(load_scenario({
+        "name": "queued", "seed": 1, "duration.ms": 1000, "brokers": 2, "kafka.version": "3.6",
+        "network": {"latency.ms": LATENCY},
+        "topics": [{"name": "t", "partitions": 1, "replication.factor": 2}],
+        "producers": [{"topic": "t", "rate.per.s": 20, "acks": acks, "linger.ms": 0}]}))
+    assert sim.partitions[0].leader == 0
+    ps, network, up = sim.producer.states[0], sim.producer_network, sim.producer.metadata_updater
+    ps.conns[1].backoff_until = float("inf")
+    sent, seen = network.sent, {}
+
+    def sent_then_refresh(ps_, conn, now):  # the first produce request after 200 ms: ask for metadata at once
+        sent(ps_, conn, now)
+        if now >= 200.0 and "at" not in seen:
+            seen["at"] = now
+            up.request_update(ps_, 0)
+
+    answer = network.handle_metadata_response
+
+    def answered(pi, node, epoch, req, payload, leaders):
+        seen.setdefault("inflight", len(ps.conns[node].inflight))
+        answer(pi, node, epoch, req, payload, leaders)
+        seen.setdefault("answer", sim.kernel.now)
+
+    network.sent, network.handle_metadata_response = sent_then_refresh, answered
+    sim.run()
+    return seen["at"], seen["answer"], seen["inflight"]
+
+
+def test_a_metadata_request_behind_a_produce_request_in_purgatory_is_answered_after_it():
+    """Kafka's producer sends its metadata request on the least loaded broker's connection (NetworkClient.
+    leastLoadedNode, DefaultMetadataUpdater.maybeUpdate), and the broker reads one request per connection at a time
+    (SocketServer's Processor mutes the channel until the response is sent). With acks=all the produce request
+    ahead of it waits in purgatory for the follower: its trip (L), the follower's parked fetch returning with the
+    records (L), the follower's next fetch moving the high watermark (L), its answer (L); the metadata request is
+    handled after that answer left, so its answer comes 4 L after it was sent instead of one round trip (2 L),
+    which is what acks=1 (no purgatory) gives."""
+    at, answer, inflight = queued_refresh("all")
+    assert 4 * LATENCY <= answer - at < 4 * LATENCY + 1.0  # + the handlers' costs, microseconds each
+    assert inflight == 1  # the produce request ahead of it was answered first (the connection keeps its order)
+    at, answer, _ = queued_refresh(1)
+    assert 2 * LATENCY <= answer - at < 2 * LATENCY + 1.0

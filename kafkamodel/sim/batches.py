@@ -12,6 +12,16 @@ production-sized second makes a million batches). The event loop touches one
 cell at a time, which an array does about 20 ns slower than a list (NumPy
 arrays slower still); a batch's cells are read a few times each, against the
 tens of microseconds the rest of a batch costs.
+
+A batch's ``bytes`` are what Kafka's message format makes of its records, on
+the wire and on disk (``RecordFormat``): magic v2 (0.11+, KIP-98) a 61-byte
+RecordBatch header and per record ``DefaultRecord.sizeInBytes`` (varints for
+the body length, timestamp and offset deltas, key and value lengths);
+magic v0 (0.8) and v1 (0.10, KIP-32) per record the 12-byte log overhead
+(offset, size) and ``LegacyRecord``'s header (crc, magic, attributes, v1's
+timestamp, key and value lengths). ``compression.type`` shrinks the records
+(v2: the records section; v0/v1: the inner set, wrapped in one message) by
+its codec's ratio (``CODECS``).
 """
 
 from __future__ import annotations

@@ -9,9 +9,12 @@ refused connection), or at the count of answers in a row that moved no leader if
 ``equivalentResponseCount``, reset by an answer with a newer leader epoch in ``updateLatestMetadata``, and by a
 failed request), so a client asking again and again for a leader its brokers do not know yet waits 100, 200, 400
 ms, and one whose answers move leaders waits ``retry.backoff.ms`` x a factor in [0.8, 1.2]. It goes to the least
-loaded broker (NetworkClient.leastLoadedNode) and is answered one round trip later from that broker's metadata
-cache as it is when the request arrives (it may be stale); no answer within ``request.timeout.ms``, or a refused
-connection, counts as an answer without metadata. The client decides what an answer does (``answered``).
+loaded broker (NetworkClient.leastLoadedNode) and is answered from that broker's metadata cache as it is when the
+broker handles it (it may be stale); no answer within ``request.timeout.ms``, or a refused connection, counts as an
+answer without metadata. The client decides what an answer does (``answered``). A client kind whose connections
+are modelled (the producer's, ``network_client``) sends it on its connection to that broker (``channel``): it
+counts as a request in flight there and waits behind the requests before it, as in Kafka, where the broker reads
+one request per connection at a time; otherwise (the consumer's) it is answered on arrival, one round trip.
 
 A client's state object carries ``refresh_armed``, ``refresh_stamp``, ``last_refresh_ms``, ``node`` (its
 machine) and ``config`` (its ``retry_backoff_ms``, ``retry_backoff_max_ms``: None before 3.7, and
@@ -46,7 +49,7 @@ class MetadataUpdater:
     MESSAGES = ("handle_metadata_request", "handle_metadata_response")
     TIMERS = ("_refresh", "_metadata_timeout")
 
-    def __init__(self, sim, counter: str, answered, epochs: bool = False, conn: int = 0):
+    def __init__(self, sim, counter: str, answered, epochs: bool = False, conn: int = 0, channel=None):
         self.kernel = sim.kernel
         self.send = sim.transport.send
         self.brokers = sim.brokers
@@ -59,6 +62,7 @@ class MetadataUpdater:
         self.counter = counter  # the summary count of metadata requests sent
         self.conn = conn  # the connections' kind (their latency draws): the consumers' are their own
         self.answered = answered  # (state, leaders or None) -> None: what the client does with an answer
+        self.channel = channel  # the client's connections, if it sends its metadata requests on them (send_metadata)
         self.states: list = []  # index -> a client's state (messages name it by index)
         self.load = {}  # index -> (state, now) -> broker -> None (backing off it) or its requests in flight
         self.streams = sim.streams
@@ -131,17 +135,25 @@ class MetadataUpdater:
             return
         st.refresh_stamp += 1
         setattr(self.counters, self.counter, getattr(self.counters, self.counter) + 1)
+        if self.channel is not None:  # on the client's connection to `node`, behind its requests there
+            self.channel.send_metadata(st, node, index, st.refresh_stamp)
+            return
         # refused (the broker's process is gone): the same arguments reach handle_metadata_response, no metadata
         self.send(st.node, node, self.handle_metadata_request, (index, st.refresh_stamp, None, node),
                   refused=self.handle_metadata_response, conn=self.conn)
         self.kernel.schedule(self.kernel.now + st.config.request_timeout_ms, self._metadata_timeout, index,
                              st.refresh_stamp)
 
-    def handle_metadata_request(self, index: int, stamp: int, _, node: int) -> None:
-        """At broker `node`: the answer carries its metadata cache's leaders now (and their epochs)."""
+    def cache(self, node: int) -> tuple:
+        """What a metadata answer from broker `node` carries: its metadata cache's leaders now (and their epochs)."""
         leaders = tuple(self.metadata_cache[node])
         if self.metadata_epoch is not None:
             leaders = (leaders, tuple(self.metadata_epoch[node]))
+        return leaders
+
+    def handle_metadata_request(self, index: int, stamp: int, _, node: int) -> None:
+        """At broker `node`, answered on arrival."""
+        leaders = self.cache(node)
         self.send(node, self.states[index].node, self.handle_metadata_response, (index, stamp, leaders, node),
                   conn=self.conn)
 
@@ -150,6 +162,11 @@ class MetadataUpdater:
         if st.refresh_stamp == stamp and st.refresh_armed:  # request.timeout.ms without an answer
             st.refresh_stamp += 1
             self._done(st, index, None)
+
+    def request_failed(self, index: int, stamp: int) -> None:
+        """The connection that carried the request closed before its answer (NetworkClient's
+        handleFailedRequest)."""
+        self._metadata_timeout(index, stamp)
 
     def handle_metadata_response(self, index: int, stamp: int, leaders: tuple | None, node: int) -> None:
         """The metadata answer from `node` (None: the connection was refused; the next try asks another broker)."""

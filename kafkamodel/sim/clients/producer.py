@@ -96,7 +96,8 @@ class ProducerClient:
         self.partitions = sim.partitions  # the controller's view, the producers' metadata at the start
         self.brokers = sim.brokers
         self.reachable = sim.transport.reachable
-        self.metadata_updater = MetadataUpdater(sim, "producer_metadata_refreshes", self._answered)  # (clients.metadata)
+        self.metadata_updater = MetadataUpdater(sim, "producer_metadata_refreshes", self._answered,
+                                                channel=network)  # (clients.metadata; on its connections)
         self.batches = sim.batches
         self.kip360 = sim.settings.kafka.kip360  # 2.5+: a sequence gap bumps the epoch and the batch is retried
         self.kip951 = sim.settings.kafka.kip951  # 3.7+: a new leader (hinted or in metadata) skips the resend backoff
@@ -416,6 +417,11 @@ class ProducerClient:
                 break
             heappop(ready)
 
+    def slot_freed(self, ps: ProducerState, node: int) -> None:
+        """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
+        free again, the Sender looks."""
+        self._run_once(ps, node)
+
     def _reconnect(self, ps: ProducerState, node: int) -> None:
         ps.conns[node].retry_armed = False
         self._run_once(ps, node)
@@ -596,9 +602,11 @@ class ProducerClient:
 
     @staticmethod
     def _load(ps: ProducerState, now: float, b: int):
-        """For NetworkClient.leastLoadedNode: None while backing off broker `b`, else its requests in flight."""
+        """For NetworkClient.leastLoadedNode: None while backing off broker `b` or when its connection cannot take
+        one more request (canSendRequest: max.in.flight.requests.per.connection), else its requests in flight."""
         conn = ps.conns[b]
-        return None if conn.backoff_until > now else len(conn.inflight)
+        n = len(conn.inflight)
+        return None if conn.backoff_until > now or n >= ps.config.max_in_flight else n
 
     def _skip_backoff(self, ps: ProducerState, q, leader: int, now: float) -> None:
         """3.7+ (KIP-951's client side): a resend whose partition now has another leader than the one its batch
