@@ -47,10 +47,11 @@ class FinalLogs:
     def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
         """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s, the last row included)."""
         nb = len(end.batches) + 1  # the last: records never drained into a batch
-        self.presence = np.zeros(nb, dtype=np.int64)
+        self.presence = np.zeros(nb, dtype=np.int16)  # copies (the per-record table's `copies` type)
         self.first_base = np.full(nb, -1, dtype=np.int64)
         self.last_base = np.full(nb, -1, dtype=np.int64)
-        self.out_of_order = np.zeros(nb, dtype=np.int64)  # records of its copies after a later one of its producer's
+        self.out_of_order = np.zeros(nb, dtype=np.int32)  # records of its copies after a later one of its producer's
+        #                                                   (at most its count times its copies)
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
             if not final.entries and not final.retired:
@@ -169,7 +170,7 @@ class BatchAccount:
 
     def out_of_order(self) -> int:
         """Records of the final logs' copies that come after a record their producer sent later."""
-        return int(self.logs.out_of_order.sum())
+        return int(self.logs.out_of_order.sum(dtype=np.int64))
 
 
 def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
