@@ -26,6 +26,10 @@ CRASH_0_THEN_1 = [{"at.ms": 1000, "kind": "crash", "broker": 1}, {"at.ms": 1000,
                   {"at.ms": 8000, "kind": "crash", "broker": 0}, {"at.ms": 9000, "kind": "restart", "broker": 1},
                   {"at.ms": 15000, "kind": "restart", "broker": 0}]
 COVERING_OVERRIDES = (
+    # a consumer's metadata refresh after its leader crashed, with its own request.timeout.ms timer (a producer's
+    # goes on its connection and fails with it: NetworkClient's timeout, not this timer)
+    ("delivery-at-least-once", {"duration.ms": 8000, "consumers[*].request.timeout.ms": 1000,
+                                "faults": [{"at.ms": 2000, "kind": "crash", "broker": 0}]}),
     # a consumer fetch given up (request.timeout.ms), at most once
     ("delivery-at-most-once", {"consumers[*].request.timeout.ms": 1000}),
     # ... and the preferred leader taking its partitions back
