@@ -5,6 +5,7 @@ from the settings (a constant one-way latency L, the session timeout, the gate, 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -551,8 +552,9 @@ THROTTLING_TEST = {"brokers": 6, "partitions": 3, "num_records": 2000, "record_s
                    "throttle": 4 * 1024 * 1024, "producer_throughput": 1000}
 
 
+@functools.lru_cache(maxsize=None)
 def throttling_test(bounce_brokers: bool):
-    """The scenario of Kafka's ThrottlingTest, its reassignment built as the test builds it from the placement;
+    """(Run once per variant: two tests read the same run.) The scenario of Kafka's ThrottlingTest, its reassignment built as the test builds it from the placement;
     returns the result, the move (partition -> new replicas), the placement, and Kafka's estimated seconds."""
     t = THROTTLING_TEST
     at = 20000.0
