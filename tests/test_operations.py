@@ -639,3 +639,30 @@ def test_kafkas_throttling_test_moves_at_the_busiest_brokers_throttle():
     # the allowances start empty and hold at most one second's worth; the last bytes may wait out one
     # replica.fetch.wait.max.ms (0.5 s)
     assert fastest * 0.99 <= taken_s <= slowest * 1.01 + 0.5, (fastest, taken_s, slowest)
+
+
+def test_kafkas_reassign_partitions_cluster_test_throttled_move_holds_in_the_model():
+    """apache/kafka core/src/test/scala/unit/kafka/admin/ReassignPartitionsClusterTest.scala,
+    shouldExecuteThrottledReassignment (as of 2.6.0-SNAPSHOT, before 56051e7 replaced the test for KIP-455's
+    tool): brokers 100, 101, 102 (the model's 0, 1, 2; replica.fetch.backoff.ms 100, controlled shutdown off), one
+    partition on 100, 101; 500 records of 100,000 bytes produced with acks=0 (TestUtils.createProducer: linger.ms 0,
+    batch.size 16384, buffer.memory 1 MiB); a throttle of 10,000,000 bytes/s; the move to 101, 102. The test asserts
+    numMessages x msgSize / throttle = 5 s and that the move takes more than 0.9 x and less than 2 x that (its
+    time from the reassignment's start, the 1 s it sleeps after setting the throttle taken off)."""
+    num_messages, msg_size, throttle, at = 500, 100 * 1000, 10 * 1000 * 1000, 3000.0
+    expected_s = num_messages * msg_size / throttle
+    assert expected_s == 5
+    r = simulate({"name": "reassign-partitions-cluster-test", "brokers": 3, "duration.ms": at + 2 * expected_s * 1000,
+                  "kafka.version": "2.6", "kafka.metadata": "zookeeper",
+                  "broker": {"replica.fetch.backoff.ms": 100, "controlled.shutdown.enable": False},
+                  "topics": [{"name": "my-topic", "partitions": 1, "replication.factor": 2, "replicas": [[0, 1]]}],
+                  "producers": [{"topic": "my-topic", "burst": {"records": num_messages, "every.ms": 1e9},
+                                 "record.size.bytes": msg_size, "acks": 0, "linger.ms": 0, "batch.size": 16384,
+                                 "buffer.memory": 1024 * 1024}],
+                  "operations": [{"at.ms": at, "kind": "reassign", "topic": "my-topic", "partitions": [0],
+                                  "replicas": [[1, 2]], "throttle": throttle}]})
+    rec = r.records
+    assert rec["acked"].all() and rec["ack_ms"].max() < at  # produceMessages waits for every send's future
+    took_s = (reassign_end(r) - at) / 1000
+    assert 0.9 * expected_s < took_s < 2 * expected_s, took_s
+    assert r.partitions.set_index("partition").loc[0, "replicas"] == "1,2"
