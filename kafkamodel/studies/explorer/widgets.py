@@ -15,6 +15,7 @@ keep it off: widgets can stall a batch client).
 from __future__ import annotations
 
 import html
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -56,6 +57,7 @@ class ExplorerPanel:
         self.draw = draw or _draw_run
         self.runs = 0  # model runs so far (one per change)
         self.result = None  # the latest Result
+        self.timings: dict[str, float] = {}  # the latest redraw's CPU seconds: simulate, status, draw (bench --case explorer)
         self.error: str | None = None  # the latest problem with the settings, if any
         self._quiet = False  # setting controls programmatically: no re-run per control
         style = {"description_width": LABEL_WIDTH}
@@ -196,14 +198,18 @@ class ExplorerPanel:
         previous = self.status.value
         self.status.value = ("<b style='color:#1f77b4'>running…</b> "
                              f"<span style='color:#999'>{previous}</span>")
+        t0 = time.process_time()
         self.result = simulate(scenario)
         self.runs += 1
         from .summary import status_line
 
+        t1 = time.process_time()
         self.status.value = status_line(self.result, self.runs)
+        t2 = time.process_time()
         self.output.clear_output(wait=True)
         with self.output:
             self.draw(self.result)
+        self.timings = {"simulate": t1 - t0, "status": t2 - t1, "draw": time.process_time() - t2}
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
