@@ -229,3 +229,27 @@ def test_the_panel_on_the_notebooks_run_shows_it_without_running_the_model():
     assert other.simulations == 1 and other.result.summary["seed"] == 6
     with pytest.raises(StudyError, match=r"^parameter seed: must be an integer >= 0 or None, got -1$"):
         explorer_panel("slow-follower-isr", SMALL, seed=-1)
+
+
+def test_the_panels_own_drawing_is_the_runs_figure_and_summary_kept_with_the_run():
+    import base64
+
+    from kafkamodel.kit.plots import png
+    from kafkamodel.studies.explorer.runfigure import run_figure
+    from kafkamodel.studies.explorer.summary import setting
+
+    panel = explorer_panel("slow-follower-isr", SMALL)  # the panel's own drawing, headless
+    figure, table = panel.output.outputs
+    r = panel.result
+    expected = png(run_figure(r, f"slow-follower-isr: {setting(r)}"))  # the same figure, drawn here
+    assert base64.b64decode(figure["data"]["image/png"]) == expected
+    assert figure["metadata"]["image/png"]["alt"] == "slow-follower-isr: isr, RF 3, acks=all, min.insync.replicas 1"
+    assert f"all {len(r.summary)} summary values" in table["data"]["text/html"]
+    first = panel.output.outputs
+    panel.controls["acks"].value = "1"
+    assert panel.output.outputs != first and panel.simulations == 2
+    panel.controls["acks"].value = "all"  # back: the run and its drawing as they were kept, nothing drawn again
+    assert panel.output.outputs == first and panel.simulations == 2  # a new drawing's table has a new random id
+    panel.controls["kafka_version"].value = "3.6"
+    panel.controls["min_insync_replicas"].value = 6  # above RF: 3.6 refuses every acks=all write
+    assert panel.error and panel.output.outputs == ()  # not run: nothing shown

@@ -12,9 +12,10 @@ the panel only when their ``interactive`` parameter is true (papermill runs
 keep it off: widgets can stall a batch client).
 
 The model is deterministic per scenario and seed, so the panel keeps the
-results of the last few scenarios it ran (``RESULTS_KEPT``) and shows one
-again without running it: a control moved back, a change that leaves the
-scenario as it was, or the notebook's own run given as ``result``.
+results of the last few scenarios it ran (``RESULTS_KEPT``), with what it
+drew for them, and shows one again without running or drawing it: a
+control moved back, a change that leaves the scenario as it was, or the
+notebook's own run given as ``result``.
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ class ExplorerPanel:
         import ipywidgets as w
 
         self.sources = {s.label: s for s in sources}
-        self.draw = draw or _draw_run
+        self.draw = draw  # None: the panel's own drawing (_run_outputs), kept with each result
         self.runs = 0  # results shown so far (one per change; the status line's "run N")
         self.simulations = 0  # of them, the model's runs (the others were kept from an earlier run)
-        self._kept: OrderedDict[Scenario, Any] = OrderedDict()  # scenario -> its Result, the latest last
+        self._kept: OrderedDict[Scenario, Kept] = OrderedDict()  # the latest last
         self.result = None  # the latest Result
         self.timings: dict[str, float] = {}  # the latest redraw's CPU seconds: simulate, status, draw (bench --case explorer)
         self.error: str | None = None  # the latest problem with the settings, if any
@@ -206,32 +207,45 @@ class ExplorerPanel:
         if problem is not None:
             self.error = problem
             self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(problem)}"
-            self.output.clear_output()
+            if self.draw is None:
+                self.output.outputs = ()  # the output area's contents are the panel's to set (see below)
+            else:
+                self.output.clear_output()
             return
         self.error = None
         previous = self.status.value
         self.status.value = ("<b style='color:#1f77b4'>running…</b> "
                              f"<span style='color:#999'>{previous}</span>")
         t0 = time.process_time()
-        self.result = self._kept.pop(scenario, None)
-        if self.result is None:
-            self.result = simulate(scenario)
+        kept = self._kept.pop(scenario, None)
+        if kept is None:
+            kept = Kept(simulate(scenario))
             self.simulations += 1
-        self.keep(scenario, self.result)
+        self.result = kept.result
+        self._kept[scenario] = kept
         self.runs += 1
         from .summary import status_line
 
         t1 = time.process_time()
         self.status.value = status_line(self.result, self.runs)
         t2 = time.process_time()
-        self.output.clear_output(wait=True)
-        with self.output:
-            self.draw(self.result)
+        if self.draw is None:  # the panel's own drawing: the output area's contents, kept with the result
+            if kept.outputs is None:
+                kept.outputs = _run_outputs(self.result)
+            self.output.outputs = kept.outputs
+        else:
+            self.output.clear_output(wait=True)
+            with self.output:
+                self.draw(self.result)
+        self._trim()
         self.timings = {"simulate": t1 - t0, "status": t2 - t1, "draw": time.process_time() - t2}
 
     def keep(self, scenario: Scenario, result) -> None:
         """Keep `result` as `scenario`'s (it must be that scenario's run), dropping the oldest beyond RESULTS_KEPT."""
-        self._kept[scenario] = result
+        self._kept[scenario] = Kept(result)
+        self._trim()
+
+    def _trim(self) -> None:
         while len(self._kept) > RESULTS_KEPT:
             self._kept.popitem(last=False)
 
@@ -243,16 +257,30 @@ class ExplorerPanel:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def _draw_run(result) -> None:
-    from IPython.display import HTML, display
+@dataclass
+class Kept:
+    """A scenario's run, and what the panel's own drawing made of it (the output area's contents), once drawn."""
 
-    from ...kit.plots import show
+    result: Any
+    outputs: tuple | None = None
+
+
+def _run_outputs(result) -> tuple:
+    """The panel's own drawing of a run (the figure, then every summary value on request) as the output area's
+    contents: display_data messages, as ipywidgets' Output ``append_display_data`` makes them, so the panel sets
+    them at once (no flicker) and can keep them and show them again."""
+    from IPython.core.formatters import DisplayFormatter
+    from IPython.display import HTML
+
+    from ...kit.plots import image
     from .runfigure import run_figure
     from .summary import full_summary, setting
 
-    show(run_figure(result, f"{result.summary['scenario']}: {setting(result)}"))
     table = full_summary(result)
-    display(HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>"))
+    shown = [image(run_figure(result, f"{result.summary['scenario']}: {setting(result)}")),
+             HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>")]
+    formatted = (DisplayFormatter().format(x) for x in shown)  # a kernel's formatter gives the same for these
+    return tuple({"output_type": "display_data", "data": data, "metadata": metadata} for data, metadata in formatted)
 
 
 def explorer_panel(scenario: "str | Scenario" = "steady-state", overrides: Mapping | None = None,
