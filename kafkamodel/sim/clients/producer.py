@@ -170,8 +170,10 @@ class ProducerClient:
             for p in touched.tolist():
                 self._arm(ps, queues[p])
         if until is not None:
-            app.stamp += 1
-            self.kernel.schedule(until, self._block_timeout, ps, app.stamp)
+            app.stamp += 1  # (voids the timer of a send() blocked before)
+            if until <= self.duration:  # one past the run's end would never fire, only sit on the heap: a pool full
+                #                         for good re-blocks at every batch it completes (max.block.ms 60 s)
+                self.kernel.schedule(until, self._block_timeout, ps, app.stamp)
 
     def _block_timeout(self, ps: ProducerState, stamp: int) -> None:
         """max.block.ms passed with send() blocked: it fails, and the application goes on."""
