@@ -8,6 +8,7 @@ numbers on purpose regenerates them, in its own commit, with this command:
     .venv/bin/python tests/snapshot.py --update            # shipped scenarios (the fast test)
     .venv/bin/python tests/snapshot.py --update --studies  # every study point at scale 1 (the slow test)
     .venv/bin/python tests/snapshot.py [--studies]         # compare only: which numbers moved
+    .venv/bin/python tests/snapshot.py --studies --only operations/roll_large --update   # one part's points
 
 The comparison names each case whose numbers moved, and each summary key
 (old -> new) and table that differs.
@@ -126,8 +127,16 @@ def main(argv=None) -> int:
     parser.add_argument("--studies", action="store_true", help="every study point instead of the shipped scenarios")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes to run the cases in (default: one per CPU available; 1: this process)")
+    parser.add_argument("--only", action="append", default=[], metavar="PREFIX",
+                        help="only the cases whose id starts so (a study 'operations/', a part 'operations/roll_large'; "
+                             "repeatable); with --update the others keep their recorded numbers")
     args = parser.parse_args(argv)
     path, cases = (STUDIES_FILE, study_cases()) if args.studies else (SCENARIOS_FILE, scenario_cases())
+    chosen = lambda case: not args.only or case.startswith(tuple(args.only))
+    cases = [(case, scenario) for case, scenario in cases if chosen(case)]
+    if not cases:
+        print(f"--only: no case id starts with {' or '.join(args.only)}", file=sys.stderr)
+        return 2
     from kafkamodel.kit import StudyError
 
     try:
@@ -135,14 +144,16 @@ def main(argv=None) -> int:
     except StudyError as exc:  # a bad --workers: one line, exit status 2
         print(exc, file=sys.stderr)
         return 2
-    old = json.loads(path.read_text()) if path.is_file() else {}
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
+    old = {case: value for case, value in recorded.items() if chosen(case)}
     lines = differences(old, new)
     for line in lines:
         print(line)
     print(f"{len(new)} cases, {len(lines)} moved", file=sys.stderr)
     if args.update:
         path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(new, indent=1, sort_keys=True) + "\n")
+        kept = {case: value for case, value in recorded.items() if not chosen(case)}
+        path.write_text(json.dumps({**kept, **new}, indent=1, sort_keys=True) + "\n")
         print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
         return 0
     return 1 if lines else 0

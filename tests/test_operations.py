@@ -5,6 +5,8 @@ from the settings (a constant one-way latency L, the session timeout, the gate, 
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 
 import numpy as np
@@ -521,3 +523,151 @@ def test_a_rolling_restart_on_3_7_drops_the_metadata_refresh_kip_951_removes_fro
     assert slow_new < slow_old  # fewer records waited a backoff at all
     for r in (old, new):
         assert r.summary["acked_records_lost"] == 0 and r.summary["records_failed"] == 0
+
+
+# ---- Kafka's own system test of a throttled reassignment (issue 35) ----------------------------------------------
+# apache/kafka tests/kafkatest/tests/core/throttling_test.py (unchanged since 2020, 4e65030): 6 brokers, topic
+# test_topic of 3 partitions at RF 2 with segment.bytes 64 MiB; kafka-producer-perf-test first sends 2,000 records
+# of 4096 x 100 bytes at --throughput -1 (bulk_producer.run() returns once they are sent); then, while a
+# VerifiableProducer writes 1,000 records/s, kafka-reassign-partitions --execute --throttle 4194304 moves each
+# partition i onto partition (i+1) % 3's replicas. kafka.py's execute_reassign_partitions passes --throttle, and
+# ReassignPartitionsCommand (tools/.../reassign/ReassignPartitionsCommand.java) sets both
+# leader.replication.throttled.rate and follower.replication.throttled.rate to it on every broker the move involves
+# (modifyInterBrokerThrottle), leader.replication.throttled.replicas to each moving partition's current replicas
+# and follower.replication.throttled.replicas to its added ones (calculateLeaderThrottles / calculateFollowerThrottles).
+# The test then asserts, with partition_size = num_records * record_size // num_partitions and max_num_moves the
+# most replicas any partition gains:
+#     estimated = ceil(max_num_moves * partition_size / throttle)       seconds
+#     wait_until(verify_reassign_partitions, timeout_sec=2 * estimated)  -> finished within 2 x estimated
+#     assert time_taken >= 0.9 * estimated
+# With bounce_brokers=True it also restarts every other broker (kafka.nodes[::2]: broker ids 1, 3, 5, the model's
+# 0, 2, 4) cleanly, one after the other, right after --execute; restart_node stops the process (a controlled
+# shutdown), starts it and returns once it has started.
+# Assumed (the test does not say): Kafka 3.9 on ZooKeeper (the test starts a ZookeeperService; 3.9 is the last line
+# with ZooKeeper), the model's default hardware, 6-byte values for the VerifiableProducer's integers, acks=all for
+# both producers (perf-test's and VerifiableProducer's default on 3.x), 5 s from a broker's stop to its registration
+# in the bounce, the reassignment 20 s after the bulk load began. The ConsoleConsumer is left out (it reads only).
+
+THROTTLING_TEST = {"brokers": 6, "partitions": 3, "num_records": 2000, "record_size": 4096 * 100,
+                   "throttle": 4 * 1024 * 1024, "producer_throughput": 1000}
+
+
+@functools.lru_cache(maxsize=None)
+def throttling_test(bounce_brokers: bool):
+    """(Run once per variant: two tests read the same run.) The scenario of Kafka's ThrottlingTest, its reassignment built as the test builds it from the placement;
+    returns the result, the move (partition -> new replicas), the placement, and Kafka's estimated seconds."""
+    t = THROTTLING_TEST
+    at = 20000.0
+    given = {"name": "throttling-test", "brokers": t["brokers"], "kafka.version": "3.9", "kafka.metadata": "zookeeper",
+             "topics": [{"name": "test_topic", "partitions": t["partitions"], "replication.factor": 2,
+                         "segment.bytes": 64 * 1024 * 1024}],
+             "producers": [{"topic": "test_topic", "burst": {"records": t["num_records"], "every.ms": 1e9},
+                            "record.size.bytes": t["record_size"], "acks": "all", "linger.ms": 0},
+                           {"topic": "test_topic", "rate.per.s": t["producer_throughput"], "record.size.bytes": 6,
+                            "acks": "all", "linger.ms": 0, "start.ms": at - 5000}]}
+    # parse_describe_topic, then each partition i takes partition (i+1)'s replicas
+    placed = {p.number: p.replicas for p in Simulation(load_scenario({**given, "duration.ms": 1})).partitions}
+    n = t["partitions"]
+    target = {i: placed[(i + 1) % n] for i in range(n)}
+    max_num_moves = max(len(set(target[i]) - set(placed[i])) for i in range(n))
+    partition_size = t["num_records"] * t["record_size"] // n
+    estimated = math.ceil(max_num_moves * partition_size / t["throttle"])
+    operations = [{"at.ms": at, "kind": "reassign", "topic": "test_topic", "partitions": list(range(n)),
+                   "replicas": [list(target[i]) for i in range(n)], "throttle": t["throttle"]}]
+    if bounce_brokers:
+        operations.append({"at.ms": at, "kind": "rolling_restart", "brokers": list(range(0, t["brokers"], 2)),
+                           "gate": {"wait.ms": 0}, "downtime.ms": 5000})
+    # the run lasts until wait_until's timeout: a move not finished by then has no operation_ms
+    r = simulate({**given, "duration.ms": at + 2 * estimated * 1000, "operations": operations})
+    return r, at, placed, target, estimated
+
+
+def reassign_end(r) -> float:
+    ends = events(r, "operation_end")
+    return float(ends[ends["detail"].str.endswith("reassign")]["time_ms"].iloc[0])
+
+
+@pytest.mark.parametrize("bounce_brokers", [False, True])
+def test_kafkas_throttling_test_holds_in_the_model(bounce_brokers):
+    """Kafka's ThrottlingTest's own assertion: the throttled reassignment takes at least 0.9 x and at most 2 x
+    ceil(max_num_moves x partition_size / throttle), with and without bouncing every other broker; and nothing
+    acknowledged is lost (its produce-consume validation)."""
+    r, at, placed, target, estimated = throttling_test(bounce_brokers)
+    rec = r.records
+    bulk = rec[rec["producer"] == 0]
+    assert bulk["acked"].all() and bulk["ack_ms"].max() < at  # perf-test finished before the move, as run() does
+    taken_s = (reassign_end(r) - at) / 1000
+    assert 0.9 * estimated <= taken_s <= 2 * estimated, (taken_s, estimated)
+    s = r.summary
+    assert s["acked_records_lost"] == 0
+    if bounce_brokers:  # the restarted old replicas caught up under the leaders' rates (shouldLeaderThrottle)
+        assert s["throttled_bytes"] > s["reassignment_bytes"]
+    else:  # only the added replicas were ever out of the ISR
+        assert s["throttled_bytes"] == s["reassignment_bytes"]
+    end = r.partitions.set_index("partition")
+    for i, replicas in target.items():
+        assert end.loc[i, "replicas"] == ",".join(map(str, replicas))
+
+
+def test_kafkas_throttling_test_moves_at_the_busiest_brokers_throttle():
+    """Tighter than Kafka's bounds, from the same settings: each broker's leader.replication.throttled.rate is
+    shared by every throttled replica it serves, and its follower.replication.throttled.rate by every one it
+    fetches, so without the bounce the move lasts the largest of (bytes a broker sends to added replicas, bytes a
+    broker fetches for them) / throttle. A partition's bytes are its records' batches (v2 format, kafka_format):
+    the 400 KiB records exceed batch.size (16,384), one batch each, exactly; the VerifiableProducer's at most one
+    batch per record. Kafka's estimate uses the mean partition size; this uses each partition's own."""
+    from kafka_format import v2_record
+
+    r, at, placed, target, estimated = throttling_test(False)
+    end = reassign_end(r)
+    rec = r.records
+    rec = rec[rec["send_ms"] < end]
+    t = THROTTLING_TEST
+    bulk = v2_record(0, 0, None, t["record_size"]) + 61
+    small_low, small_high = v2_record(0, 0, None, 6), v2_record(0, 0, None, 6) + 61
+    out_low, out_high, in_low, in_high = ({b: 0 for b in range(t["brokers"])} for _ in range(4))
+    for i in range(t["partitions"]):
+        mine = rec[rec["partition"] == i]
+        big = int((mine["producer"] == 0).sum())
+        small = int((mine["producer"] == 1).sum())
+        low, high = big * bulk + small * small_low, big * bulk + small * small_high
+        added = set(target[i]) - set(placed[i])
+        leader = placed[i][0]  # no broker stops: the preferred leader leads throughout
+        out_low[leader] += low * len(added)
+        out_high[leader] += high * len(added)
+        for b in added:
+            in_low[b] += low
+            in_high[b] += high
+    fastest = max(max(out_low.values()), max(in_low.values())) / t["throttle"]
+    slowest = max(max(out_high.values()), max(in_high.values())) / t["throttle"]
+    taken_s = (end - at) / 1000
+    # the allowances start empty and hold at most one second's worth; the last bytes may wait out one
+    # replica.fetch.wait.max.ms (0.5 s)
+    assert fastest * 0.99 <= taken_s <= slowest * 1.01 + 0.5, (fastest, taken_s, slowest)
+
+
+def test_kafkas_reassign_partitions_cluster_test_throttled_move_holds_in_the_model():
+    """apache/kafka core/src/test/scala/unit/kafka/admin/ReassignPartitionsClusterTest.scala,
+    shouldExecuteThrottledReassignment (as of 2.6.0-SNAPSHOT, before 56051e7 replaced the test for KIP-455's
+    tool): brokers 100, 101, 102 (the model's 0, 1, 2; replica.fetch.backoff.ms 100, controlled shutdown off), one
+    partition on 100, 101; 500 records of 100,000 bytes produced with acks=0 (TestUtils.createProducer: linger.ms 0,
+    batch.size 16384, buffer.memory 1 MiB); a throttle of 10,000,000 bytes/s; the move to 101, 102. The test asserts
+    numMessages x msgSize / throttle = 5 s and that the move takes more than 0.9 x and less than 2 x that (its
+    time from the reassignment's start, the 1 s it sleeps after setting the throttle taken off)."""
+    num_messages, msg_size, throttle, at = 500, 100 * 1000, 10 * 1000 * 1000, 3000.0
+    expected_s = num_messages * msg_size / throttle
+    assert expected_s == 5
+    r = simulate({"name": "reassign-partitions-cluster-test", "brokers": 3, "duration.ms": at + 2 * expected_s * 1000,
+                  "kafka.version": "2.6", "kafka.metadata": "zookeeper",
+                  "broker": {"replica.fetch.backoff.ms": 100, "controlled.shutdown.enable": False},
+                  "topics": [{"name": "my-topic", "partitions": 1, "replication.factor": 2, "replicas": [[0, 1]]}],
+                  "producers": [{"topic": "my-topic", "burst": {"records": num_messages, "every.ms": 1e9},
+                                 "record.size.bytes": msg_size, "acks": 0, "linger.ms": 0, "batch.size": 16384,
+                                 "buffer.memory": 1024 * 1024}],
+                  "operations": [{"at.ms": at, "kind": "reassign", "topic": "my-topic", "partitions": [0],
+                                  "replicas": [[1, 2]], "throttle": throttle}]})
+    rec = r.records
+    assert rec["acked"].all() and rec["ack_ms"].max() < at  # produceMessages waits for every send's future
+    took_s = (reassign_end(r) - at) / 1000
+    assert 0.9 * expected_s < took_s < 2 * expected_s, took_s
+    assert r.partitions.set_index("partition").loc[0, "replicas"] == "1,2"

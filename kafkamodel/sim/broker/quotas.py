@@ -1,18 +1,28 @@
 """Replication throttles (KIP-73), as Kafka's ReplicationQuotaManager applies them.
 
-A throttled replica (``follower.replication.throttled.replicas`` / ``leader.replication.throttled.replicas``;
-``kafka-reassign-partitions --throttle`` lists the moving ones: the new replicas of each moving partition, fetching
-from its leader) that is not in the ISR is served at most ``leader.replication.throttled.rate`` bytes/s by each
-leader broker and fetches at most ``follower.replication.throttled.rate`` bytes/s on each follower broker, over
-all its throttled partitions; in-sync replicas are never throttled. Each side is a byte allowance per broker that
-fills at its rate (up to one second's worth); a throttled partition gets no more than both allowances hold in one
-fetch response, and nothing while either is spent (Kafka leaves it out of the response). Rates and the throttled
-replicas change during the run (``operations``).
+``kafka-reassign-partitions --throttle`` sets ``leader.replication.throttled.rate`` and
+``follower.replication.throttled.rate`` on the brokers the move involves, ``leader.replication.throttled.replicas`` to
+each moving partition's current replicas and ``follower.replication.throttled.replicas`` to its added ones
+(``ReassignPartitionsCommand.calculateLeaderThrottles`` / ``calculateFollowerThrottles``). Each side is a byte
+allowance per broker that fills at its rate (up to one second's worth). Only a follower out of the ISR is held
+back: on the leader's side *any* follower of a throttled partition that is out of the ISR
+(``ReplicaManager.shouldLeaderThrottle``), so an old replica that fell out during the move (a bounce) shares the
+leader's allowance with the added ones (KIP-542 names this); on the follower's side only the added replicas
+(``shouldFollowerThrottle``: the partition must be in that broker's throttled list). A held partition gets no more
+than the allowances hold in one fetch response, and nothing while either is spent (Kafka leaves it out of the
+response). Rates and the throttled replicas change during the run (``operations``).
+
+Not modelled: Kafka counts the in-sync followers' bytes of a throttled partition against the rates too
+(``KafkaApis.sizeOfThrottledPartitions``, ``ReplicaFetcherThread.processPartitionData``); here only the held
+followers' bytes count (docs/restarts.md).
 """
 
 from __future__ import annotations
 
 WINDOW_S = 1.0  # the most an allowance holds: one second at its rate
+# the most an allowance owes: Kafka measures the rate over replication.quota.window.num (11) samples of
+# replication.quota.window.size.seconds (1), so traffic older than about ten windows no longer holds anything back
+DEBT_S = 10.0
 
 
 class Allowance:
@@ -29,6 +39,11 @@ class Allowance:
         self.credit = min(self.rate * WINDOW_S, self.credit + self.rate * (now - self.at) / 1000.0)
         self.at = now
         return self.credit
+
+    def spend(self, nbytes: int) -> None:
+        self.credit -= nbytes
+        if self.rate is not None and self.credit < -self.rate * DEBT_S:
+            self.credit = -self.rate * DEBT_S
 
 
 class ReplicationQuotas:
@@ -57,16 +72,29 @@ class ReplicationQuotas:
                 a.credit, a.at = 0.0, now
 
     def allowance(self, p: int, leader: int, follower: int, isr) -> float | None:
-        """Bytes the leader may give `follower` of partition p in this response (None: not throttled)."""
+        """Bytes the leader may give `follower` of partition p in this response: None if p is not throttled or the
+        follower is in the ISR (never held)."""
         moving = self.throttled.get(p)
-        if not moving or follower not in moving or follower in isr:
+        if moving is None:
             return None
+        if follower in isr:
+            return None  # not counted here (Kafka counts it: docs/restarts.md, "How the throttle counts")
         now = self.kernel.now
-        return min(self.leader[leader].left(now), self.follower[follower].left(now))
+        left = self.leader[leader].left(now)
+        if follower in moving:
+            left = min(left, self.follower[follower].left(now))
+        return left
 
-    def took(self, p: int, leader: int, follower: int, nbytes: int) -> None:
-        self.moved_bytes += nbytes
-        if self.leader[leader].rate is not None or self.follower[follower].rate is not None:
-            self.throttled_bytes += nbytes
-        self.leader[leader].credit -= nbytes
-        self.follower[follower].credit -= nbytes
+    def took(self, p: int, leader: int, follower: int, nbytes: int, isr) -> None:
+        """`follower`, out of the ISR, got `nbytes` of throttled partition p: counted on the leader's allowance, and
+        on the follower's if its replica is one of the added (throttled) ones."""
+        moving = self.throttled[p]
+        added = follower in moving
+        if follower not in isr:
+            if added:
+                self.moved_bytes += nbytes
+            if self.leader[leader].rate is not None or (added and self.follower[follower].rate is not None):
+                self.throttled_bytes += nbytes
+        self.leader[leader].spend(nbytes)
+        if added:
+            self.follower[follower].spend(nbytes)

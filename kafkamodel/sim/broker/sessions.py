@@ -244,7 +244,7 @@ class SessionManager:
                     cap = int(allowance) or 1
                 i, j, size = log.read(offset, leo, cap, not total)
                 if allowance is not None:
-                    quotas.took(p, leader, follower, size)
+                    quotas.took(p, leader, follower, size, rep.lead.isr)
                 chunk = log.entries[i:j]
                 if size and log.append_ms[i] < cut:
                     uncached += log.bytes_written_before(i, j, cut)
