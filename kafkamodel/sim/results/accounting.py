@@ -173,10 +173,9 @@ class BatchAccount:
         return int(self.logs.out_of_order.sum(dtype=np.int64))
 
 
-def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
-    """Records still in the accumulator at the end, per partition: each partition's records less those its batches
-    took. `partition`: the workload's per-record partitions (what the records per partition come from)."""
-    total = np.bincount(partition, minlength=partitions) if len(partition) else np.zeros(partitions, np.int64)
+def undrained_per_partition(total: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
+    """Records still in the accumulator at the end, per partition: each partition's records (`total`, the
+    workload's per partition) less those its batches took."""
     taken = account.per_partition(np.ones(len(account.count), dtype=bool), partitions)
     return total - taken
 

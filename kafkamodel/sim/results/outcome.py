@@ -307,7 +307,7 @@ def build_result(end: RunEnd) -> Result:
         table = record_columns(end, account, idx)
     produce_p50, produce_p99, produce_p999, produce_mean = latency["produce"]
     e2e_p50, e2e_p99, e2e_p999 = latency["e2e"]
-    counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
+    counts = w.per_partition()
     skews = []
     for t in end.settings.topics:
         first = end.topic_first[t.name]
@@ -317,7 +317,7 @@ def build_result(end: RunEnd) -> Result:
     for row, c in zip(part_rows, counts.tolist()):
         row["records"] = c
     waiting = account.waiting  # sent by the application, not answered yet
-    backlog = account.per_partition(waiting, P) + undrained_per_partition(w.partition, account, P)
+    backlog = account.per_partition(waiting, P) + undrained_per_partition(counts, account, P)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
     for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
