@@ -203,10 +203,12 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
     rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
     position -= account.lo[rb]  # the record's place in its batch
-    offset = logs.first_base[rb]
+    # (the copies' base offsets, 16 bytes a batch, are made only for a table that has rows)
+    first_base, last_base = (logs.first_base, logs.last_base) if len(rb) else (np.empty(0, np.int64),) * 2
+    offset = first_base[rb]
     offset += position
     offset[rec_presence == 0] = -1
-    last_offset = logs.last_base[rb]
+    last_offset = last_base[rb]
     last_offset += position
     last_offset[rec_presence == 0] = -1
     del position  # (each per-record temporary goes once used: the peak is their sum)
