@@ -23,7 +23,6 @@ flight, does not.
 
 from __future__ import annotations
 
-from array import array
 from bisect import insort
 from heapq import heappop, heappush
 
@@ -107,7 +106,7 @@ class ProducerClient:
         self.duration = sim.settings.duration_ms
         w = sim.workload
         # every record's time in the accumulator (when its send() returned): 8 bytes each, read as Python floats
-        times = self.times = array("d", w.ready_ms.tobytes())
+        times = self.times = w.ready_ms
         w.ready_ms = None
         self.workload = w
         for f in sim.batches.formats:
@@ -170,8 +169,10 @@ class ProducerClient:
             for p in touched.tolist():
                 self._arm(ps, queues[p])
         if until is not None:
-            app.stamp += 1
-            self.kernel.schedule(until, self._block_timeout, ps, app.stamp)
+            app.stamp += 1  # (voids the timer of a send() blocked before)
+            if until <= self.duration:  # one past the run's end would never fire, only sit on the heap: a pool full
+                #                         for good re-blocks at every batch it completes (max.block.ms 60 s)
+                self.kernel.schedule(until, self._block_timeout, ps, app.stamp)
 
     def _block_timeout(self, ps: ProducerState, stamp: int) -> None:
         """max.block.ms passed with send() blocked: it fails, and the application goes on."""
@@ -222,11 +223,11 @@ class ProducerClient:
         by_time = np.argsort(times[first:last], kind="stable")  # send order (a partition's slots in order)
         rest = by_time[k:] + first
         taken = np.array([q.next for q in ps.acc.queues], dtype=np.int64)  # below these: in batches already
-        waiting = rest >= taken[w.partition[rest]]
+        parts = w.partition_of(i, rest)
+        waiting = rest >= taken[parts]
         drained = len(rest) - int(waiting.sum())  # appended at this very instant and drained (no send() cost)
-        rest = rest[waiting]
+        rest, parts = rest[waiting], parts[waiting]
         arrivals = np.sort(times[rest]) - cost  # when each send() would have been called
-        parts = w.partition[rest]
         keys = w.key[rest] if ps.config.key_cardinality is not None else None
         counts = np.bincount(parts, minlength=len(self.partitions))
         filled = w.hi[i] - counts  # a partition's remaining records are its last slots

@@ -9,6 +9,7 @@ contiguous range ``[lo, hi)`` of it.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,16 +26,15 @@ FIRST_SLOTS = 1 << 20  # a closed-loop producer's slots at first: for this many 
 
 @dataclass
 class Workload:
-    # per record, in (producer, partition, send time) order
+    # per record, in (producer, partition, send time) order; a record's producer and partition follow from its index
+    # and the ranges below (``producer`` and ``partition``, made when asked for)
     send_ms: np.ndarray  # float64: when the application called send()
-    producer: np.ndarray  # int16: producer index
-    partition: np.ndarray  # int32: global partition index
-    key: np.ndarray  # int64: key index (key-<i>), -1 for a null key
+    key: np.ndarray  # int32 (int64 if a key cardinality needs it): key index (key-<i>), -1 for a null key
     # per producer and partition: its records are [lo, hi)
     lo: np.ndarray  # int64 (producers, partitions)
     hi: np.ndarray  # int64 (producers, partitions)
-    ready_ms: np.ndarray | None = None  # float64: when send() returned (the record is in the accumulator); the
-    #                                     producer takes it over (None after)
+    ready_ms: array | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
+    #                                is in the accumulator); the producer takes it over (None after)
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
     #                             far): its slots are filled as its application thread sends them (application)
     returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
@@ -45,6 +45,27 @@ class Workload:
     @property
     def records(self) -> int:
         return len(self.send_ms)
+
+    @property
+    def producer(self) -> np.ndarray:
+        """Every record's producer index (int16), from the ranges."""
+        producers, partitions = self.lo.shape
+        return np.repeat(np.arange(producers, dtype=np.int16), (self.hi - self.lo).sum(axis=1))
+
+    @property
+    def partition(self) -> np.ndarray:
+        """Every record's global partition index (int32), from the ranges."""
+        cells = self.hi - self.lo
+        producers, partitions = cells.shape
+        return np.repeat(np.tile(np.arange(partitions, dtype=np.int32), producers), cells.ravel())
+
+    def partition_of(self, producer: int, records: np.ndarray) -> np.ndarray:
+        """The global partition (int32) of each of `records`, indexes of the producer's records."""
+        return np.searchsorted(self.hi[producer], records, side="right").astype(np.int32)
+
+    def per_partition(self) -> np.ndarray:
+        """Records per global partition (int64)."""
+        return (self.hi - self.lo).sum(axis=0)
 
     def track(self, holder, name: str, fill) -> None:
         """`holder.name` is a per-record array: it moves with the slots, new slots get `fill`."""
@@ -57,10 +78,6 @@ class Workload:
         self.lo, self.hi, move = resize(self.lo, self.hi, sizes)
         self.send_ms = move(self.send_ms, np.nan)
         self.key = move(self.key, -1)
-        cells = self.hi - self.lo
-        producers, partitions = cells.shape
-        self.producer = np.repeat(np.repeat(np.arange(producers, dtype=np.int16), partitions), cells.ravel())
-        self.partition = np.repeat(np.tile(np.arange(partitions, dtype=np.int32), producers), cells.ravel())
         for holder, name, fill in self.tracked:
             setattr(holder, name, move(getattr(holder, name), fill))
         return self.lo - old_lo, move
@@ -241,68 +258,87 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     generators (the keys generator also makes the sticky partitioners'
     choices). `partitioner` is an optional callable (key or None, partitions)
     -> partition for every producer.
+
+    Each producer's records are made in turn and copied into the run's arrays
+    at once (a production second has nearly two million records: the arrays
+    are made once, at their final size, and each producer's temporaries go
+    before the next producer's are made).
     """
     duration = settings.duration_ms
     n_partitions = sum(t.partitions for t in settings.topics)
-    # each producer's records, partition after partition, each partition's in send order (a stable sort of its
-    # records, which are in send order already), and how many each partition has
-    send, ready, part, keys, counts, closed, returns = [], [], [], [], [], {}, {}
+    producers = len(settings.producers)
+    wide = any(p.key_cardinality is not None and p.key_cardinality > np.iinfo(np.int32).max
+               for p in settings.producers)
+    key_type = np.int64 if wide else np.int32
+    # first each open-loop producer's arrival times (what decides how many records there are), then, producer after
+    # producer, its records' keys, partitions and times, straight into their places
+    arrivals, closed, returns = [], {}, {}
+    counts = np.zeros((producers, n_partitions), dtype=np.int64)
     for i, p in enumerate(settings.producers):
-        arrivals_rng, keys_rng = streams(f"producers[{i}].arrivals"), streams(f"producers[{i}].keys")
-        partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
-        cap = record_format(settings, p).records_per_batch
         if p.closed_loop:  # its partitions as if sent back to back; its times come as the application sends them
+            partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
+            cap = record_format(settings, p).records_per_batch
             n, gap = closed_loop_records(settings, p, i)
-            order = closed_loop_order(p, n, gap, partitions, first, keys_rng, partitioner, cap)
+            order = closed_loop_order(p, n, gap, partitions, first, streams(f"producers[{i}].keys"), partitioner, cap)
             covered = min(n, FIRST_SLOTS)
             closed[i] = (order, covered)
-            count = order.counts(covered, n_partitions)
-            m = int(count.sum())
-            send.append(np.full(m, np.nan))
-            ready.append(np.full(m, np.inf))
-            part.append(np.repeat(np.arange(n_partitions, dtype=np.int32), count))
-            keys.append(np.full(m, -1, dtype=np.int64))
-            counts.append(count)
+            counts[i] = order.counts(covered, n_partitions)
+            arrivals.append(None)
+        else:
+            arrivals.append(_arrivals(p, duration, streams(f"producers[{i}].arrivals")))
+    sizes = [int(counts[i].sum()) if a is None else len(a) for i, a in enumerate(arrivals)]
+    total = sum(sizes)
+    send_ms = np.empty(total)
+    key = np.empty(total, dtype=key_type)
+    ready = array("d", [0.0]) * total if total else array("d")
+    ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    at = 0
+    for i, p in enumerate(settings.producers):
+        size = sizes[i]
+        end = at + size
+        if p.closed_loop:
+            send_ms[at:end] = np.nan
+            ready_ms[at:end] = np.inf
+            key[at:end] = -1
+            at = end
             continue
-        times = _arrivals(p, duration, arrivals_rng)
+        times = arrivals[i]
+        arrivals[i] = None
+        keys_rng = streams(f"producers[{i}].keys")
+        partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
+        fmt = record_format(settings, p)
         n = len(times)
         if p.key_cardinality is not None:
-            key = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64)
+            k = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64, copy=False)
         else:
-            key = np.full(n, -1, dtype=np.int64)
-        local = assign_partitions(p, key, times, partitions, keys_rng, partitioner, cap)
-        fmt = record_format(settings, p)
+            k = np.full(n, -1, dtype=np.int64)
+        local = assign_partitions(p, k, times, partitions, keys_rng, partitioner, fmt.records_per_batch)
         cost = send_cost_ms(settings, p, fmt)
         done = _after_sends(times, cost)
         if n * fmt.record_bytes > p.buffer_memory:
             returns[i] = done
-        sent = done if done is times else done - cost
-        partition = local + first
-        if len(partition) and np.any(partition[1:] < partition[:-1]):
-            by = np.argsort(partition, kind="stable")
-            partition = partition[by]
-            if p.key_cardinality is not None:  # (null keys read the same in any order)
-                key = key[by]
-            if done is sent:
-                sent = done = sent[by]
-            else:
-                sent, done = sent[by], done[by]
-        send.append(sent)
-        ready.append(done)
-        part.append(partition)
-        keys.append(key)
-        counts.append(np.bincount(partition, minlength=n_partitions))
-    producers = len(settings.producers)
-    if send:
-        same = all(r is t for r, t in zip(ready, send))  # no send() cost: the record is in a batch when sent
-        send_ms, partition, key = (np.concatenate(a) for a in (send, part, keys))
-        ready_ms = send_ms if same else np.concatenate(ready)
-        sizes = np.stack(counts).astype(np.int64)
-        producer = np.repeat(np.arange(producers, dtype=np.int16), sizes.sum(axis=1))
-    else:
-        send_ms, ready_ms, producer, partition, key = (np.empty(0), np.empty(0), np.empty(0, np.int16),
-                                                       np.empty(0, np.int32), np.empty(0, np.int64))
-        sizes = np.zeros((0, n_partitions), dtype=np.int64)
-    hi = np.cumsum(sizes.ravel()).reshape(sizes.shape)
-    return Workload(send_ms=send_ms, producer=producer, partition=partition, key=key, lo=hi - sizes, hi=hi,
-                    ready_ms=ready_ms, closed=closed or None, returns=returns or None)
+        del times  # (done is times without a send() cost)
+        by = None
+        if n and np.any(local[1:] < local[:-1]):  # (the partition order is its global order: one topic each)
+            by = np.argsort(local, kind="stable")
+            local = local[by]
+        counts[i] = np.bincount(local + first, minlength=n_partitions)
+        del local
+        if p.key_cardinality is not None:  # (null keys read the same in any order)
+            key[at:end] = k if by is None else k[by]
+        else:
+            key[at:end] = -1
+        del k
+        sent = done if by is None else done[by]  # when each send() returned (the accumulator's times)
+        del done, by
+        ready_ms[at:end] = sent
+        if cost > 0:
+            np.subtract(sent, cost, out=send_ms[at:end])  # when each was called
+        else:
+            send_ms[at:end] = sent
+        del sent
+        at = end
+    del ready_ms
+    hi = np.cumsum(counts.ravel()).reshape(counts.shape)
+    return Workload(send_ms=send_ms, key=key, lo=hi - counts, hi=hi, ready_ms=ready, closed=closed or None,
+                    returns=returns or None)

@@ -41,30 +41,51 @@ _base_of, _batch_of = itemgetter(0), itemgetter(3)  # a log entry's base offset,
 
 
 class FinalLogs:
-    """Per batch: how many copies the last leaders' logs hold, the base offset of the first and last copy, and how
-    many records of its copies are out of their producer's order (``records_out_of_order``)."""
+    """Per batch: how many copies the last leaders' logs hold, how many records of its copies are out of their
+    producer's order (``records_out_of_order``), and, when asked for (the per-record table's offsets, a consumer
+    group's delivery), the base offset of its first and last copy."""
 
     def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
         """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s, the last row included)."""
-        nb = len(end.batches) + 1  # the last: records never drained into a batch
+        nb = self.rows = len(end.batches) + 1  # the last: records never drained into a batch
         self.presence = np.zeros(nb, dtype=np.int16)  # copies (the per-record table's `copies` type)
-        self.first_base = np.full(nb, -1, dtype=np.int64)
-        self.last_base = np.full(nb, -1, dtype=np.int64)
         self.out_of_order = np.zeros(nb, dtype=np.int32)  # records of its copies after a later one of its producer's
         #                                                   (at most its count times its copies)
+        self.finals = []  # each partition's final log (the last leader's) that holds anything
+        self._bases = None  # (first_base, last_base), made when first asked for: 16 bytes a batch
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
             if not final.entries and not final.retired:
                 continue  # a partition that never held a record (most, in a large idle cluster)
-            log = final.retired + final.entries  # what retention deleted was there, not lost
-            ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
-            bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
-            data = ids >= 0
-            ids, bases = ids[data], bases[data]
+            self.finals.append(final)
+            ids = _data_ids(_entries(final))
             np.add.at(self.presence, ids, 1)
-            self.first_base[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
-            self.last_base[ids] = bases
             self._order(ids, lo, count, producer)
+
+    @property
+    def first_base(self) -> np.ndarray:
+        """int64 per batch: the base offset of its first copy in the final log (-1: none)."""
+        return self._base_offsets()[0]
+
+    @property
+    def last_base(self) -> np.ndarray:
+        """int64 per batch: the base offset of its last copy in the final log (-1: none)."""
+        return self._base_offsets()[1]
+
+    def _base_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._bases is None:
+            first = np.full(self.rows, -1, dtype=np.int64)
+            last = np.full(self.rows, -1, dtype=np.int64)
+            for final in self.finals:
+                log = _entries(final)
+                ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
+                bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
+                data = ids >= 0
+                ids, bases = ids[data], bases[data]
+                first[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
+                last[ids] = bases
+            self._bases = first, last
+        return self._bases
 
     def _order(self, ids: np.ndarray, lo: np.ndarray, count: np.ndarray, producer: np.ndarray) -> None:
         """Count, per batch, the records of its copies that come after a record its producer sent later (a higher
@@ -86,6 +107,17 @@ class FinalLogs:
         np.add.at(self.out_of_order, seq, behind)
 
 
+def _entries(final) -> list:
+    """A final log's entries, retention's deleted ones first (what retention deleted was there, not lost)."""
+    return final.retired + final.entries if final.retired else final.entries
+
+
+def _data_ids(log: list) -> np.ndarray:
+    """The batch ids of a log's entries that hold a producer batch, in log order (int64)."""
+    ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
+    return ids[ids >= 0]
+
+
 def _column(cells, last, dtype) -> np.ndarray:
     """A batch table's column (a list or an array.array) as an array of `dtype`, with `last` as one more row."""
     out = np.empty(len(cells) + 1, dtype=dtype)
@@ -101,7 +133,7 @@ class BatchAccount:
 
     count: np.ndarray  # int32: records in the batch
     partition: np.ndarray  # int32: global partition index (-1: the last row)
-    producer: np.ndarray  # int32
+    producer: np.ndarray  # int16 (the batch table's type; -1: the last row)
     lo: np.ndarray  # int64: its first record (workload index)
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
     committed: np.ndarray  # bool
@@ -120,7 +152,7 @@ class BatchAccount:
         ack_ms[~acked] = np.nan
         count = _column(b.count, end.workload.records - drained, np.int32)
         lo = _column(b.lo, 0, np.int64)
-        producer = _column(b.producer, -1, np.int32)
+        producer = _column(b.producer, -1, np.int16)
         return cls(count=count, partition=_column(b.partition, -1, np.int32), producer=producer, lo=lo,
                    state=state, committed=_column(b.committed, False, bool), ack_ms=ack_ms,
                    visible_ms=_column(b.visible_ms, np.nan, np.float64),
@@ -173,10 +205,9 @@ class BatchAccount:
         return int(self.logs.out_of_order.sum(dtype=np.int64))
 
 
-def undrained_per_partition(partition: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
-    """Records still in the accumulator at the end, per partition: each partition's records less those its batches
-    took. `partition`: the workload's per-record partitions (what the records per partition come from)."""
-    total = np.bincount(partition, minlength=partitions) if len(partition) else np.zeros(partitions, np.int64)
+def undrained_per_partition(total: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
+    """Records still in the accumulator at the end, per partition: each partition's records (`total`, the
+    workload's per partition) less those its batches took."""
     taken = account.per_partition(np.ones(len(account.count), dtype=bool), partitions)
     return total - taken
 

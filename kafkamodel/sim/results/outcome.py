@@ -203,10 +203,12 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
     rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
     position -= account.lo[rb]  # the record's place in its batch
-    offset = logs.first_base[rb]
+    # (the copies' base offsets, 16 bytes a batch, are made only for a table that has rows)
+    first_base, last_base = (logs.first_base, logs.last_base) if len(rb) else (np.empty(0, np.int64),) * 2
+    offset = first_base[rb]
     offset += position
     offset[rec_presence == 0] = -1
-    last_offset = logs.last_base[rb]
+    last_offset = last_base[rb]
     last_offset += position
     last_offset[rec_presence == 0] = -1
     del position  # (each per-record temporary goes once used: the peak is their sum)
@@ -307,7 +309,7 @@ def build_result(end: RunEnd) -> Result:
         table = record_columns(end, account, idx)
     produce_p50, produce_p99, produce_p999, produce_mean = latency["produce"]
     e2e_p50, e2e_p99, e2e_p999 = latency["e2e"]
-    counts = np.bincount(w.partition, minlength=P) if w.records else np.zeros(P, int)
+    counts = w.per_partition()
     skews = []
     for t in end.settings.topics:
         first = end.topic_first[t.name]
@@ -317,7 +319,7 @@ def build_result(end: RunEnd) -> Result:
     for row, c in zip(part_rows, counts.tolist()):
         row["records"] = c
     waiting = account.waiting  # sent by the application, not answered yet
-    backlog = account.per_partition(waiting, P) + undrained_per_partition(w.partition, account, P)
+    backlog = account.per_partition(waiting, P) + undrained_per_partition(counts, account, P)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
     for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
