@@ -97,6 +97,29 @@ def test_zookeeper_controller_failover_unavailability_grows_with_the_partition_c
     assert kraft[600] - kraft[60] < 1.0
 
 
+
+def test_a_zookeeper_failover_reload_is_the_difference_of_the_controller_s_work_even_at_rf_1():
+    """PR #5101 (KAFKA-6082) timed a new controller's initialisation on RF-1 layouts (docs/validation-sources.md
+    section 4.1), where a dead broker's partitions stay offline to the run's end whoever dies, so unavailability
+    cannot isolate the reload. The controller thread's work can: where broker 0 (the controller) dies it is the reload
+    (every partition read) plus the dead broker's partitions written offline in one batch; where broker 1 dies, only
+    the latter; the same count each, so the difference is partitions x zookeeper.read.ms."""
+    n = 300
+    busy, unavailable = {}, {}
+    for target in (0, 1):
+        sc = scenario("2.1", n, target=target)
+        sc["topics"] = [{"name": "t", "partitions": n, "replication.factor": 1}]
+        c = Settings.of(load_scenario(sc)).controller
+        s = simulate(sc).summary
+        busy[target], unavailable[target] = s["controller_busy_ms"], s["partition_unavailable_ms_max"]
+        held = sum(1 for replicas in assign(n, 1, 3) if replicas[0] == target)
+        assert held == n // 3
+        assert busy[target] == pytest.approx((n * c.zookeeper_read_ms if target == 0 else 0.0)
+                                             + held * c.zookeeper_write_ms, abs=1e-6)
+    assert unavailable[0] == unavailable[1] == pytest.approx(20000 - 2000, abs=1e-6)  # offline to the end: no use
+    assert busy[0] - busy[1] == pytest.approx(n * 0.14, abs=1e-6)  # 2.1 reads at 1.1's 0.14 ms (Rao 2018)
+
+
 # ---- KRaft: fencing ----------------------------------------------------------------------------------------------
 
 def test_a_restarted_kraft_broker_is_not_elected_before_it_is_unfenced():

@@ -311,7 +311,9 @@ def test_operations_notebook(study_reports):
     a throttle of 50,000 B/s is below the moving partition's ingress (4,000 records/s over 4 partitions, each at
     least 106 bytes), so that move never finishes while the faster ones do, each in about the bytes it moved over
     its throttle; unthrottled, the move takes the leader's 100 Mbps NIC and the produce p99 during it exceeds the
-    run's (the throttled ones' stay at it)."""
+    run's; at 500,000 B/s it stays at it. (At 2,000,000 B/s it need not: the leader counts the in-sync followers'
+    bytes against its rate as Kafka does, so the new replica is left out of responses, waits, and then takes a
+    burst of up to replica.fetch.max.bytes that holds the NIC: docs/restarts.md.)"""
     numbers = numbers_of(study_reports, "operations")
     assert numbers["roll_full_isr_5s_controlled_s"] >= 3 * (3 + 5)
     assert numbers["roll_no_under_replicated_controlled_under_min_isr_s"] == 0
@@ -326,7 +328,7 @@ def test_operations_notebook(study_reports):
     # 30 s of 1,000 records/s of at least 106 bytes (3.2 MB) at 12.5 MB/s: at least 0.25 s, unthrottled
     assert numbers["reassign_none_s"] >= 30 * 1000 * 106 / 12.5e6
     assert numbers["reassign_none_p99_during_ms"] > 5 * numbers["reassign_none_p99_ms"]
-    assert numbers["reassign_2000000_p99_during_ms"] < 2 * numbers["reassign_2000000_p99_ms"]
+    assert numbers["reassign_500000_p99_during_ms"] < 2 * numbers["reassign_500000_p99_ms"]
     # broker 0's fetches 20x slower from 6 s to 20 s (70% of the run): every acks=all write then waits for a fetch
     # leg of at least 20 x network.latency.ms (1 ms); the calm run has the same shutdown and its leader moves (whose
     # metadata round trips and backoffs now set its p99: issue 35), so the slow run's p99 is above it too

@@ -198,3 +198,58 @@ def test_overrides_in_the_notebook_grow_brokers_as_the_panel_does():
     with pytest.raises(StudyError, match="^parameter scenario 'steady_state': no shipped scenario of that name; "
                                          "did you mean 'steady-state'\\? \\(shipped: acks1-leader-crash, "):
         explore_scenario("steady_state")
+
+
+def test_a_setting_moved_back_shows_its_run_again_without_running_the_model(panel):
+    first = panel.result
+    assert panel.simulations == 1
+    panel.controls["acks"].value = "1"
+    assert panel.simulations == 2 and panel.result.scenario["producers"][0]["acks"] == 1
+    panel.controls["acks"].value = "all"  # back: the run kept for that scenario, shown again
+    assert panel.runs == 3 and panel.simulations == 2 and len(panel.drawn) == 3
+    assert panel.result is first and "run 3" in panel.status.value
+    for rf in (2, 3, 4, 5, 1):  # more scenarios than it keeps (RESULTS_KEPT: 4): the oldest are dropped
+        panel.controls["rf"].value = rf
+    assert panel.simulations == 6  # RF 3 is the first run, kept
+    panel.controls["rf"].value = 4
+    assert panel.simulations == 6  # kept
+    panel.controls["rf"].value = 2
+    assert panel.simulations == 7  # kept, then dropped: run again
+
+
+def test_the_panel_on_the_notebooks_run_shows_it_without_running_the_model():
+    from kafkamodel.studies.explorer.explore import explore_run
+
+    result = explore_run("slow-follower-isr", SMALL, seed=3)
+    panel = explorer_panel("slow-follower-isr", SMALL, draw=lambda r: None, seed=3, result=result)
+    assert panel.simulations == 0 and panel.result is result and panel.result.summary["seed"] == 3
+    assert panel.runs == 1 and panel.label == "slow-follower-isr with the notebook's overrides (seed 3)"
+    # a run of another scenario is not taken for it: without the seed, the panel runs the scenario's own
+    other = explorer_panel("slow-follower-isr", SMALL, draw=lambda r: None, result=result)
+    assert other.simulations == 1 and other.result.summary["seed"] == 6
+    with pytest.raises(StudyError, match=r"^parameter seed: must be an integer >= 0 or None, got -1$"):
+        explorer_panel("slow-follower-isr", SMALL, seed=-1)
+
+
+def test_the_panels_own_drawing_is_the_runs_figure_and_summary_kept_with_the_run():
+    import base64
+
+    from kafkamodel.kit.plots import png
+    from kafkamodel.studies.explorer.runfigure import run_figure
+    from kafkamodel.studies.explorer.summary import setting
+
+    panel = explorer_panel("slow-follower-isr", SMALL)  # the panel's own drawing, headless
+    figure, table = panel.output.outputs
+    r = panel.result
+    expected = png(run_figure(r, f"slow-follower-isr: {setting(r)}"))  # the same figure, drawn here
+    assert base64.b64decode(figure["data"]["image/png"]) == expected
+    assert figure["metadata"]["image/png"]["alt"] == "slow-follower-isr: isr, RF 3, acks=all, min.insync.replicas 1"
+    assert f"all {len(r.summary)} summary values" in table["data"]["text/html"]
+    first = panel.output.outputs
+    panel.controls["acks"].value = "1"
+    assert panel.output.outputs != first and panel.simulations == 2
+    panel.controls["acks"].value = "all"  # back: the run and its drawing as they were kept, nothing drawn again
+    assert panel.output.outputs == first and panel.simulations == 2  # a new drawing's table has a new random id
+    panel.controls["kafka_version"].value = "3.6"
+    panel.controls["min_insync_replicas"].value = 6  # above RF: 3.6 refuses every acks=all write
+    assert panel.error and panel.output.outputs == ()  # not run: nothing shown

@@ -134,12 +134,19 @@ def png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def show(fig: Figure) -> None:
-    """Display a figure as an embedded PNG (notebook, widget output or report alike), its titles as alt text."""
-    from IPython.display import Image, display
+def image(fig: Figure):
+    """The figure as an embedded PNG (IPython's Image), its titles as alt text."""
+    from IPython.display import Image
 
     titles = [t for t in [fig.get_suptitle(), *(ax.get_title() for ax in fig.axes)] if t]
-    display(Image(data=png(fig), format="png", alt="; ".join(titles) or "figure"))
+    return Image(data=png(fig), format="png", alt="; ".join(titles) or "figure")
+
+
+def show(fig: Figure) -> None:
+    """Display a figure as an embedded PNG (notebook, widget output or report alike), its titles as alt text."""
+    from IPython.display import display
+
+    display(image(fig))
 
 
 def color(label, i: int = 0) -> str:

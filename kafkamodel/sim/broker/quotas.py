@@ -4,22 +4,24 @@
 ``follower.replication.throttled.rate`` on the brokers the move involves, ``leader.replication.throttled.replicas`` to
 each moving partition's current replicas and ``follower.replication.throttled.replicas`` to its added ones
 (``ReassignPartitionsCommand.calculateLeaderThrottles`` / ``calculateFollowerThrottles``). Each side is a byte
-allowance per broker that fills at its rate (up to one second's worth). Only a follower out of the ISR is held
-back: on the leader's side *any* follower of a throttled partition that is out of the ISR
-(``ReplicaManager.shouldLeaderThrottle``), so an old replica that fell out during the move (a bounce) shares the
-leader's allowance with the added ones (KIP-542 names this); on the follower's side only the added replicas
-(``shouldFollowerThrottle``: the partition must be in that broker's throttled list). A held partition gets no more
-than the allowances hold in one fetch response, and nothing while either is spent (Kafka leaves it out of the
-response). Rates and the throttled replicas change during the run (``operations``).
+allowance per broker that fills at its rate (up to one second's worth). What Kafka's code does with them:
 
-Not modelled: Kafka counts the in-sync followers' bytes of a throttled partition against the rates too
-(``KafkaApis.sizeOfThrottledPartitions``, ``ReplicaFetcherThread.processPartitionData``); here only the held
-followers' bytes count (docs/restarts.md).
+* every byte of a throttled partition counts against the allowances, in-sync followers' too ("Traffic from both
+  in-sync and out of sync replicas are accounted for in replication quota": ``KafkaApis.sizeOfThrottledPartitions``
+  on the leader, ``ReplicaFetcherThread.processPartitionData`` on a follower whose replica is throttled);
+* only a follower out of the ISR is held back: on the leader's side *any* follower of a throttled partition that is
+  out of the ISR (``ReplicaManager.shouldLeaderThrottle``), so an old replica that fell out during the move (a
+  bounce) shares the leader's allowance with the added ones (KIP-542 names this); on the follower's side only the
+  added replicas (``shouldFollowerThrottle``: the partition must be in that broker's throttled list).
+
+A held partition gets no more than the allowances hold in one fetch response, and nothing while either is spent
+(Kafka leaves it out of the response). Rates and the throttled replicas change during the run (``operations``).
 """
 
 from __future__ import annotations
 
 WINDOW_S = 1.0  # the most an allowance holds: one second at its rate
+INF = float("inf")
 # the most an allowance owes: Kafka measures the rate over replication.quota.window.num (11) samples of
 # replication.quota.window.size.seconds (1), so traffic older than about ten windows no longer holds anything back
 DEBT_S = 10.0
@@ -72,13 +74,13 @@ class ReplicationQuotas:
                 a.credit, a.at = 0.0, now
 
     def allowance(self, p: int, leader: int, follower: int, isr) -> float | None:
-        """Bytes the leader may give `follower` of partition p in this response: None if p is not throttled or the
-        follower is in the ISR (never held)."""
+        """Bytes the leader may give `follower` of partition p in this response: None if p is not throttled, inf
+        for an in-sync follower (never held, but its bytes count: ``took``)."""
         moving = self.throttled.get(p)
         if moving is None:
             return None
         if follower in isr:
-            return None  # not counted here (Kafka counts it: docs/restarts.md, "How the throttle counts")
+            return INF
         now = self.kernel.now
         left = self.leader[leader].left(now)
         if follower in moving:
@@ -86,8 +88,8 @@ class ReplicationQuotas:
         return left
 
     def took(self, p: int, leader: int, follower: int, nbytes: int, isr) -> None:
-        """`follower`, out of the ISR, got `nbytes` of throttled partition p: counted on the leader's allowance, and
-        on the follower's if its replica is one of the added (throttled) ones."""
+        """`follower` got `nbytes` of throttled partition p: counted on the leader's allowance, and on the
+        follower's if its replica is one of the added (throttled) ones, in sync or not."""
         moving = self.throttled[p]
         added = follower in moving
         if follower not in isr:

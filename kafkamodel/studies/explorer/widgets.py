@@ -10,22 +10,31 @@ combination the panel refuses is named in one line, the status line says
 "running…" while the model runs and then the key numbers. Notebooks show
 the panel only when their ``interactive`` parameter is true (papermill runs
 keep it off: widgets can stall a batch client).
+
+The model is deterministic per scenario and seed, so the panel keeps the
+results of the last few scenarios it ran (``RESULTS_KEPT``), with what it
+drew for them, and shows one again without running or drawing it: a
+control moved back, a change that leaves the scenario as it was, or the
+notebook's own run given as ``result``.
 """
 
 from __future__ import annotations
 
 import html
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ...config.scenario import Scenario, ScenarioError, load_scenario
 from ...paths import scenario_path, shipped_scenarios
 from . import panel_model as pm
-from .explore import explore_scenario, scenario_description
+from .explore import check_parameters, explore_scenario, scenario_description
 
 LABEL_WIDTH = "190px"  # fits the longest Kafka property name shown ("replica.lag.max.messages")
 CONTROL_WIDTH = "400px"  # two columns fit a notebook cell at 1280 px
 OUTPUT_HEIGHT = "290px"  # the figure's height: the panel does not jump while it redraws
+RESULTS_KEPT = 4  # results kept to show again without a run (steady-state's: about 31 MiB each, its record table)
 
 
 @dataclass
@@ -49,13 +58,17 @@ def _overrides_text(overrides: Mapping) -> str:
 class ExplorerPanel:
     """A scenario selector, controls, a status line and an output area; every change re-runs the model."""
 
-    def __init__(self, sources: list[Source], draw: Callable | None = None, source_label: str = "scenario"):
+    def __init__(self, sources: list[Source], draw: Callable | None = None, source_label: str = "scenario",
+                 given=None):
         import ipywidgets as w
 
         self.sources = {s.label: s for s in sources}
-        self.draw = draw or _draw_run
-        self.runs = 0  # model runs so far (one per change)
+        self.draw = draw  # None: the panel's own drawing (_run_outputs), kept with each result
+        self.runs = 0  # results shown so far (one per change; the status line's "run N")
+        self.simulations = 0  # of them, the model's runs (the others were kept from an earlier run)
+        self._kept: OrderedDict[Scenario, Kept] = OrderedDict()  # the latest last
         self.result = None  # the latest Result
+        self.timings: dict[str, float] = {}  # the latest redraw's CPU seconds: simulate, status, draw (bench --case explorer)
         self.error: str | None = None  # the latest problem with the settings, if any
         self._quiet = False  # setting controls programmatically: no re-run per control
         style = {"description_width": LABEL_WIDTH}
@@ -115,6 +128,10 @@ class ExplorerPanel:
         columns = w.HBox([w.VBox([self.controls[n] for n in names[:half]]),
                           w.VBox([self.controls[n] for n in names[half:]])])
         self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
+        if given is not None:  # a run already made (the notebook's): kept if it is the first source's scenario
+            first = sources[0].load()
+            if given.scenario == first.to_dict():
+                self.keep(first, given)
         self.load(sources[0].label)
 
     # -- state ---------------------------------------------------------------------------------------------
@@ -190,53 +207,103 @@ class ExplorerPanel:
         if problem is not None:
             self.error = problem
             self.status.value = f"<b style='color:#b00'>not run:</b> {html.escape(problem)}"
-            self.output.clear_output()
+            if self.draw is None:
+                self.output.outputs = ()  # the output area's contents are the panel's to set (see below)
+            else:
+                self.output.clear_output()
             return
         self.error = None
         previous = self.status.value
         self.status.value = ("<b style='color:#1f77b4'>running…</b> "
                              f"<span style='color:#999'>{previous}</span>")
-        self.result = simulate(scenario)
+        t0 = time.process_time()
+        kept = self._kept.pop(scenario, None)
+        if kept is None:
+            kept = Kept(simulate(scenario))
+            self.simulations += 1
+        self.result = kept.result
+        self._kept[scenario] = kept
         self.runs += 1
         from .summary import status_line
 
+        t1 = time.process_time()
         self.status.value = status_line(self.result, self.runs)
-        self.output.clear_output(wait=True)
-        with self.output:
-            self.draw(self.result)
+        t2 = time.process_time()
+        if self.draw is None:  # the panel's own drawing: the output area's contents, kept with the result
+            if kept.outputs is None:
+                kept.outputs = _run_outputs(self.result)
+            self.output.outputs = kept.outputs
+        else:
+            self.output.clear_output(wait=True)
+            with self.output:
+                self.draw(self.result)
+        self._trim()
+        self.timings = {"simulate": t1 - t0, "status": t2 - t1, "draw": time.process_time() - t2}
+
+    def keep(self, scenario: Scenario, result) -> None:
+        """Keep `result` as `scenario`'s (it must be that scenario's run), dropping the oldest beyond RESULTS_KEPT."""
+        self._kept[scenario] = Kept(result)
+        self._trim()
+
+    def _trim(self) -> None:
+        while len(self._kept) > RESULTS_KEPT:
+            self._kept.popitem(last=False)
+
+    def forget(self) -> None:
+        """Drop the kept results: the next redraw runs the model (``bench --case explorer`` times both)."""
+        self._kept.clear()
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def _draw_run(result) -> None:
-    from IPython.display import HTML, display
+@dataclass
+class Kept:
+    """A scenario's run, and what the panel's own drawing made of it (the output area's contents), once drawn."""
 
-    from ...kit.plots import show
+    result: Any
+    outputs: tuple | None = None
+
+
+def _run_outputs(result) -> tuple:
+    """The panel's own drawing of a run (the figure, then every summary value on request) as the output area's
+    contents: display_data messages, as ipywidgets' Output ``append_display_data`` makes them, so the panel sets
+    them at once (no flicker) and can keep them and show them again."""
+    from IPython.core.formatters import DisplayFormatter
+    from IPython.display import HTML
+
+    from ...kit.plots import image
     from .runfigure import run_figure
     from .summary import full_summary, setting
 
-    show(run_figure(result, f"{result.summary['scenario']}: {setting(result)}"))
     table = full_summary(result)
-    display(HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>"))
+    shown = [image(run_figure(result, f"{result.summary['scenario']}: {setting(result)}")),
+             HTML(f"<details><summary>all {len(table.df)} summary values</summary>{table._repr_html_()}</details>")]
+    formatted = (DisplayFormatter().format(x) for x in shown)  # a kernel's formatter gives the same for these
+    return tuple({"output_type": "display_data", "data": data, "metadata": metadata} for data, metadata in formatted)
 
 
 def explorer_panel(scenario: "str | Scenario" = "steady-state", overrides: Mapping | None = None,
-                   draw: Callable | None = None) -> ExplorerPanel:
-    """The panel on `scenario` (a shipped name or YAML path, with the notebook's overrides), and every shipped
-    scenario in its selector. It runs the model once straight away."""
+                   draw: Callable | None = None, seed: int | None = None, result=None) -> ExplorerPanel:
+    """The panel on `scenario` (a shipped name or YAML path, with the notebook's overrides and seed), and every
+    shipped scenario in its selector. It shows that scenario's run straight away: `result` if it is that run (the
+    notebook's, so opening the panel runs nothing), else a run of its own."""
     if isinstance(scenario, Scenario):
+        scenario = scenario if seed is None else scenario.with_overrides({"seed": seed})
         first = Source(str(scenario["name"]), lambda: scenario, "the scenario given")
     else:
         name = str(scenario)
-        explore_scenario(name, overrides)  # a bad name or override is reported here, in one line
+        check_parameters(scenario, overrides or {}, seed, None, None)  # a bad seed is reported here, in one line
+        explore_scenario(name, overrides, seed)  # and a bad name or override
         about = scenario_description(name) if name in shipped_scenarios() else name
         label = name if not overrides else f"{name} with the notebook's overrides"
         if overrides:
             about = f"{about} Overrides: {_overrides_text(overrides)}."
-        first = Source(label, lambda: explore_scenario(name, overrides), about)
+        if seed is not None:
+            label, about = f"{label} (seed {seed})", f"{about} Seed {seed}."
+        first = Source(label, lambda: explore_scenario(name, overrides, seed), about)
     others = [_shipped(n) for n in shipped_scenarios() if n != first.label]
-    return ExplorerPanel([first, *others], draw)
+    return ExplorerPanel([first, *others], draw, given=result)
 
 
 def study_panel(agg, draw: Callable | None = None, part: str | None = None) -> ExplorerPanel:
