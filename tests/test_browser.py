@@ -9,8 +9,8 @@ is not used) driven by Playwright from Python:
   ``00_explore``, make it interactive as a user would (edit the parameters
   cell, Run All), change the replication mode and acks in the panel, and
   check that the status line and the figure change, that a run shows
-  "running…", that every label is readable and the figure fits a 1280x800
-  screen; then save: the file is the committed one but for the edited line (no outputs, counts or widget state);
+  "running…", that every label and every dropdown's value is readable, the
+  controls fit the notebook cell and the figure fits a 1280x800 screen; then save: the file is the committed one but for the edited line (no outputs, counts or widget state);
 * every report (tiny studies) opened from ``file://`` at 1280 px: figures
   with alt text, no horizontal scrollbar, no console errors.
 
@@ -182,6 +182,31 @@ def _settled_image(page, seconds: float = 1.5) -> str:
     raise AssertionError("the figure never settled")
 
 
+def _overflowing_controls(page) -> list[str]:
+    """The panel's controls that reach past its notebook cell's output area, and its dropdowns too narrow for their
+    longest value (measured with the dropdown's own font)."""
+    return page.evaluate("""() => {
+        const panel = document.querySelector('.widget-output').closest('.jp-OutputArea-output');
+        const area = panel.getBoundingClientRect(), ctx = document.createElement('canvas').getContext('2d');
+        const found = [];
+        for (const e of panel.querySelectorAll('.widget-inline-hbox, .widget-checkbox')) {
+            if (e.offsetParent === null) continue;
+            const r = e.getBoundingClientRect(), name = e.textContent.trim().slice(0, 30);
+            if (r.left < area.left - 0.5 || r.right > area.right + 0.5)
+                found.push(`${name}: ${r.left}-${r.right} px outside the cell's ${area.left}-${area.right} px`);
+            const select = e.querySelector('select');
+            if (!select) continue;
+            const style = getComputedStyle(select);
+            ctx.font = style.font;
+            const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+            for (const option of select.options) {
+                const need = ctx.measureText(option.text).width;
+                if (need > room) found.push(`${name}: "${option.text}" needs ${need} px, has ${room}`);
+            }
+        }
+        return found; }""")
+
+
 def _control(page, label: str):
     return page.locator(".widget-inline-hbox", has=page.locator("label.widget-label", has_text=label)).first
 
@@ -289,6 +314,7 @@ def test_explorer_runs_interactively_in_jupyterlab(browser, lab, tmp_path):
     _control(page, "replica.selector.class").locator("select").select_option("RackAwareReplicaSelector")
     near = _wait_status(page, lambda s: "fetches from followers" in s["status"], "the rack-aware run")
     assert "(0 to consumers)" in near["status"] and not near["cut"]
+    assert not _overflowing_controls(page)  # at 1280 px, the file browser open: every control and value in the cell
     _settled_image(page)
     page.screenshot(path=str(tmp_path / "explorer-6-fetch-from-follower.png"))
 

@@ -109,6 +109,31 @@ def test_a_run_with_an_election_shows_its_events_and_the_leaderless_stretch():
     assert not _points_under_legends(fig)
 
 
+def test_events_at_the_start_of_the_run_are_drawn_clear_of_the_axes_edge():
+    # a consumer group joins at 0 s: its rebalance starts at the run's first instant, on the time axis' left end
+    result = simulate(load_scenario(SCENARIOS / "three-zones.yaml").with_overrides({
+        "duration.ms": 2000, "consumers": [{"group": "g", "topic": "orders", "members": 1, "client.rack": "a"}]}))
+    ev = result.events
+    assert ev[ev["kind"] == "rebalance_start"]["time_ms"].min() == 0.0
+    fig = run_figure(result)
+    events = fig.axes[2]
+    renderer = fig.canvas.get_renderer()
+    frame = events.get_window_extent(renderer)
+    spines = [s.get_window_extent(renderer) for side, s in events.spines.items()
+              if side in ("left", "right") and s.get_visible()]
+    lines = events.get_lines()
+    assert len(lines) == len(set(ev["kind"]))  # one row of marks per kind
+    left, right = events.get_xlim()
+    for line in lines:
+        half = line.get_markeredgewidth() * fig.dpi / 72.0 / 2  # a "|" mark's half width in pixels
+        for x, y in line.get_transform().transform(line.get_xydata()):
+            assert left <= events.transData.inverted().transform((x, y))[0] <= right  # inside the time axis
+            if line.get_clip_on():  # clipped: the whole mark must lie inside the axes
+                assert frame.x0 <= x - half and x + half <= frame.x1, (line.get_label(), x, frame)
+            for spine in spines:  # and no spine drawn over it
+                assert x + half <= spine.x0 or spine.x1 <= x - half, (line.get_label(), x, spine)
+
+
 def test_a_legend_moves_to_the_free_corner_or_outside():
     fig, (ax,) = plots.figure(1)
     xs = np.linspace(0, 10, 41)

@@ -231,6 +231,27 @@ def test_the_panel_on_the_notebooks_run_shows_it_without_running_the_model():
         explorer_panel("slow-follower-isr", SMALL, seed=-1)
 
 
+def test_the_controls_fit_a_notebook_cell_at_1280_px(panel):
+    from kafkamodel.studies.explorer import widgets
+
+    def px(text: str) -> int:
+        assert text.endswith("px"), text
+        return int(text[:-2])
+
+    columns = panel.widget.children[2]
+    assert list(columns.children) == panel.columns and columns.layout.flex_flow == "row wrap"  # narrower: one below
+    least = [px(column.layout.flex.split()[2]) for column in panel.columns]
+    margins = 2 * 2 * len(least)  # ipywidgets' 2 px margin on either side of each control
+    assert sum(least) + margins <= widgets.CELL_WIDTH  # side by side in a cell at 1280 px, the file browser open
+    shown = [control for column in panel.columns for control in column.children]
+    assert sorted(map(id, shown)) == sorted(map(id, panel.controls.values()))  # every control, once
+    assert all(control.layout.width == "auto" for control in shown)  # each as wide as its column, never wider
+    assert px(panel.source.layout.max_width) <= widgets.CELL_WIDTH
+    for column, label in zip(panel.columns, (widgets.LABEL_WIDTH, widgets.SECOND_LABEL_WIDTH)):  # labels aligned
+        labelled = {c.style.description_width for c in column.children if c is not panel.controls["unclean"]}
+        assert labelled == {label}
+
+
 def test_the_panels_own_drawing_is_the_runs_figure_and_summary_kept_with_the_run():
     import base64
 

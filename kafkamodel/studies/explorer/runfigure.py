@@ -21,6 +21,7 @@ WIDTH, HEIGHT = 8.4, 2.75  # inches at plots.DPI: about 810 x 265 px, a notebook
 BINS = 200  # latency bins over the run
 ISR_COLORS = ["#2ca02c", "#bcbd22", "#ff7f0e", "#d62728", "#8c564b", "#e377c2", "#7f7f7f"]  # full ISR first
 OFFLINE = "#222222"
+SPINE_OFFSET_PT = 5  # the events panel's side spines stand this far outside its time axis
 
 
 def _legend_above(ax, ncols: int) -> None:
@@ -161,11 +162,13 @@ def _events(ax, result) -> None:
     for i, kind in enumerate(kinds):
         t = events[events["kind"] == kind]["time_ms"].to_numpy() / 1000.0
         colour = "#d62728" if kind == "invariant_violation" else plots.CYCLE[i % len(plots.CYCLE)]
-        ax.plot(t, np.full(len(t), i), "|", markersize=9, markeredgewidth=1.5, color=colour)
+        ax.plot(t, np.full(len(t), i), "|", markersize=9, markeredgewidth=1.5, color=colour, clip_on=False)
     ax.set_yticks(range(len(kinds)), [k.replace("fault_", "").replace("broker_", "").replace("_", " ") for k in kinds],
                   fontsize=7)
     ax.set_ylim(len(kinds) - 0.5, -0.5)  # first event at the top
     ax.grid(True, axis="x", alpha=0.3)
+    for side in ("left", "right"):  # off the time axis' ends: an event at 0 s (or at the end) is not under a spine
+        ax.spines[side].set_position(("outward", SPINE_OFFSET_PT))
 
 
 def run_figure(result, title: str | None = None):

@@ -31,8 +31,13 @@ from ...paths import scenario_path, shipped_scenarios
 from . import panel_model as pm
 from .explore import check_parameters, explore_scenario, scenario_description
 
-LABEL_WIDTH = "190px"  # fits the longest Kafka property name shown ("replica.lag.max.messages")
-CONTROL_WIDTH = "400px"  # two columns fit a notebook cell at 1280 px
+# Two columns of controls that fit a notebook cell's output area at 1280 px (CELL_WIDTH), every label and every
+# value readable; a narrower cell puts the second column below the first instead of cutting it off.
+CELL_WIDTH = 848  # px: JupyterLab 4's output area at 1280 px with its file browser open (measured in Chromium)
+LABEL_WIDTH = "190px"  # the first column's labels: fits the longest Kafka property name shown ("replica.lag.max.messages")
+SECOND_LABEL_WIDTH = "160px"  # the second column's: fits "consumers' client.rack" (146 px)
+COLUMN_WIDTHS = (360, 474)  # px, each column's least width: a slider's label, track and readout; the second column's
+# label and a dropdown wide enough for its longest value, "rolling restart (gate: no under-replicated)" (270 px)
 OUTPUT_HEIGHT = "290px"  # the figure's height: the panel does not jump while it redraws
 RESULTS_KEPT = 4  # results kept to show again without a run (steady-state's: about 31 MiB each, its record table)
 
@@ -72,16 +77,15 @@ class ExplorerPanel:
         self.error: str | None = None  # the latest problem with the settings, if any
         self._quiet = False  # setting controls programmatically: no re-run per control
         style = {"description_width": LABEL_WIDTH}
-        layout = w.Layout(width=CONTROL_WIDTH)
 
         def slider(cls, desc, **kw):
-            return cls(description=desc, continuous_update=False, style=style, layout=layout, **kw)
+            return cls(description=desc, continuous_update=False, style=style, layout=w.Layout(width="auto"), **kw)
 
         def dropdown(desc, options, **kw):
-            return w.Dropdown(options=options, description=desc, style=style, layout=layout, **kw)
+            return w.Dropdown(options=options, description=desc, style=style, layout=w.Layout(width="auto"), **kw)
 
         self.source = w.Dropdown(options=list(self.sources), value=sources[0].label, description=source_label,
-                                 style=style, layout=w.Layout(width="810px"))
+                                 style=style, layout=w.Layout(width="auto", max_width=f"{sum(COLUMN_WIDTHS)}px"))
         self.about = w.HTML(layout=w.Layout(margin="0 0 4px 0"))
         self.controls = {
             "kafka_version": dropdown("kafka.version", pm.VERSIONS),
@@ -90,7 +94,7 @@ class ExplorerPanel:
             "acks": dropdown("acks", ["0", "1", "all"]),
             "min_insync_replicas": slider(w.IntSlider, "min.insync.replicas", min=1, max=7),
             "unclean": w.Checkbox(description="unclean.leader.election.enable", indent=False,
-                                  layout=w.Layout(width=CONTROL_WIDTH, margin="2px 0 2px 64px")),
+                                  layout=w.Layout(width="auto", margin="2px 0 2px 64px")),
             "session_timeout_ms": slider(w.SelectionSlider, "session.timeout.ms", options=pm.SESSION_TIMEOUTS),
             "lag_time_ms": slider(w.SelectionSlider, "replica.lag.time.max.ms", options=pm.LAG_TIMES),
             "lag_max_messages": slider(w.SelectionSlider, "replica.lag.max.messages", options=pm.LAG_MESSAGES),
@@ -125,8 +129,11 @@ class ExplorerPanel:
             control.observe(self._version_changed if name == "kafka_version" else self._changed, names="value")
         names = list(self.controls)
         half = (len(names) + 1) // 2
-        columns = w.HBox([w.VBox([self.controls[n] for n in names[:half]]),
-                          w.VBox([self.controls[n] for n in names[half:]])])
+        for name in names[half:]:
+            self.controls[name].style.description_width = SECOND_LABEL_WIDTH
+        self.columns = [w.VBox([self.controls[n] for n in part], layout=w.Layout(flex=f"1 1 {width}px"))
+                        for part, width in zip((names[:half], names[half:]), COLUMN_WIDTHS)]
+        columns = w.HBox(self.columns, layout=w.Layout(flex_flow="row wrap"))
         self.widget = w.VBox([self.source, self.about, columns, self.note, self.status, self.output])
         if given is not None:  # a run already made (the notebook's): kept if it is the first source's scenario
             first = sources[0].load()
