@@ -205,3 +205,23 @@ def test_a_closed_loop_producer_nothing_bounds_is_refused():
     with pytest.raises(ScenarioError, match=r"producers\[0\]\.rate\.per\.s: max needs costs\.producer\.record\.us > 0"):
         load_scenario(scenario([closed()], costs={**ZERO_COSTS, "producer.record.us": 0}))
     load_scenario(scenario([closed(**{"compression.type": "lz4"})], costs={**ZERO_COSTS, "producer.record.us": 0}))
+
+
+def test_a_pool_full_for_good_leaves_no_max_block_ms_timer_past_the_runs_end_on_the_heap():
+    """A closed-loop producer behind a slow broker with a 1 MiB pool blocks again each time a batch completes; with
+    Kafka's max.block.ms (60 s) past the run's 3 s, none of those blocks' timers can fire, so none is kept on the
+    event heap (each used to be: a heap growing with the run). With max.block.ms 5 they fire, and fail records."""
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    for block_ms, expect_timers in ((60000.0, False), (5.0, True)):
+        sim = Simulation(load_scenario(scenario([closed(**{"buffer.memory": 1 << 20, "max.block.ms": block_ms})],
+                                                3000.0, latency=100.0, costs=costs)))
+        pending = []
+        sim.kernel.after_event = lambda: pending.append(sum(
+            1 for _, _, action, args in sim.kernel.events()[0] if action == sim.producer._block_timeout))
+        s = sim.run().summary
+        app = sim.producer.states[0].app
+        assert app.stamp > 100  # send() blocked that often: each block asked for a timer
+        if expect_timers:
+            assert s["buffer_exhausted_records"] > 0 and max(pending) >= 1
+        else:
+            assert s["producer_buffer_wait_ms"] > 0.5 * 3000.0 and max(pending) == 0

@@ -134,7 +134,7 @@ class BatchAccount:
     count: np.ndarray  # int32: records in the batch
     partition: np.ndarray  # int32: global partition index (-1: the last row)
     producer: np.ndarray  # int16 (the batch table's type; -1: the last row)
-    lo: np.ndarray  # int64: its first record (workload index)
+    lo: np.ndarray  # int32 (int64 from 2^31 records on): its first record (workload index)
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
     committed: np.ndarray  # bool
     ack_ms: np.ndarray  # float64: NaN where not acknowledged
@@ -151,7 +151,7 @@ class BatchAccount:
         ack_ms = _column(b.ack_ms, np.nan, np.float64)
         ack_ms[~acked] = np.nan
         count = _column(b.count, end.workload.records - drained, np.int32)
-        lo = _column(b.lo, 0, np.int64)
+        lo = _column(b.lo, 0, np.int32 if end.workload.records < 2**31 else np.int64)  # (lo + count <= records)
         producer = _column(b.producer, -1, np.int16)
         return cls(count=count, partition=_column(b.partition, -1, np.int32), producer=producer, lo=lo,
                    state=state, committed=_column(b.committed, False, bool), ack_ms=ack_ms,
