@@ -21,7 +21,7 @@ WIDTH, HEIGHT = 8.4, 2.75  # inches at plots.DPI: about 810 x 265 px, a notebook
 BINS = 200  # latency bins over the run
 ISR_COLORS = ["#2ca02c", "#bcbd22", "#ff7f0e", "#d62728", "#8c564b", "#e377c2", "#7f7f7f"]  # full ISR first
 OFFLINE = "#222222"
-SPINE_OFFSET_PT = 5  # the events panel's side spines stand this far outside its time axis
+SPINE_OFFSET_PT = 5  # the events panel's left spine stands this far (points) left of its time axis
 
 
 def _legend_above(ax, ncols: int) -> None:
@@ -167,8 +167,11 @@ def _events(ax, result) -> None:
                   fontsize=7)
     ax.set_ylim(len(kinds) - 0.5, -0.5)  # first event at the top
     ax.grid(True, axis="x", alpha=0.3)
-    for side in ("left", "right"):  # off the time axis' ends: an event at 0 s (or at the end) is not under a spine
-        ax.spines[side].set_position(("outward", SPINE_OFFSET_PT))
+    # the left spine off the time axis' start, so an event at 0 s is not under it; its row labels stay where they
+    # were (no tick marks, the pad less the offset), so the figure's layout does not move
+    ax.spines["left"].set_position(("outward", SPINE_OFFSET_PT))
+    tick = ax.yaxis.get_major_ticks()[0]
+    ax.tick_params(axis="y", length=0, pad=tick.get_tick_padding() + tick.get_pad() - SPINE_OFFSET_PT)
 
 
 def run_figure(result, title: str | None = None):
