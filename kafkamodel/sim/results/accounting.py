@@ -77,11 +77,7 @@ class FinalLogs:
             first = np.full(self.rows, -1, dtype=np.int64)
             last = np.full(self.rows, -1, dtype=np.int64)
             for final in self.finals:
-                log = _entries(final)
-                ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
-                bases = np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))
-                data = ids >= 0
-                ids, bases = ids[data], bases[data]
+                ids, bases = _data_ids(_entries(final), with_bases=True)
                 first[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
                 last[ids] = bases
             self._bases = first, last
@@ -112,10 +108,14 @@ def _entries(final) -> list:
     return final.retired + final.entries if final.retired else final.entries
 
 
-def _data_ids(log: list) -> np.ndarray:
-    """The batch ids of a log's entries that hold a producer batch, in log order (int64)."""
+def _data_ids(log: list, with_bases: bool = False):
+    """The batch ids of a log's entries that hold a producer batch, in log order (int64); `with_bases`: and their
+    base offsets (int64), as a pair."""
     ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
-    return ids[ids >= 0]
+    data = ids >= 0
+    if not with_bases:
+        return ids[data]
+    return ids[data], np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))[data]
 
 
 def _column(cells, last, dtype) -> np.ndarray:

@@ -200,7 +200,7 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
     error_codes = np.where(rec_state == FAILED, account.error[rb], -1).astype(np.int8)
     acked = rec_state == ACKED
     del rec_state
-    rec_presence = logs.presence.astype(np.int16)[rb]  # (the copies column's type, read once)
+    rec_presence = logs.presence[rb]  # (int16, the copies column's type)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
     position -= account.lo[rb]  # the record's place in its batch
     # (the copies' base offsets, 16 bytes a batch, are made only for a table that has rows)
