@@ -14,17 +14,17 @@ def log_of(counts: list[int]) -> Log:
     log = Log(segment_bytes=1 << 30, batch_bytes=SIZES)
     offset = 0
     for b, n in enumerate(counts):
-        log.append((offset, offset + n, 0, b), 0.0)
+        log.append(offset, offset + n, 0, b, 0.0)
         offset += n
         if b == 1:
-            log.append((offset, offset + 1, 0, CONTROL), 0.0)
+            log.append(offset, offset + 1, 0, CONTROL, 0.0)
             offset += 1
     return log
 
 
 def batches_read(log: Log, *args) -> tuple[list[int], int]:
     first, end, size = log.read(*args)
-    return [e[3] for e in log.entries[first:end]], size
+    return list(log.batch_ids[first:end]), size
 
 
 def test_whole_batches_under_the_cap_from_the_one_holding_the_offset():

@@ -15,7 +15,6 @@ from __future__ import annotations
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from ..storage.log import BASE_OFFSET
 
 
 class FollowerRole:
@@ -77,20 +76,21 @@ class FollowerRole:
             if error == NONE:
                 log = rep.log
                 if chunk:
-                    if chunk[0][BASE_OFFSET] != log.log_end_offset:  # not where we are: fetch again from our LEO
+                    bases, _, ids, _ = chunk  # a log.Chunk
+                    if bases[0] != log.log_end_offset:  # not where we are: fetch again from our LEO
                         changed[p] = True
                         continue
                     log.extend(chunk, now)
                     if retention_on:
-                        for entry in chunk:
-                            log.segment_append(entry, now)
+                        for base, b in zip(bases, ids):
+                            log.segment_append(base, b, now)
                     log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
                     if flush_messages and log.needs_flush(flush_messages):
                         log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                         fsync += next(self.fsync)
                         flushed = True
                     changed[p] = True
-                    for _, _, _, b in chunk:  # LogEntry
+                    for b in ids:
                         if b >= 0:
                             size += bytes_of[b]
                 leo = log.log_end_offset
@@ -166,7 +166,7 @@ class FollowerRole:
             return 0
         i = log.entry_index(offset)
         committed, count = self.batches.committed, self.batches.count
-        gone = sum(count[b] for _, _, _, b in log.entries[i:] if b >= 0 and committed[b])
+        gone = sum(count[b] for b in log.batch_ids[i:] if b >= 0 and committed[b])
         removed = rep.truncate_to(offset)
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"
