@@ -76,23 +76,33 @@ class FollowerRole:
             if error == NONE:
                 log = rep.log
                 if chunk:
-                    bases, _, ids, _ = chunk  # a log.Chunk
-                    if bases[0] != log.log_end_offset:  # not where we are: fetch again from our LEO
-                        changed[p] = True
-                        continue
-                    log.extend(chunk, now)
-                    if retention_on:
-                        for base, b in zip(bases, ids):
-                            log.segment_append(base, b, now)
+                    bases, epochs, ids, end = chunk  # a log.Chunk
+                    if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
+                        if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
+                            changed[p] = True
+                            continue
+                        log.append(bases, end, epochs, ids, now)
+                        if retention_on:
+                            log.segment_append(bases, ids, now)
+                        if ids >= 0:
+                            size += bytes_of[ids]
+                    else:
+                        if bases[0] != log.log_end_offset:
+                            changed[p] = True
+                            continue
+                        log.extend(chunk, now)
+                        if retention_on:
+                            for base, b in zip(bases, ids):
+                                log.segment_append(base, b, now)
+                        for b in ids:
+                            if b >= 0:
+                                size += bytes_of[b]
                     log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
                     if flush_messages and log.needs_flush(flush_messages):
                         log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                         fsync += next(self.fsync)
                         flushed = True
                     changed[p] = True
-                    for b in ids:
-                        if b >= 0:
-                            size += bytes_of[b]
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO

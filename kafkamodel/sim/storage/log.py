@@ -39,7 +39,8 @@ LEADER_EPOCH = 2  # the epoch of the leader that wrote it
 BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTROL
 
 # A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset), the first three the leader's
-# column slices (array.array), the last where the last batch ends
+# column slices (array.array), the last where the last batch ends; one batch as its own fields (base, epoch, batch,
+# end), ints (a follower's usual answer: three slices of one row cost four times the row's reads)
 Chunk = tuple
 
 
@@ -119,7 +120,7 @@ class Log:
         return i, j, size
 
     def chunk(self, i: int, j: int) -> Chunk:
-        """Rows i..j-1 (i < j) as a follower's fetch answer carries them (``Chunk``)."""
+        """Rows i..j-1 (i + 1 < j) as a follower's fetch answer carries them (``Chunk``; one row: its fields)."""
         bases = self.bases
         return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], bases[j] if j < len(bases) else self.log_end_offset
 
@@ -177,15 +178,12 @@ class Log:
         self.log_end_offset = end
 
     def extend(self, chunk: Chunk, now: float) -> None:
-        """Append a fetch answer's batches (they start at the LEO)."""
+        """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
         bases, epochs, ids, end = chunk
         self.bases += bases
         self.epochs += epochs
         self.batch_ids += ids
-        if len(bases) == 1:  # a follower's usual fetch: one batch
-            self.append_ms.append(now)
-        else:
-            self.append_ms.extend(repeat(now, len(bases)))
+        self.append_ms.extend(repeat(now, len(bases)))
         self.log_end_offset = end
 
     def needs_flush(self, flush_messages: int) -> bool:
