@@ -55,6 +55,9 @@ def _common_rows(a, b) -> int:
 
 def log_diverging_ranges(a, b, upto: int) -> list[tuple[int, int]]:
     """``diverging_ranges`` of two logs (``Log``), their entries made only past their common prefix."""
+    if a.log_end_offset == b.log_end_offset and a.bases == b.bases and a.batch_ids == b.batch_ids \
+            and a.epochs == b.epochs:
+        return []  # the same entries (the usual case at a run's end)
     start = _common_rows(a, b)
     return diverging_ranges(a.entry_list(start), b.entry_list(start), upto, 0)
 

@@ -6,15 +6,18 @@ A log keeps its entries as columns (``array.array``), one row per record batch
 batch it holds, an index of the batch table, int32; ``CONTROL``, -1, for a
 control record such as a quorum leader's epoch marker: one offset, no data) and
 ``append_ms`` (when it reached this broker's page cache, float64): 24 bytes a
-batch a replica, where a tuple per entry with its int and float objects cost
-about 150. A log is contiguous (a leader appends at its log end offset, a
+batch a replica, where a tuple per entry with its int objects, and each
+replica's list slots and float, cost about 200 a batch over three replicas (an
+``array.array`` append costs more than a list's, as it parses its argument: see
+docs/performance.md). A log is contiguous (a leader appends at its log end offset, a
 follower only what starts there, truncation and retention cut whole batches),
 so an entry's end offset is the next one's base, the last one's the log end
 offset (LEO): the next offset to be written (``end_of``). ``entry`` and
 ``entry_list`` give entries as ``LogEntry`` tuples ``(base_offset, end_offset,
 leader_epoch, batch)`` for the readers off the hot path (the results, the
 producer state's rebuild, tests). A follower's fetch answer carries a
-``Chunk``: the leader's rows copied as column slices, appended by ``extend``.
+``Chunk``: the leader's rows copied as column slices, appended by ``extend``
+(one batch, the usual answer, as its fields, appended by ``append``).
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -30,6 +33,8 @@ from bisect import bisect_left, bisect_right
 from itertools import repeat
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
+_INT64, _INT32, _FLOAT64 = array("q"), array("i"), array("d")  # empty columns a log's own are copied from (a copy
+#                                                                 costs a quarter of array(typecode): 9,000 logs)
 
 # A record batch in a log as ``Log.entry`` and ``Log.entry_list`` give it: a plain tuple, its fields named by position
 LogEntry = tuple
@@ -49,10 +54,10 @@ class Log:
                  "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes):
-        self.bases = array("q")  # each entry's base offset, in offset order
-        self.epochs = array("i")  # the leader epoch that wrote it
-        self.batch_ids = array("i")  # the producer batch it holds (a batch table index), or CONTROL
-        self.append_ms = array("d")  # when it reached this broker's page cache
+        self.bases = _INT64.__copy__()  # each entry's base offset (int64), in offset order
+        self.epochs = _INT32.__copy__()  # the leader epoch that wrote it (int32)
+        self.batch_ids = _INT32.__copy__()  # the producer batch it holds (a batch table index, int32), or CONTROL
+        self.append_ms = _FLOAT64.__copy__()  # when it reached this broker's page cache (float64)
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
