@@ -84,15 +84,23 @@ class Accumulator:
                 q.probe = b
             return b
         lo = q.next
+        hi = self.cut(q, now)
+        if hi == lo:
+            return -1
+        q.next = hi
+        return self.batches.new(lo, hi - lo, q.p, self.producer, self.times[lo])
+
+    def cut(self, q: PartitionQueue, now: float) -> int:
+        """Where a new batch drained from the queue now ends (its records from ``q.next``): every record arrived so
+        far, up to batch.size (``q.next``: none arrived)."""
+        lo = q.next
         times = self.times
         if lo >= q.end or times[lo] > now:
-            return -1
+            return lo
         top = lo + self.cap
         if top > q.end:
             top = q.end
-        hi = bisect_right(times, now, lo, top)
-        q.next = hi
-        return self.batches.new(lo, hi - lo, q.p, self.producer, times[lo])
+        return bisect_right(times, now, lo, top)
 
     def cut_expired(self, q: PartitionQueue, now: float, timeout: float) -> list[int]:
         """Batches of records that waited delivery.timeout.ms without being sent (they fail)."""

@@ -378,23 +378,37 @@ class ProducerClient:
         heap = ps.heaps[node]
         acc = ps.acc
         queues = acc.queues
+        times = acc.times
+        metadata = ps.metadata
         batches = self.batches
+        timeout = cfg.delivery_timeout_ms
         taken, touched, size = [], [], 0
-        limit = cfg.max_request_size
+        cuts = []  # new batches cut and not made yet, in order: (heap entry, queue, first record, one past its last)
+        full = False  # the request has no room for the next batch: the rest wait for the next one
         while heap and heap[0][0] <= now:
-            if taken and size + cfg.batch_size > limit:
-                break  # the request is full: the rest wait for the next one
-            _, p, stamp = heappop(heap)
+            entry = heappop(heap)
+            _, p, stamp = entry
             q = queues[p]
             if stamp != q.stamp:
                 continue
-            if ps.metadata[p] != node:
+            lo = q.next
+            if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now and now - times[lo] < timeout:
+                cuts.append((entry, q, lo, acc.cut(q, now)))  # the common case: made below, all at once
+                continue
+            if cuts:  # anything else: the batches cut before it first
+                size, full = self._take_cuts(ps, cuts, taken, touched, size, heap)
+                cuts = []
+            if full or (taken and size + cfg.batch_size > cfg.max_request_size):
+                heappush(heap, entry)  # (as if not taken out)
+                full = True
+                break
+            if metadata[p] != node:
                 self._arm(ps, q)
                 continue
             touched.append(q)
             while True:
                 b = acc.take(q, now)
-                if b < 0 or now - batches.create_ms[b] < cfg.delivery_timeout_ms:
+                if b < 0 or now - batches.create_ms[b] < timeout:
                     break
                 if q.probe == b:
                     q.probe = -1
@@ -402,6 +416,8 @@ class ProducerClient:
             if b >= 0:
                 taken.append(b)
                 size += batches.bytes[b]
+        if cuts:
+            size, _ = self._take_cuts(ps, cuts, taken, touched, size, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -417,6 +433,38 @@ class ProducerClient:
                 heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
                 break
             heappop(ready)
+
+    def _take_cuts(self, ps: ProducerState, cuts: list, taken: list[int], touched: list, size: int,
+                   heap: list) -> tuple[int, bool]:
+        """The drain's new batches `cuts` (in order), made at once while the request has room (max.request.size: a
+        batch goes in while the request's bytes so far plus batch.size fit, and the first always); those that do not
+        fit go back to the heap as they were. Returns the request's bytes and whether it is full."""
+        cfg = ps.config
+        room = cfg.max_request_size - cfg.batch_size
+        los = [lo for _, _, lo, _ in cuts]
+        counts = [hi - lo for _, _, lo, hi in cuts]
+        sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
+        k = len(cuts)
+        for i, nbytes in enumerate(sizes):
+            if (taken or i) and size > room:
+                for c in cuts[i:]:
+                    heappush(heap, c[0])
+                k = i
+                break
+            size += nbytes
+        times = ps.acc.times
+        parts = []
+        for _, q, _, hi in cuts[:k]:
+            q.next = hi
+            touched.append(q)
+            parts.append(q.p)
+        if k == 1:
+            taken.append(self.batches.new(los[0], counts[0], parts[0], ps.index, times[los[0]], sizes[0]))
+        elif k:
+            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
+                                          sizes[:k])
+            taken.extend(range(first, first + k))
+        return size, k < len(cuts)
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
