@@ -485,17 +485,18 @@ class ProducerClient:
         queues = ps.acc.queues
         answered = cfg.acks != 0  # acks=0: success once it is on the wire; no answer comes
         entries = []
+        attempts, states, partition_of = batches.attempt, batches.state, batches.partition
+        idempotent = cfg.enable_idempotence
         for b in taken:
-            p = batches.partition[b]
-            attempt = batches.attempt[b] + 1
-            batches.attempt[b] = attempt
-            if cfg.enable_idempotence and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
+            p = partition_of[b]
+            attempt = attempts[b] = attempts[b] + 1
+            if idempotent and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
                 batches.epoch[b] = ps.epoch[p]
                 batches.seq[b] = ps.next_seq[p]
                 ps.next_seq[p] += 1
             entries.append((b, attempt))
             if answered:
-                batches.state[b] = INFLIGHT
+                states[b] = INFLIGHT
                 queues[p].inflight += 1
         counters = self.counters
         counters.produce_requests += 1
@@ -539,28 +540,37 @@ class ProducerClient:
             return  # an answer on a connection closed since
         del conn.sent_ms[req]
         conn.failures = 0
-        for b, attempt, error, base in results:
-            self._batch_answered(ps, b, attempt, error, base)
+        self._batches_answered(ps, results)
         if full:  # a slot is free again: the Sender looks
             self._run_once(ps, node)
 
-    def _batch_answered(self, ps: ProducerState, b: int, attempt: int, error: int, base: int) -> None:
+    def _batches_answered(self, ps: ProducerState, results: list) -> None:
+        """Each batch's answer, (batch, attempt, error, base offset), in the request's order: acked, or retried."""
         batches = self.batches
-        if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:
-            return  # an answer to an abandoned attempt
-        p = batches.partition[b]
-        q = ps.acc.queues[p]
-        q.inflight -= 1
-        if error == NONE:
-            batches.state[b] = ACKED
-            batches.ack_ms[b] = self.kernel.now
-            if q.probe == b:  # the resend went through: what waited behind it follows
-                q.probe = -1
-                q.probing = False
-                self._arm(ps, q)
-            if ps.pooled:
-                self._completed(ps, b)
-            return
+        attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
+        queues = ps.acc.queues
+        now = self.kernel.now
+        for b, attempt, error, base in results:
+            if attempts[b] != attempt or states[b] != INFLIGHT:
+                continue  # an answer to an abandoned attempt
+            q = queues[partition_of[b]]
+            q.inflight -= 1
+            if error == NONE:
+                states[b] = ACKED
+                ack_ms[b] = now
+                if q.probe == b:  # the resend went through: what waited behind it follows
+                    q.probe = -1
+                    q.probing = False
+                    self._arm(ps, q)
+                if ps.pooled:
+                    self._completed(ps, b)
+            else:
+                self._batch_failed(ps, b, q, error, base)
+
+    def _batch_failed(self, ps: ProducerState, b: int, q: PartitionQueue, error: int, base: int) -> None:
+        """A batch's answer is an error: it is retried (after new metadata, or at the leader the answer names), or
+        fails for good."""
+        p = q.p
         if error == NOT_LEADER_OR_FOLLOWER:
             if base >= 0:  # KIP-951 (3.7): the answer names the current leader: resend there at once
                 self.counters.producer_leader_hints += 1
