@@ -382,6 +382,8 @@ class ProducerClient:
         metadata = ps.metadata
         batches = self.batches
         timeout = cfg.delivery_timeout_ms
+        room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
+        #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
         cuts = []  # new batches cut and not made yet, in order: (heap entry, queue, first record, one past its last)
         full = False  # the request has no room for the next batch: the rest wait for the next one
@@ -391,14 +393,14 @@ class ProducerClient:
             q = queues[p]
             if stamp != q.stamp:
                 continue
-            lo = q.next
-            if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now and now - times[lo] < timeout:
-                cuts.append((entry, q, lo, acc.cut(q, now)))  # the common case: made below, all at once
+            if taken and metadata[p] == node and not q.retry and q.next < q.end and times[q.next] <= now \
+                    and now - times[q.next] < timeout:  # the common case after the first batch: made below, at once
+                cuts.append((entry, q, q.next, acc.cut(q, now)))
                 continue
             if cuts:  # anything else: the batches cut before it first
-                size, full = self._take_cuts(ps, cuts, taken, touched, size, heap)
+                size, full = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
                 cuts = []
-            if full or (taken and size + cfg.batch_size > cfg.max_request_size):
+            if full or (taken and size > room):
                 heappush(heap, entry)  # (as if not taken out)
                 full = True
                 break
@@ -417,7 +419,7 @@ class ProducerClient:
                 taken.append(b)
                 size += batches.bytes[b]
         if cuts:
-            size, _ = self._take_cuts(ps, cuts, taken, touched, size, heap)
+            size, _ = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -434,19 +436,17 @@ class ProducerClient:
                 break
             heappop(ready)
 
-    def _take_cuts(self, ps: ProducerState, cuts: list, taken: list[int], touched: list, size: int,
+    def _take_cuts(self, ps: ProducerState, cuts: list, taken: list[int], touched: list, size: int, room: int,
                    heap: list) -> tuple[int, bool]:
-        """The drain's new batches `cuts` (in order), made at once while the request has room (max.request.size: a
-        batch goes in while the request's bytes so far plus batch.size fit, and the first always); those that do not
-        fit go back to the heap as they were. Returns the request's bytes and whether it is full."""
-        cfg = ps.config
-        room = cfg.max_request_size - cfg.batch_size
+        """The drain's new batches `cuts` (in order, after the request's first), made at once while the request's
+        bytes so far are at most `room`; those that do not fit go back to the heap as they were. Returns the
+        request's bytes and whether it is full."""
         los = [lo for _, _, lo, _ in cuts]
         counts = [hi - lo for _, _, lo, hi in cuts]
         sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
         k = len(cuts)
         for i, nbytes in enumerate(sizes):
-            if (taken or i) and size > room:
+            if size > room:
                 for c in cuts[i:]:
                     heappush(heap, c[0])
                 k = i
@@ -458,9 +458,7 @@ class ProducerClient:
             q.next = hi
             touched.append(q)
             parts.append(q.p)
-        if k == 1:
-            taken.append(self.batches.new(los[0], counts[0], parts[0], ps.index, times[los[0]], sizes[0]))
-        elif k:
+        if k:
             first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
                                           sizes[:k])
             taken.extend(range(first, first + k))
