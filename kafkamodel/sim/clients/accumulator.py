@@ -73,9 +73,10 @@ class Accumulator:
             return first, times[last]  # full before linger.ms runs out
         return first, linger
 
-    def take(self, q: PartitionQueue, now: float) -> int:
+    def take(self, q: PartitionQueue, now: float, later: list | None = None) -> int:
         """The batch a drain takes from the queue now (-1: none): its oldest resend, else a new batch of
-        every record arrived so far, up to batch.size."""
+        every record arrived so far, up to batch.size. `later`: a new batch is not made here but its records'
+        range, (queue, first record, one past its last), appended to it (the drain makes those at once)."""
         if q.retry:
             if now < q.backoff_until or (q.probing and q.probe >= 0):
                 return -1
@@ -84,23 +85,17 @@ class Accumulator:
                 q.probe = b
             return b
         lo = q.next
-        hi = self.cut(q, now)
-        if hi == lo:
-            return -1
-        q.next = hi
-        return self.batches.new(lo, hi - lo, q.p, self.producer, self.times[lo])
-
-    def cut(self, q: PartitionQueue, now: float) -> int:
-        """Where a new batch drained from the queue now ends (its records from ``q.next``): every record arrived so
-        far, up to batch.size (``q.next``: none arrived)."""
-        lo = q.next
         times = self.times
         if lo >= q.end or times[lo] > now:
-            return lo
+            return -1
         top = lo + self.cap
         if top > q.end:
             top = q.end
-        return bisect_right(times, now, lo, top)
+        hi = q.next = bisect_right(times, now, lo, top)
+        if later is not None:
+            later.append((q, lo, hi))
+            return -1
+        return self.batches.new(lo, hi - lo, q.p, self.producer, times[lo])
 
     def cut_expired(self, q: PartitionQueue, now: float, timeout: float) -> list[int]:
         """Batches of records that waited delivery.timeout.ms without being sent (they fail)."""

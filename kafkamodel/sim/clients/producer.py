@@ -385,7 +385,8 @@ class ProducerClient:
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
-        cuts = []  # new batches cut and not made yet, in order: (heap entry, queue, first record, one past its last)
+        cuts, filed = [], []  # new batches cut and not made yet, in order, (queue, first record, one past its last),
+        #                       and their queues' heap entries
         full = False  # the request has no room for the next batch: the rest wait for the next one
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
@@ -395,11 +396,12 @@ class ProducerClient:
                 continue
             if taken and metadata[p] == node and not q.retry and q.next < q.end and times[q.next] <= now \
                     and now - times[q.next] < timeout:  # the common case after the first batch: made below, at once
-                cuts.append((entry, q, q.next, acc.cut(q, now)))
+                acc.take(q, now, cuts)
+                filed.append(entry)
                 continue
             if cuts:  # anything else: the batches cut before it first
-                size, full = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
-                cuts = []
+                size, full = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+                cuts, filed = [], []
             if full or (taken and size > room):
                 heappush(heap, entry)  # (as if not taken out)
                 full = True
@@ -419,7 +421,7 @@ class ProducerClient:
                 taken.append(b)
                 size += batches.bytes[b]
         if cuts:
-            size, _ = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
+            size, _ = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -436,29 +438,29 @@ class ProducerClient:
                 break
             heappop(ready)
 
-    def _take_cuts(self, ps: ProducerState, cuts: list, taken: list[int], touched: list, size: int, room: int,
-                   heap: list) -> tuple[int, bool]:
-        """The drain's new batches `cuts` (in order, after the request's first), made at once while the request's
-        bytes so far are at most `room`; those that do not fit go back to the heap as they were. Returns the
-        request's bytes and whether it is full."""
-        los = [lo for _, _, lo, _ in cuts]
-        counts = [hi - lo for _, _, lo, hi in cuts]
+    def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
+                   room: int, heap: list) -> tuple[int, bool]:
+        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``), made at once
+        while the request's bytes so far are at most `room`; those that do not fit go back to their queues and their
+        entries `filed` to the heap, as they were. Returns the request's bytes and whether it is full."""
+        los = [lo for _, lo, _ in cuts]
+        counts = [hi - lo for _, lo, hi in cuts]
         sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
         k = len(cuts)
         for i, nbytes in enumerate(sizes):
             if size > room:
-                for c in cuts[i:]:
-                    heappush(heap, c[0])
+                for (q, lo, _), entry in zip(cuts[i:], filed[i:]):
+                    q.next = lo
+                    heappush(heap, entry)
                 k = i
                 break
             size += nbytes
-        times = ps.acc.times
-        parts = []
-        for _, q, _, hi in cuts[:k]:
-            q.next = hi
-            touched.append(q)
-            parts.append(q.p)
         if k:
+            times = ps.acc.times
+            parts = []
+            for q, _, _ in cuts[:k]:
+                touched.append(q)
+                parts.append(q.p)
             first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
                                           sizes[:k])
             taken.extend(range(first, first + k))
