@@ -378,35 +378,35 @@ class ProducerClient:
         heap = ps.heaps[node]
         acc = ps.acc
         queues = acc.queues
-        times = acc.times
-        metadata = ps.metadata
         batches = self.batches
         timeout = cfg.delivery_timeout_ms
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
-        cuts, filed = [], []  # new batches cut and not made yet, in order, (queue, first record, one past its last),
-        #                       and their queues' heap entries
-        full = False  # the request has no room for the next batch: the rest wait for the next one
+        cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
+        #                      and their queues' heap entries
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             _, p, stamp = entry
             q = queues[p]
             if stamp != q.stamp:
                 continue
-            if taken and metadata[p] == node and not q.retry and q.next < q.end and times[q.next] <= now \
-                    and now - times[q.next] < timeout:  # the common case after the first batch: made below, at once
-                acc.take(q, now, cuts)
-                filed.append(entry)
-                continue
-            if cuts:  # anything else: the batches cut before it first
-                size, full = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
-                cuts, filed = [], []
-            if full or (taken and size > room):
-                heappush(heap, entry)  # (as if not taken out)
-                full = True
-                break
-            if metadata[p] != node:
+            if taken:  # after the request's first batch: new batches are made at once, below
+                lo = q.next
+                if ps.metadata[p] == node and not q.retry and lo < q.end and acc.times[lo] <= now \
+                        and now - acc.times[lo] < timeout:
+                    if cuts is None:
+                        cuts, filed = [], []
+                    acc.take(q, now, cuts)
+                    filed.append(entry)
+                    continue
+                if cuts:  # anything else: the batches cut before it first
+                    size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+                    cuts = None
+                if size > room:  # the request is full: the rest wait for the next one
+                    heappush(heap, entry)  # (as if not taken out)
+                    break
+            if ps.metadata[p] != node:
                 self._arm(ps, q)
                 continue
             touched.append(q)
@@ -421,7 +421,7 @@ class ProducerClient:
                 taken.append(b)
                 size += batches.bytes[b]
         if cuts:
-            size, _ = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+            size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -439,10 +439,10 @@ class ProducerClient:
             heappop(ready)
 
     def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
-                   room: int, heap: list) -> tuple[int, bool]:
+                   room: int, heap: list) -> int:
         """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``), made at once
         while the request's bytes so far are at most `room`; those that do not fit go back to their queues and their
-        entries `filed` to the heap, as they were. Returns the request's bytes and whether it is full."""
+        entries `filed` to the heap, as they were. Returns the request's bytes (past `room`: it is full)."""
         los = [lo for _, lo, _ in cuts]
         counts = [hi - lo for _, lo, hi in cuts]
         sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
@@ -464,7 +464,7 @@ class ProducerClient:
             first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
                                           sizes[:k])
             taken.extend(range(first, first + k))
-        return size, k < len(cuts)
+        return size
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
