@@ -158,7 +158,7 @@ def log_with(epoch_starts: dict[int, int], log_end: int) -> Log:
     for i, (epoch, start) in enumerate(starts):
         end = starts[i + 1][1] if i + 1 < len(starts) else log_end
         for offset in range(start, end):
-            log.append((offset, offset + 1, epoch, 0), 0.0)
+            log.append(offset, offset + 1, epoch, 0, 0.0)
     return log
 
 
@@ -210,12 +210,12 @@ def test_epochs_as_leaders_change_many_times():  # shouldIncreaseAndTrackEpochsA
     assert rep.end_offset_for_epoch(1) == (1, 0)
     assert rep.end_offset_for_epoch(0) == (0, 0)
     for offset in range(5):
-        log.append((offset, offset + 1, 1, 0), 0.0)
+        log.append(offset, offset + 1, 1, 0, 0.0)
     assert rep.end_offset_for_epoch(1) == (1, 5)
     assert rep.end_offset_for_epoch(0) == (0, 0)
     rep.leader_epoch, rep.lead.epoch_start_offset = 2, 5  # assign(2, 5)
     for offset in range(5, 10):
-        log.append((offset, offset + 1, 2, 0), 0.0)
+        log.append(offset, offset + 1, 2, 0, 0.0)
     assert rep.end_offset_for_epoch(2) == (2, 10)
     assert rep.end_offset_for_epoch(1) == (1, 5)
     assert rep.end_offset_for_epoch(0) == (0, 0)
@@ -227,7 +227,7 @@ def log_of(epochs: list[int]) -> Log:
     """A log with one record per offset, written in these leader epochs."""
     log = Log(1 << 30, [100])
     for offset, epoch in enumerate(epochs):
-        log.append((offset, offset + 1, epoch, 0), 0.0)
+        log.append(offset, offset + 1, epoch, 0, 0.0)
     return log
 
 
@@ -256,7 +256,7 @@ def test_follower_truncates_to_the_smaller_end_of_the_diverging_epoch(case):
     follower.truncate_to(cut)
     assert not rule.ask_again(follower, asked, found)  # one answer settles each case
     # the logs now agree up to the follower's end: fetching from there cannot diverge
-    assert [e[2] for e in follower.log.entries] == leader_log[:cut]
+    assert list(follower.log.epochs) == leader_log[:cut]
 
 
 def test_without_kip279_case_f_leaves_the_logs_diverged():
@@ -268,4 +268,4 @@ def test_without_kip279_case_f_leaves_the_logs_diverged():
     rule = LeaderEpochTruncation(kip279=False)
     found, end = rule.answer(leader, follower.log.last_epoch())
     follower.truncate_to(rule.target(follower, found, end))
-    assert [e[2] for e in follower.log.entries] == [1, 2] != leader_log
+    assert list(follower.log.epochs) == [1, 2] != leader_log

@@ -54,8 +54,8 @@ def per_record(sim) -> dict:
     for part in sim.partitions:
         log = sim.replicas[part.index][part.last_leader].log
         walk = []  # record indexes of every copy, in log order
-        for entry in log.retired + log.entries:
-            base, batch = entry[0], entry[3]
+        retired = list(zip(*log.retired)) if log.retired is not None else []
+        for base, batch in retired + list(zip(log.bases, log.batch_ids)):
             if batch < 0:
                 continue
             records = np.arange(b.lo[batch], b.lo[batch] + b.count[batch])

@@ -14,6 +14,7 @@ import pytest
 from kafkamodel.sim.results.histogram import ABSOLUTE_ERROR_MS, RELATIVE_ERROR
 from kafkamodel.sim.results.measures import TABLES
 from kafkamodel.sim.results.outcome import SAMPLE_RECORDS, _divergence, sample_indices
+from kafkamodel.sim.storage.log import Log
 
 from shipped import SCENARIOS, run
 
@@ -127,7 +128,9 @@ def test_streamed_latencies_do_not_depend_on_the_chunk_size(name, monkeypatch):
 # ---- the divergence measures on hand-built logs: entries are (base, end, leader epoch, batch id) ----------------
 
 def _replica(broker, hw, entries):
-    log = SimpleNamespace(entries=entries, log_end_offset=entries[-1][1] if entries else 0)
+    log = Log(1 << 30, [100] * 10)
+    for base, end, epoch, batch in entries:
+        log.append(base, end, epoch, batch, 0.0)
     return SimpleNamespace(broker=broker, high_watermark=hw, log=log)
 
 
@@ -137,7 +140,7 @@ SHARED = [(0, 10, 0, 1), (10, 20, 0, 2)]
 def test_a_tail_above_the_high_watermarks_is_uncommitted_divergence_only():
     leader = _replica(1, 40, SHARED + [(20, 21, 1, -1), (21, 40, 1, 5)])
     old_leader = _replica(0, 20, SHARED + [(20, 23, 0, 3)])  # an uncommitted epoch-0 tail of 3 offsets
-    follower = _replica(2, 40, list(leader.log.entries))
+    follower = _replica(2, 40, leader.log.entry_list())
     end = SimpleNamespace(replicas=[{0: old_leader, 1: leader, 2: follower}])
     part = SimpleNamespace(index=0, replicas=(0, 1, 2), last_leader=1)
     assert _divergence(end, part) == (0, 3)

@@ -14,17 +14,17 @@ def log_of(counts: list[int]) -> Log:
     log = Log(segment_bytes=1 << 30, batch_bytes=SIZES)
     offset = 0
     for b, n in enumerate(counts):
-        log.append((offset, offset + n, 0, b), 0.0)
+        log.append(offset, offset + n, 0, b, 0.0)
         offset += n
         if b == 1:
-            log.append((offset, offset + 1, 0, CONTROL), 0.0)
+            log.append(offset, offset + 1, 0, CONTROL, 0.0)
             offset += 1
     return log
 
 
 def batches_read(log: Log, *args) -> tuple[list[int], int]:
     first, end, size = log.read(*args)
-    return [e[3] for e in log.entries[first:end]], size
+    return list(log.batch_ids[first:end]), size
 
 
 def test_whole_batches_under_the_cap_from_the_one_holding_the_offset():
@@ -44,3 +44,39 @@ def test_nothing_starting_at_or_past_the_bound():
     log = log_of([10, 10, 10, 10])
     assert batches_read(log, 0, 21, 10_000, True) == ([0, 1, CONTROL], 500)  # HW 21: batch 2 starts there
     assert batches_read(log, 0, 25, 10_000, True) == ([0, 1, CONTROL, 2], 1000)  # a batch straddling the HW is read
+
+
+# ---- the columns: an entry's end is the next one's base (the LEO for the last), a follower copies the leader's rows --
+
+def test_entries_read_back_as_appended():
+    log = log_of([10, 5, 7, 3])
+    assert log.entry_list() == [(0, 10, 0, 0), (10, 15, 0, 1), (15, 16, 0, CONTROL), (16, 23, 0, 2), (23, 26, 0, 3)]
+    assert log.entry_list(3) == [(16, 23, 0, 2), (23, 26, 0, 3)]
+    assert log.entry(4) == (23, 26, 0, 3) and log.end_of(1) == 15
+    assert [log.entry_index(o) for o in (0, 9, 10, 15, 25, 26)] == [0, 0, 1, 2, 4, 5]  # 26: the LEO, past the last
+
+
+def test_a_follower_extended_with_the_leaders_chunks_holds_the_same_entries_at_its_own_times():
+    leader = log_of([10, 5, 7, 3])
+    follower = Log(segment_bytes=1 << 30, batch_bytes=SIZES)
+    several = leader.chunk(0, 3)  # batches 0, 1 and the control record, read at 1 ms
+    follower.extend(several, 1.0)
+    assert follower.log_end_offset == 16 and list(follower.append_ms) == [1.0, 1.0, 1.0]
+    for i in (3, 4):  # then one batch at a time, as a follower's usual answer carries it (its fields)
+        base, end, epoch, b = leader.entry(i)
+        follower.append(base, end, epoch, b, 1.0 + i)
+    assert follower.entry_list() == leader.entry_list()
+    assert list(follower.append_ms) == [1.0, 1.0, 1.0, 4.0, 5.0] and list(leader.append_ms) == [0.0] * 5
+    assert follower.durable_offset(4.0) == 16  # written back: what reached the page cache before 4 ms
+
+
+def test_truncation_removes_whole_batches_and_retention_keeps_what_it_deleted():
+    log = log_of([10, 5, 7, 3])
+    assert log.truncate_to(20) == 10 and log.log_end_offset == 16  # batch 2 [16, 23) straddles 20: it goes whole
+    assert log.entry_list() == [(0, 10, 0, 0), (10, 15, 0, 1), (15, 16, 0, CONTROL)]
+    log = log_of([10, 5, 7, 3])
+    log.segment_bytes = 400  # segments: [batch 0], [batch 1, control], [batch 2], [batch 3]
+    # retention.bytes 600 of 1,100: a segment goes while the rest still holds 600 (Kafka's size - segment >= limit)
+    assert log.apply_retention(0.0, 26, None, 600) == 2  # 300 and 200 go; 600 left, and 100 without batch 2
+    assert log.log_start_offset == 16 and log.entry_list() == [(16, 23, 0, 2), (23, 26, 0, 3)]
+    assert [list(c) for c in log.retired] == [[0, 10, 15], [0, 1, CONTROL]]

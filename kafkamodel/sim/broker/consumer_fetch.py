@@ -146,7 +146,11 @@ class ConsumerFetchHandler:
             if size and log.append_ms[i] < cut:
                 fetch.uncached += log.bytes_written_before(i, j, cut)
             slices, nxt = [], pos
-            for base, end, _, b in log.entries[i:j]:
+            bases = log.bases
+            ends = bases[i + 1:j + 1]  # each batch ends where the next begins, the last at the LEO
+            if j == len(bases):
+                ends.append(log.log_end_offset)
+            for base, end, b in zip(bases[i:j], ends, log.batch_ids[i:j]):
                 lo, hi = max(base, nxt), min(end, hw)
                 if b >= 0:
                     slices.append((b, lo - base, hi - base, lo))

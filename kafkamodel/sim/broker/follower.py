@@ -15,7 +15,6 @@ from __future__ import annotations
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from ..storage.log import BASE_OFFSET
 
 
 class FollowerRole:
@@ -77,22 +76,33 @@ class FollowerRole:
             if error == NONE:
                 log = rep.log
                 if chunk:
-                    if chunk[0][BASE_OFFSET] != log.log_end_offset:  # not where we are: fetch again from our LEO
-                        changed[p] = True
-                        continue
-                    log.extend(chunk, now)
-                    if retention_on:
-                        for entry in chunk:
-                            log.segment_append(entry, now)
+                    bases, epochs, ids, end = chunk  # a log.Chunk
+                    if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
+                        if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
+                            changed[p] = True
+                            continue
+                        log.append(bases, end, epochs, ids, now)
+                        if retention_on:
+                            log.segment_append(bases, ids, now)
+                        if ids >= 0:
+                            size += bytes_of[ids]
+                    else:
+                        if bases[0] != log.log_end_offset:
+                            changed[p] = True
+                            continue
+                        log.extend(chunk, now)
+                        if retention_on:
+                            for base, b in zip(bases, ids):
+                                log.segment_append(base, b, now)
+                        for b in ids:
+                            if b >= 0:
+                                size += bytes_of[b]
                     log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
                     if flush_messages and log.needs_flush(flush_messages):
                         log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                         fsync += next(self.fsync)
                         flushed = True
                     changed[p] = True
-                    for _, _, _, b in chunk:  # LogEntry
-                        if b >= 0:
-                            size += bytes_of[b]
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
             elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
@@ -166,7 +176,7 @@ class FollowerRole:
             return 0
         i = log.entry_index(offset)
         committed, count = self.batches.committed, self.batches.count
-        gone = sum(count[b] for _, _, _, b in log.entries[i:] if b >= 0 and committed[b])
+        gone = sum(count[b] for b in log.batch_ids[i:] if b >= 0 and committed[b])
         removed = rep.truncate_to(offset)
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"

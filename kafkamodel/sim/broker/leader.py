@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, EpochEndOffset
 from ..results.measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
 from ..state import Replica
-from ..storage.log import BASE_OFFSET, CONTROL
+from ..storage.log import CONTROL
 
 
 class LeaderRole:
@@ -63,15 +63,15 @@ class LeaderRole:
         rep.high_watermark = hw
         now = self.kernel.now
         log = rep.log
-        entries = log.entries
-        n = len(entries)
+        bases, ids = log.bases, log.batch_ids
+        n = len(bases)
         # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
-        i = n - 1 if n and entries[-1][BASE_OFFSET] == old else log.entry_index(old)
+        i = n - 1 if n and bases[-1] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n:
-            base, _, _, b = entries[i]  # a LogEntry
-            if base >= hw:
+            if bases[i] >= hw:
                 break
+            b = ids[i]
             if b >= 0 and not committed[b]:
                 committed[b] = True
                 visible[b] = now
@@ -156,7 +156,7 @@ class LeaderRole:
             lead.last_fetch_ms[f] = now
         if self.mode.opens_epoch_with_marker:
             base = log.log_end_offset
-            log.append((base, base + 1, epoch, CONTROL), now)  # a LogEntry: the epoch marker
+            log.append(base, base + 1, epoch, CONTROL, now)  # the epoch marker
         if self.mode.durable:  # a new leader starts from a flushed log (its fsync is not timed here)
             log.flushed(log.begin_flush())
         self.event(BECOME_LEADER, rep.partition, rep.broker,

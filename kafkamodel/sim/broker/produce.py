@@ -169,13 +169,12 @@ class ProduceHandler:
                     continue
             base = log.log_end_offset
             end = base + count_of[b]
-            entry = (base, end, rep.leader_epoch, b)  # a LogEntry
-            log.append(entry, now)
+            log.append(base, end, rep.leader_epoch, b, now)
             total += bytes_of[b]
             if retention_on:
-                log.segment_append(entry, now)
+                log.segment_append(base, b, now)
             if track:
-                state.track(log, entry)
+                state.track(log, b, base, end)
             if flush_messages and log.needs_flush(flush_messages):
                 flushes.append((rep, log.begin_flush()))
             results[i] = (b, attempt, NONE, base)

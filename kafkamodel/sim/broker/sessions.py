@@ -196,7 +196,7 @@ class SessionManager:
             # would pass the cap, so there is enough if it stops short or its bytes reach the cap
             _, end, size = log.read(offset, leo, need - got, False)
             got += size
-            if got >= need or end < len(log.entries):
+            if got >= need or end < len(log.bases):
                 return True
         return False
 
@@ -245,9 +245,14 @@ class SessionManager:
                 i, j, size = log.read(offset, leo, cap, not total)
                 if allowance is not None:
                     quotas.took(p, leader, follower, size, rep.lead.isr)
-                chunk = log.entries[i:j]
-                if size and log.append_ms[i] < cut:
-                    uncached += log.bytes_written_before(i, j, cut)
+                if j > i:
+                    bases = log.bases  # a log.Chunk: one batch as its fields (the usual answer), several as slices
+                    if j == i + 1:
+                        chunk = (bases[i], log.epochs[i], log.batch_ids[i], bases[j] if j < len(bases) else leo)
+                    else:
+                        chunk = log.chunk(i, j)
+                    if size and log.append_ms[i] < cut:
+                        uncached += log.bytes_written_before(i, j, cut)
                 total += size
                 budget -= size
                 lead = rep.lead

@@ -31,13 +31,11 @@ record by record (tests/test_sim_results_accounting.py checks both ways).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
 from ..protocol import ACKED, FAILED, INFLIGHT, NONE, PENDING
 
-_base_of, _batch_of = itemgetter(0), itemgetter(3)  # a log entry's base offset, its batch
 
 
 class FinalLogs:
@@ -55,10 +53,10 @@ class FinalLogs:
         self._bases = None  # (first_base, last_base), made when first asked for: 16 bytes a batch
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
-            if not final.entries and not final.retired:
+            if not final.bases and final.retired is None:
                 continue  # a partition that never held a record (most, in a large idle cluster)
             self.finals.append(final)
-            ids = _data_ids(_entries(final))
+            ids = _data_ids(final)
             np.add.at(self.presence, ids, 1)
             self._order(ids, lo, count, producer)
 
@@ -77,7 +75,7 @@ class FinalLogs:
             first = np.full(self.rows, -1, dtype=np.int64)
             last = np.full(self.rows, -1, dtype=np.int64)
             for final in self.finals:
-                ids, bases = _data_ids(_entries(final), with_bases=True)
+                ids, bases = _data_ids(final, with_bases=True)
                 first[ids[::-1]] = bases[::-1]  # written in reverse: the first copy's base is written last
                 last[ids] = bases
             self._bases = first, last
@@ -103,19 +101,23 @@ class FinalLogs:
         np.add.at(self.out_of_order, seq, behind)
 
 
-def _entries(final) -> list:
-    """A final log's entries, retention's deleted ones first (what retention deleted was there, not lost)."""
-    return final.retired + final.entries if final.retired else final.entries
+def _log_column(final, name: str, retired: int) -> np.ndarray:
+    """A final log's column (``Log.bases`` or ``Log.batch_ids``) as int64, the entries retention deleted first
+    (`retired`: their column's position in ``Log.retired``; what retention deleted was there, not lost)."""
+    out = np.frombuffer(getattr(final, name), dtype=np.int64 if name == "bases" else np.int32)
+    if final.retired is not None:
+        out = np.concatenate((np.frombuffer(final.retired[retired], dtype=out.dtype), out))
+    return out.astype(np.int64)
 
 
-def _data_ids(log: list, with_bases: bool = False):
-    """The batch ids of a log's entries that hold a producer batch, in log order (int64); `with_bases`: and their
-    base offsets (int64), as a pair."""
-    ids = np.fromiter(map(_batch_of, log), dtype=np.int64, count=len(log))
+def _data_ids(final, with_bases: bool = False):
+    """The batch ids of a final log's entries that hold a producer batch, in log order (int64), retention's deleted
+    ones first; `with_bases`: and their base offsets (int64), as a pair."""
+    ids = _log_column(final, "batch_ids", 1)
     data = ids >= 0
     if not with_bases:
         return ids[data]
-    return ids[data], np.fromiter(map(_base_of, log), dtype=np.int64, count=len(log))[data]
+    return ids[data], _log_column(final, "bases", 0)[data]
 
 
 def _column(cells, last, dtype) -> np.ndarray:

@@ -29,9 +29,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import compress
-from operator import itemgetter
-
-_batch = itemgetter(3)  # a log entry's batch
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -45,9 +42,31 @@ def _common_prefix(a: list, b: list) -> int:
     return i
 
 
-def diverging_ranges(a: list, b: list, upto: int) -> list[tuple[int, int]]:
-    """The offset ranges [lo, hi) below `upto` where two logs hold different batches, in order, merged."""
-    start = _common_prefix(a, b)
+def _common_rows(a, b) -> int:
+    """Number of leading entries two logs (``Log``) share, read from their columns (``_common_prefix`` of their
+    entry lists): the rows alike in base, epoch and batch, less the last of them if it ends differently."""
+    n = min(len(a.bases), len(b.bases))
+    k = n
+    for x, y in ((a.bases, b.bases), (a.epochs, b.epochs), (a.batch_ids, b.batch_ids)):
+        if x[:k] != y[:k]:  # (compared at C speed: the usual case is one log a prefix of the other)
+            k = next(i for i in range(k) if x[i] != y[i])
+    return k if k == 0 or a.end_of(k - 1) == b.end_of(k - 1) else k - 1
+
+
+def log_diverging_ranges(a, b, upto: int) -> list[tuple[int, int]]:
+    """``diverging_ranges`` of two logs (``Log``), their entries made only past their common prefix."""
+    if a.log_end_offset == b.log_end_offset and a.bases == b.bases and a.batch_ids == b.batch_ids \
+            and a.epochs == b.epochs:
+        return []  # the same entries (the usual case at a run's end)
+    start = _common_rows(a, b)
+    return diverging_ranges(a.entry_list(start), b.entry_list(start), upto, 0)
+
+
+def diverging_ranges(a: list, b: list, upto: int, start: int | None = None) -> list[tuple[int, int]]:
+    """The offset ranges [lo, hi) below `upto` where two logs (their entry lists, ``Log.entry_list``) hold
+    different batches, in order, merged; `start`: how many leading entries they share, if known."""
+    if start is None:
+        start = _common_prefix(a, b)
     i, j = start, start
     ranges: list[tuple[int, int]] = []
     while i < len(a) and j < len(b):
@@ -68,9 +87,9 @@ def diverging_ranges(a: list, b: list, upto: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def diverging_offsets(a: list, b: list, upto: int) -> int:
-    """Offsets below `upto` where two logs hold different batches."""
-    return sum(hi - lo for lo, hi in diverging_ranges(a, b, upto))
+def diverging_offsets(a, b, upto: int) -> int:
+    """Offsets below `upto` where two logs (``Log``) hold different batches."""
+    return sum(hi - lo for lo, hi in log_diverging_ranges(a, b, upto))
 
 
 def leader_in_isr(sim) -> list[str]:
@@ -89,13 +108,13 @@ def committed_prefixes_agree(sim) -> list[str]:
     problems = []
     for part in sim.partitions:
         reps = [sim.replicas[part.index][b] for b in part.replicas]
-        if not any(rep.log.entries for rep in reps):
+        if not any(rep.log.bases for rep in reps):
             continue  # no entries: nothing to differ on
         for x in range(len(reps)):
             for y in range(x + 1, len(reps)):
                 a, b = reps[x], reps[y]
                 upto = min(a.high_watermark, b.high_watermark)
-                n = diverging_offsets(a.log.entries, b.log.entries, upto)
+                n = diverging_offsets(a.log, b.log, upto)
                 if n:
                     problems.append(f"{part.name}: brokers {a.broker} and {b.broker} differ on {n} committed offsets")
     return problems
@@ -138,7 +157,9 @@ def no_committed_record_lost(sim) -> list[str]:
         missing = set(batches)
         for r in holders:
             log = sim.replicas[p][r].log
-            missing = missing.difference(map(_batch, log.entries)).difference(map(_batch, log.retired))
+            missing = missing.difference(log.batch_ids)
+            if log.retired is not None:
+                missing = missing.difference(log.retired[1])
             if not missing:
                 break
         if missing:

@@ -25,7 +25,7 @@ import pandas as pd
 from ..engine.collector import collector_paused
 from ..protocol import ACKED, ERRORS, FAILED
 from .accounting import BatchAccount, group_delivery, group_lag, undrained_per_partition
-from .invariants import diverging_ranges
+from .invariants import log_diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
 from .result import Result
 from .histogram import LatencyHistogram
@@ -258,7 +258,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     truncated yet), summed over replicas.
     """
     reps = [end.replicas[part.index][b] for b in part.replicas]
-    if not any(rep.log.entries for rep in reps):
+    if not any(rep.log.bases for rep in reps):
         return 0, 0  # no entries: nothing to differ on (diverging_ranges of an empty log is empty)
     committed, uncommitted = [], 0
     for x in range(len(reps)):
@@ -267,7 +267,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
             prefix = min(a.high_watermark, b.high_watermark)
             with_leader = part.last_leader in (a.broker, b.broker)
             upto = min(a.log.log_end_offset, b.log.log_end_offset) if with_leader else prefix
-            ranges = diverging_ranges(a.log.entries, b.log.entries, upto)
+            ranges = log_diverging_ranges(a.log, b.log, upto)
             committed += _clipped(ranges, 0, prefix)
             if with_leader:
                 uncommitted += sum(hi - lo for lo, hi in _clipped(ranges, prefix, upto))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from ..controller.elections import QuorumElection
 from ..state import Partition, Replica
-from ..storage.log import LEADER_EPOCH
 
 
 class IsrMode:
@@ -134,7 +133,7 @@ class QuorumMode:
             return rep.high_watermark
         # Raft: a leader commits by counting only entries of its own epoch
         i = log.entry_index(hw - 1)
-        if i >= len(log.entries) or log.entries[i][LEADER_EPOCH] != rep.leader_epoch:
+        if i >= len(log.epochs) or log.epochs[i] != rep.leader_epoch:
             return rep.high_watermark
         return hw
 

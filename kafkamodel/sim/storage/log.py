@@ -1,12 +1,25 @@
 """A replica's log: entries with offsets and leader epochs, segments, flushes, retention, producer state.
 
-An entry is a ``LogEntry``, a plain tuple ``(base_offset, end_offset,
-leader_epoch, batch)`` read through the field constants ``BASE_OFFSET``,
-``END_OFFSET``, ``LEADER_EPOCH``, ``BATCH`` (or unpacked into names): ``batch``
-indexes the producer batch it holds (``CONTROL``, -1, for a control record
-such as a quorum leader's epoch marker, one offset and no data). The log end
-offset (LEO) is the next offset to be written. What survives a power loss is
-what was fsynced (``flushed_offset``) or written back by the OS.
+A log keeps its entries as columns (``array.array``), one row per record batch
+(Kafka's RecordBatch as the log holds it): ``bases`` (its base offset, int64),
+``epochs`` (the leader epoch that wrote it, int32), ``batch_ids`` (the producer
+batch it holds, an index of the batch table, int32; ``CONTROL``, -1, for a
+control record such as a quorum leader's epoch marker: one offset, no data) and
+``append_ms`` (when it reached this broker's page cache, float64): 24 bytes a
+batch a replica, where a tuple per entry with its int objects, and each
+replica's list slots and float, cost about 200 a batch over three replicas (an
+``array.array`` append costs more than a list's, as it parses its argument: see
+docs/performance.md). A log is contiguous (a leader appends at its log end offset, a
+follower only what starts there, truncation and retention cut whole batches),
+so an entry's end offset is the next one's base, the last one's the log end
+offset (LEO): the next offset to be written (``end_of``). ``entry`` and
+``entry_list`` give entries as ``LogEntry`` tuples ``(base_offset, end_offset,
+leader_epoch, batch)`` for the readers off the hot path (the results, the
+producer state's rebuild, tests). A follower's fetch answer carries a
+``Chunk``: the leader's rows copied as column slices, appended by ``extend``
+(one batch, the usual answer, as its fields, appended by ``append``).
+What survives a power loss is what was fsynced (``flushed_offset``) or written
+back by the OS.
 
 The idempotent producer's state (each producer's last five entries here)
 lives with the log, as Kafka's ProducerStateManager does (``producer_state``);
@@ -15,33 +28,36 @@ it is dropped on truncation and rebuilt from the entries when next needed.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from itertools import repeat
-from operator import itemgetter
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
-EMPTY: list = []  # shared by every log that has retired nothing (``retire`` gives a log its own list)
-_base = itemgetter(0)  # an entry's base offset: the key its bisections search the entries by
+_INT64, _INT32, _FLOAT64 = array("q"), array("i"), array("d")  # empty columns a log's own are copied from (a copy
+#                                                                 costs a quarter of array(typecode): 9,000 logs)
 
-
-# A record batch in a log (Kafka's RecordBatch as the log holds it): a plain tuple, its fields named by position.
-# Not a named tuple: every fetch reads entries, and CPython 3.11 specialises neither a named tuple's attribute
-# reads nor its indexing or unpacking (measured: named-tuple entries cost the one-partition bench ~1.3% of its
-# instructions, under valgrind)
+# A record batch in a log as ``Log.entry`` and ``Log.entry_list`` give it: a plain tuple, its fields named by position
 LogEntry = tuple
 BASE_OFFSET = 0  # its first offset
 END_OFFSET = 1  # one past its last offset
 LEADER_EPOCH = 2  # the epoch of the leader that wrote it
 BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTROL
 
+# A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset), the first three the leader's
+# column slices (array.array), the last where the last batch ends; one batch as its own fields (base, epoch, batch,
+# end), ints (a follower's usual answer: three slices of one row cost four times the row's reads)
+Chunk = tuple
+
 
 class Log:
-    __slots__ = ("entries", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset", "flush_target",
-                 "segment_bytes", "batch_bytes", "segments", "retired", "producers")
+    __slots__ = ("bases", "epochs", "batch_ids", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset",
+                 "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
-    def __init__(self, segment_bytes: int, batch_bytes: list):
-        self.entries: list[LogEntry] = []  # in offset order
-        self.append_ms: list[float] = []  # when each entry reached this broker's page cache
+    def __init__(self, segment_bytes: int, batch_bytes):
+        self.bases = _INT64.__copy__()  # each entry's base offset (int64), in offset order
+        self.epochs = _INT32.__copy__()  # the leader epoch that wrote it (int32)
+        self.batch_ids = _INT32.__copy__()  # the producer batch it holds (a batch table index, int32), or CONTROL
+        self.append_ms = _FLOAT64.__copy__()  # when it reached this broker's page cache (float64)
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
@@ -49,38 +65,57 @@ class Log:
         self.segment_bytes = segment_bytes  # segment.bytes in force
         self.batch_bytes = batch_bytes  # the batch table's sizes (a batch id -> bytes)
         self.segments: list | None = None  # [base offset, bytes, last append ms] per segment; None: (re)build
-        self.retired: list = EMPTY  # entries retention deleted (they were there: not lost)
+        self.retired: tuple | None = None  # (bases, batch ids) of the entries retention deleted (there: not lost)
         self.producers: dict | None = None  # producer -> BatchMetadata of its last 5 batches here; None: rebuild
 
     # ---- reading ---------------------------------------------------------------------------------------------
 
+    def end_of(self, i: int) -> int:
+        """End offset of entry `i` (one past its last offset): the next entry's base, or the LEO."""
+        bases = self.bases
+        return bases[i + 1] if i + 1 < len(bases) else self.log_end_offset
+
+    def entry(self, i: int) -> LogEntry:
+        """Entry `i` as a LogEntry tuple."""
+        return self.bases[i], self.end_of(i), self.epochs[i], self.batch_ids[i]
+
+    def entry_list(self, start: int = 0) -> list[LogEntry]:
+        """The entries from index `start` on as LogEntry tuples (for the readers off the hot path)."""
+        bases = self.bases
+        ends = bases[start + 1:]
+        if start < len(bases):
+            ends.append(self.log_end_offset)
+        return list(zip(bases[start:], ends, self.epochs[start:], self.batch_ids[start:]))
+
     def last_epoch(self) -> int:
         """Leader epoch of the last entry (-1 for an empty log)."""
-        return self.entries[-1][LEADER_EPOCH] if self.entries else -1
+        return self.epochs[-1] if self.epochs else -1
 
     def entry_index(self, offset: int) -> int:
         """Index of the entry holding `offset` (or the first one after it)."""
-        i = bisect_right(self.entries, offset, key=_base) - 1
+        bases = self.bases
+        i = bisect_right(bases, offset) - 1
         if i < 0:
             return 0
-        return i if self.entries[i][END_OFFSET] > offset else i + 1
+        # the next entry starts past `offset`: entry i holds it unless it is the last and the log ends at or below it
+        return i if i + 1 < len(bases) or self.log_end_offset > offset else i + 1
 
     def read(self, offset: int, max_offset: int, max_bytes: int, min_one: bool) -> tuple[int, int, int]:
         """Kafka's Log.read: whole batches from the one holding `offset`, those starting below `max_offset`
         (the LEO for a follower, the HW for a consumer), up to `max_bytes` of batch data; with `min_one`
         (Kafka's minOneMessage: nothing given yet in the response) the first batch even if it is larger.
-        Returns (first index, end index, bytes): the batches are ``entries[first:end]``; an end short of the
+        Returns (first index, end index, bytes): the batches are rows first..end-1; an end short of the
         log's last entry below `max_offset` means the next batch did not fit."""
-        entries = self.entries
-        n = len(entries)
+        bases = self.bases
+        n = len(bases)
         # a reader usually lacks just the last entry: found without a search (entry_index)
-        i = n - 1 if n and entries[-1][BASE_OFFSET] == offset else self.entry_index(offset)
-        bytes_of = self.batch_bytes
+        i = n - 1 if n and bases[-1] == offset else self.entry_index(offset)
+        bytes_of, ids = self.batch_bytes, self.batch_ids
         j, size = i, 0
         while j < n:
-            base, _, _, b = entries[j]
-            if base >= max_offset:
+            if bases[j] >= max_offset:
                 break
+            b = ids[j]
             if b >= 0:
                 grown = size + bytes_of[b]
                 if grown > max_bytes and (j > i or not min_one):
@@ -89,66 +124,72 @@ class Log:
             j += 1
         return i, j, size
 
+    def chunk(self, i: int, j: int) -> Chunk:
+        """Rows i..j-1 (i + 1 < j) as a follower's fetch answer carries them (``Chunk``; one row: its fields)."""
+        bases = self.bases
+        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], bases[j] if j < len(bases) else self.log_end_offset
+
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
-        """Bytes of the batches ``entries[i:j]`` that reached this broker's page cache before `cut` (evicted
+        """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
         from it since: a read of them goes to the disk)."""
         times = self.append_ms
         if i >= j or times[i] >= cut:
             return 0
         k = bisect_left(times, cut, i, j)
         bytes_of = self.batch_bytes
-        return sum(bytes_of[e[BATCH]] for e in self.entries[i:k] if e[BATCH] >= 0)
+        return sum(bytes_of[b] for b in self.batch_ids[i:k] if b >= 0)
 
     def end_offset_for_epoch(self, epoch: int, end: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor over the epochs of this log, the last one ending at `end`:
         (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
         every epoch here gives (`epoch`, where the first one starts); an undefined epoch, an empty log or an
         epoch newer than the last, (-1, -1) (KIP-279's UNDEFINED)."""
-        entries = self.entries
-        if epoch < 0 or not entries or epoch > entries[-1][LEADER_EPOCH]:
+        epochs = self.epochs
+        if epoch < 0 or not epochs or epoch > epochs[-1]:
             return -1, -1
-        for base, _, e, _ in reversed(entries):
+        bases = self.bases
+        for i in range(len(epochs) - 1, -1, -1):
+            e = epochs[i]
             if e <= epoch:
                 return e, end
-            end = base
+            end = bases[i]
         return epoch, end
 
     def first_offset_after_epoch(self, epoch: int) -> int:
         """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""
         end = self.log_end_offset
-        for base, _, e, _ in reversed(self.entries):
-            if e <= epoch:
+        epochs, bases = self.epochs, self.bases
+        for i in range(len(epochs) - 1, -1, -1):
+            if epochs[i] <= epoch:
                 break
-            end = base
+            end = bases[i]
         return end
 
     def durable_offset(self, cutoff: float) -> int:
         """End of the log that survives a power loss: fsynced, or written back by the OS (every entry that reached
         the page cache before `cutoff`: ``disk.PageCache.durable_before``)."""
         i = bisect_left(self.append_ms, cutoff)  # entries the OS has written back (appended before the cutoff)
-        written_back = self.entries[i - 1][END_OFFSET] if i else 0
+        written_back = self.end_of(i - 1) if i else 0
         return max(self.flushed_offset, written_back)
-
-    def batches(self) -> list[int]:
-        return [e[BATCH] for e in self.entries]
 
     # ---- writing ---------------------------------------------------------------------------------------------
 
-    def append(self, entry: LogEntry, now: float) -> None:
-        self.entries.append(entry)
+    def append(self, base: int, end: int, epoch: int, batch: int, now: float) -> None:
+        """Append a batch at the LEO (`base` is the LEO): offsets base..end-1, written in `epoch`."""
+        self.bases.append(base)
+        self.epochs.append(epoch)
+        self.batch_ids.append(batch)
         self.append_ms.append(now)
-        self.log_end_offset = entry[END_OFFSET]
+        self.log_end_offset = end
 
-    def extend(self, entries: list[LogEntry], now: float) -> None:
-        if len(entries) == 1:  # a follower's usual fetch: one batch (append's lines: no call on the hot path)
-            entry = entries[0]
-            self.entries.append(entry)
-            self.append_ms.append(now)
-            self.log_end_offset = entry[END_OFFSET]
-            return
-        self.entries.extend(entries)
-        self.append_ms.extend(repeat(now, len(entries)))
-        self.log_end_offset = entries[-1][END_OFFSET]
+    def extend(self, chunk: Chunk, now: float) -> None:
+        """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
+        bases, epochs, ids, end = chunk
+        self.bases += bases
+        self.epochs += epochs
+        self.batch_ids += ids
+        self.append_ms.extend(repeat(now, len(bases)))
+        self.log_end_offset = end
 
     def needs_flush(self, flush_messages: int) -> bool:
         """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
@@ -171,43 +212,48 @@ class Log:
         if offset >= self.log_end_offset:
             return 0
         i = self.entry_index(offset)  # an entry straddling `offset` goes whole, as Kafka drops whole batches
-        del self.entries[i:]
-        del self.append_ms[i:]
+        leo = self.bases[i] if i else self.log_start_offset  # (i < len: entry i holds `offset`, below the LEO)
+        del self.bases[i:], self.epochs[i:], self.batch_ids[i:], self.append_ms[i:]
         self.producers = None  # the idempotence state is rebuilt from what remains
         self.segments = None
         old = self.log_end_offset
-        self.log_end_offset = self.entries[-1][END_OFFSET] if self.entries else self.log_start_offset
-        if self.flushed_offset > self.log_end_offset:
-            self.flushed_offset = self.log_end_offset
-        if self.flush_target > self.log_end_offset:
-            self.flush_target = self.log_end_offset
-        return old - self.log_end_offset
+        self.log_end_offset = leo
+        if self.flushed_offset > leo:
+            self.flushed_offset = leo
+        if self.flush_target > leo:
+            self.flush_target = leo
+        return old - leo
 
-    def retire(self, entries: list) -> None:
-        """Entries that leave the log without being lost (retention, or a restart at the leader's log start)."""
-        if self.retired is EMPTY:
-            self.retired = []
-        self.retired.extend(entries)
+    def retire(self, k: int) -> None:
+        """The first `k` entries leave the log without being lost (retention, or a restart at the leader's log
+        start): their base offsets and batches are kept in ``retired`` (the caller removes them)."""
+        if not k:
+            return
+        if self.retired is None:
+            self.retired = (array("q"), array("i"))
+        bases, ids = self.retired
+        bases += self.bases[:k]
+        ids += self.batch_ids[:k]
 
     # ---- segments and retention ------------------------------------------------------------------------------
 
-    def segment_append(self, entry: LogEntry, now: float) -> None:
-        """Account an appended entry to the active segment (rolling a new one past segment.bytes)."""
+    def segment_append(self, base: int, b: int, now: float) -> None:
+        """Account an appended entry (its base offset, its batch) to the active segment (rolling a new one past
+        segment.bytes)."""
         if self.segments is None:
             self._rebuild_segments()
             return
-        b = entry[BATCH]
         size = self.batch_bytes[b] if b >= 0 else 0
         segs = self.segments
         if not segs or segs[-1][1] + size > self.segment_bytes:
-            segs.append([entry[BASE_OFFSET], 0, now])  # roll a new segment
+            segs.append([base, 0, now])  # roll a new segment
         segs[-1][1] += size
         segs[-1][2] = now
 
     def _rebuild_segments(self) -> None:
         self.segments = []
-        for entry, at in zip(self.entries, self.append_ms):
-            self.segment_append(entry, at)
+        for base, b, at in zip(self.bases, self.batch_ids, self.append_ms):
+            self.segment_append(base, b, at)
 
     def apply_retention(self, now: float, high_watermark: int, retention_ms: float | None,
                         retention_bytes: int | None) -> int:
@@ -229,7 +275,7 @@ class Log:
         if cut:
             start = segs[cut][0]
             k = self.entry_index(start)
-            self.retire(self.entries[:k])
-            del self.entries[:k], self.append_ms[:k], segs[:cut]
+            self.retire(k)
+            del self.bases[:k], self.epochs[:k], self.batch_ids[:k], self.append_ms[:k], segs[:cut]
             self.log_start_offset = start
         return cut

@@ -9,7 +9,7 @@ rebuilt from the entries when next needed, as a broker reloads its snapshot.
 
 from __future__ import annotations
 
-from .log import BASE_OFFSET, BATCH, END_OFFSET, Log, LogEntry
+from .log import Log
 
 REMEMBERED = 5  # batches per producer (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
 
@@ -21,8 +21,8 @@ OUT_OF_ORDER_SEQUENCE_NUMBER = 3  # a gap, or a fenced older epoch: refused
 _APPEND = (IN_SEQUENCE, -1, -1)
 
 
-# One of a producer's remembered batches in this log: a plain tuple (read five at a time at every append; see
-# log.LogEntry), its fields at these positions
+# One of a producer's remembered batches in this log: a plain tuple (read five at a time at every append), its
+# fields at these positions
 BATCH_METADATA = ("batch", "producer_epoch", "sequence", "base_offset", "end_offset")
 _EPOCH, _SEQUENCE, _BASE, _END = (BATCH_METADATA.index(f) for f in BATCH_METADATA[1:])
 
@@ -33,17 +33,16 @@ class ProducerStateManager:
     def __init__(self, batches):
         self.producer, self.epoch, self.seq = batches.producer, batches.epoch, batches.seq
 
-    def track(self, log: Log, entry: LogEntry) -> None:
-        """Remember the entry among its producer's last five in this log."""
+    def track(self, log: Log, b: int, base: int, end: int) -> None:
+        """Remember batch `b`, appended at offsets base..end-1, among its producer's last five in this log."""
         if log.producers is None:
             return  # rebuilt lazily from the log when next needed
-        b = entry[BATCH]
         if b >= 0:
             producer = self.producer[b]
             tail = log.producers.get(producer)
             if tail is None:
                 tail = log.producers[producer] = []
-            tail.append((b, self.epoch[b], self.seq[b], entry[BASE_OFFSET], entry[END_OFFSET]))  # BATCH_METADATA
+            tail.append((b, self.epoch[b], self.seq[b], base, end))  # BATCH_METADATA
             if len(tail) > REMEMBERED:
                 del tail[0]
 
@@ -53,8 +52,8 @@ class ProducerStateManager:
         or OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)."""
         if log.producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
             log.producers = {}
-            for entry in log.entries:
-                self.track(log, entry)
+            for base, end, _, held in log.entry_list():
+                self.track(log, held, base, end)
         tail = log.producers.get(self.producer[b], ())
         epoch, seq = self.epoch[b], self.seq[b]
         if tail:

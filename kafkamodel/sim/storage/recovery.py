@@ -32,7 +32,7 @@ import math
 from bisect import bisect_right
 
 from ...config.distributions import Sampler, normalise
-from .log import BATCH, BASE_OFFSET, END_OFFSET, Log
+from .log import Log
 
 INITIAL_TASK_DELAY_MS = 30000.0  # LogManager's InitialTaskDelayMs: its periodic tasks first run 30 s after the start
 
@@ -43,8 +43,7 @@ def segment_starts(log: Log) -> list[int]:
     starts: list[int] = []
     sizes, limit = log.batch_bytes, log.segment_bytes
     fill = 0
-    for i, e in enumerate(log.entries):
-        b = e[BATCH]
+    for i, b in enumerate(log.batch_ids):
         size = sizes[b] if b >= 0 else 0
         if not starts or fill + size > limit:
             starts.append(i)
@@ -62,27 +61,27 @@ def recovery_point_at(log: Log, t: float) -> int:
         return log.log_start_offset
     starts = segment_starts(log)
     active = starts[bisect_right(starts, i - 1) - 1]
-    return max(log.entries[active][BASE_OFFSET], min(log.flushed_offset, log.entries[i - 1][END_OFFSET]))
+    return max(log.bases[active], min(log.flushed_offset, log.end_of(i - 1)))
 
 
 def unrecovered(log: Log, checkpoint: int, evicted_before: float) -> tuple[int, int, int]:
     """What recovery re-reads of this log: (bytes, of them not in the page cache, segments), from the segment
     holding `checkpoint` (clamped to the log end, as LogLoader does) to the end."""
-    entries = log.entries
-    if not entries:
+    if not log.bases:
         return 0, 0, 0
     starts = segment_starts(log)
     offset = min(checkpoint, log.log_end_offset)
-    bases = [entries[s][BASE_OFFSET] for s in starts]
+    bases = [log.bases[s] for s in starts]
     k = max(bisect_right(bases, offset) - 1, 0)  # segments.floorKey(recoveryPoint)
     first = starts[k]
-    if offset == log.log_end_offset and entries[-1][END_OFFSET] == offset and bases[k] == offset:
+    if offset == log.log_end_offset and bases[k] == offset:
         return 0, 0, 0  # the checkpoint is a segment's base with nothing in it
     sizes = log.batch_bytes
     total = uncached = 0
     times = log.append_ms
-    for i in range(first, len(entries)):
-        b = entries[i][BATCH]
+    ids = log.batch_ids
+    for i in range(first, len(ids)):
+        b = ids[i]
         if b >= 0:
             total += sizes[b]
             if times[i] < evicted_before:
