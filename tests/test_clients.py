@@ -213,6 +213,38 @@ def test_rebalances_never_give_a_partition_to_two_members(faults, seed):
                 del owner[p]
 
 
+def test_a_drain_fills_its_request_up_to_max_request_size_and_leaves_the_rest_for_the_next(monkeypatch):
+    """RecordAccumulator.drain: one batch of every partition of the node with data, while the request's bytes so far
+    plus batch.size fit in max.request.size (the first always): a partition with data is left for the next request
+    only when the request was full."""
+    from kafkamodel.sim.clients.producer import ProducerClient
+
+    batch_size, limit = 4096, 4 * 4096
+    sent = []
+    send = ProducerClient._send_request
+
+    def record(self, ps, conn, taken, nbytes):
+        b = self.batches
+        sent.append((self.kernel.now, nbytes, [(b.partition[i], b.bytes[i], b.create_ms[i]) for i in taken]))
+        return send(self, ps, conn, taken, nbytes)
+
+    monkeypatch.setattr(ProducerClient, "_send_request", record)
+    simulate({"name": "p", "seed": 3, "duration.ms": 500, "brokers": 1,
+              "topics": [{"name": "t", "partitions": 30, "replication.factor": 1}],
+              "producers": [{"topic": "t", "rate.per.s": 30000, "acks": 1, "linger.ms": 20, "batch.size": batch_size,
+                             "max.request.size": limit, "keys": {"cardinality": 10000}}]})
+    left = 0
+    for (now, nbytes, batches), (_, _, after) in zip(sent, sent[1:]):
+        sizes = [size for _, size, _ in batches]
+        assert nbytes == sum(sizes)
+        assert sum(sizes[:-1]) + batch_size <= limit  # each batch went in with room for batch.size
+        taken = {p for p, _, _ in batches}
+        if any(p not in taken and created <= now for p, _, created in after):  # it had data and was left out
+            assert nbytes + batch_size > limit
+            left += 1
+    assert left > 10
+
+
 # ---- idempotence, duplicates, ordering ------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from array import array
 import numpy as np
 import pytest
 
-from kafkamodel.sim.batches import _FEW_KEYS, RecordFormat
+from kafkamodel.sim.batches import _FEW_KEYS, Batches, RecordFormat
 from kafka_format import legacy_record, v2_batch, v2_record
 
 
@@ -43,3 +43,36 @@ def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(
         legacy = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
         legacy.attach(times, keys)
         assert legacy.batch_bytes(0, n) == sum(legacy_record(magic, f"key-{k}".encode(), 100) for k in keys.tolist())
+
+
+@pytest.mark.parametrize("sizes", [[1, 2], [1] * _FEW_KEYS, [2, 1, 3] * 20, [40, 1, 7]])
+def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one_by_one(sizes):
+    """A drain's batches (ranges of several partitions' records, apart in the records' layout) sized at once, on
+    both sides of the Python / NumPy switch (a few keys in all, or more), are each Kafka's size; made at once, their
+    rows are those the same batches made one by one get."""
+    rng = np.random.default_rng(len(sizes))
+    records = 4 * sum(sizes)
+    keys = rng.integers(-1, 10 ** rng.integers(1, 8, records), dtype=np.int64)
+    keys[keys < 0] = 0
+    times = array("d", sorted(rng.uniform(0.0, 300.0, records).tolist()))
+    los = [4 * sum(sizes[:i]) + i % 3 for i in range(len(sizes))]  # gaps between the ranges
+    for magic in (0, 2):
+        f = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
+        f.attach(times, keys)
+        got = f.batches_bytes(los, sizes)
+        for lo, n, nbytes in zip(los, sizes, got):
+            ks, ts = keys[lo:lo + n].tolist(), times[lo:lo + n]
+            if magic == 2:
+                base = math.floor(ts[0])
+                assert nbytes == 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
+                                          for i, (t, k) in enumerate(zip(ts, ks)))
+            else:
+                assert nbytes == sum(legacy_record(0, f"key-{k}".encode(), 100) for k in ks)
+    parts = list(range(len(sizes)))
+    one, many = Batches([f]), Batches([f])
+    for lo, n, p in zip(los, sizes, parts):
+        one.new(lo, n, p, 0, times[lo])
+    first = many.new_many(los, sizes, parts, 0, [times[lo] for lo in los], f.batches_bytes(los, sizes))
+    assert first == 0 and len(many) == len(sizes)
+    for column in Batches.__slots__[:-3]:
+        assert getattr(many, column).tobytes() == getattr(one, column).tobytes(), column

@@ -30,6 +30,7 @@ import math
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -107,7 +108,18 @@ def _key_bytes(keys: np.ndarray, lo: int, n: int) -> int:
     if n <= _FEW_KEYS:  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives it 2)
         ks = keys[lo:lo + n].tolist()
         return 4 * n + sum(map(len, map(str, ks))) - ks.count(-1)
-    return 4 * n + int(_key_digits(keys[lo:lo + n]).sum())
+    return _keys_bytes(keys, (lo,), (n,))[0]
+
+
+def _keys_bytes(keys: np.ndarray, los, ns) -> list[int]:
+    """``_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all, else in NumPy at once."""
+    if sum(ns) <= _FEW_KEYS:
+        return list(map(_key_bytes, repeat(keys), los, ns))
+    counts = np.asarray(ns, dtype=np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - counts  # range i's keys in the gathered array: from where the earlier ones end
+    index = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(np.asarray(los, dtype=np.int64) - starts, counts)
+    return (4 * counts + np.add.reduceat(_key_digits(keys[index]), starts)).tolist()
 
 
 class RecordFormat:
@@ -169,12 +181,13 @@ class RecordFormat:
         self.times = times
         self.keys = keys
 
-    def batch_bytes(self, lo: int, n: int) -> int:
-        """Bytes of the batch of records [lo, lo + n) on the wire and on disk."""
+    def batch_bytes(self, lo: int, n: int, keys: int | None = None) -> int:
+        """Bytes of the batch of records [lo, lo + n) on the wire and on disk (`keys`: what its keys add, if known:
+        ``_key_bytes``)."""
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n)
+                records += _key_bytes(self.keys, lo, n) if keys is None else keys
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -190,10 +203,16 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n)
+                records += _key_bytes(self.keys, lo, n) if keys is None else keys
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records
+
+    def batches_bytes(self, los: list[int], ns: list[int]) -> list[int]:
+        """``batch_bytes`` of each batch of records [lo, lo + n) (`los`, `ns`), their keys' bytes counted at once."""
+        if self.keyed and (self.legacy or self.vbody):
+            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns)))
+        return list(map(self.batch_bytes, los, ns))
 
     def _exact(self, lo: int, n: int) -> int:
         """v2 records section, each record's DefaultRecord.sizeInBytes computed alone (NumPy)."""
@@ -210,9 +229,13 @@ def record_format(settings, producer) -> RecordFormat:
                         producer.compression_type, producer.batch_size)
 
 
+# a new batch's state, attempt, ack_ms, error, visible_ms, committed, epoch and seq (Batches._filled)
+_NEW_ROW = (PENDING, 0, np.nan, NONE, np.nan, 0, -1, -1)
+
+
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "create_ms", "state", "attempt", "ack_ms", "error",
-                 "visible_ms", "committed", "epoch", "seq", "formats")
+                 "visible_ms", "committed", "epoch", "seq", "formats", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat]):
         self.formats = formats  # producer -> its record format (batch bytes)
@@ -230,24 +253,43 @@ class Batches:
         self.committed = array("b")  # some leader's HW covered it (1) or not yet (0)
         self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
         self.seq = array("q")  # sequence number, given at its first send in an epoch (batches go out in order)
+        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.committed, self.epoch,
+                        self.seq)
+        self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
-    def new(self, lo: int, count: int, partition: int, producer: int, create_ms: float) -> int:
-        """A batch of records [lo, lo + count); returns its id."""
+    def new(self, lo: int, count: int, partition: int, producer: int, create_ms: float, nbytes: int = -1) -> int:
+        """A batch of records [lo, lo + count) (`nbytes`: its bytes, if known: ``batch_bytes``); returns its id."""
         self.lo.append(lo)
         self.partition.append(partition)
         self.producer.append(producer)
         self.count.append(count)
-        self.bytes.append(self.formats[producer].batch_bytes(lo, count))
+        self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
         self.create_ms.append(create_ms)
-        self.state.append(PENDING)
-        self.attempt.append(0)
-        self.ack_ms.append(np.nan)
-        self.error.append(NONE)
-        self.visible_ms.append(np.nan)
-        self.committed.append(False)
-        self.epoch.append(-1)
-        self.seq.append(-1)
+        state, attempt, ack_ms, error, visible_ms, committed, epoch, seq = _NEW_ROW
+        self.state.append(state)
+        self.attempt.append(attempt)
+        self.ack_ms.append(ack_ms)
+        self.error.append(error)
+        self.visible_ms.append(visible_ms)
+        self.committed.append(committed)
+        self.epoch.append(epoch)
+        self.seq.append(seq)
         return len(self.lo) - 1
+
+    def new_many(self, los, counts, partitions, producer: int, creates, sizes) -> int:
+        """A batch of records [lo, lo + count) of each partition (`sizes`: their bytes, ``batches_bytes``), made in
+        this order; returns the first one's id (the others follow it)."""
+        first = len(self.lo)
+        k = len(los)
+        self.lo.extend(los)
+        self.partition.extend(partitions)
+        self.count.extend(counts)
+        self.bytes.extend(sizes)
+        self.create_ms.extend(creates)
+        for column, row in zip(self._filled, self._new_rows):
+            column.extend(row * k)
+        self.producer.extend(array("h", (producer,)) * k)
+        return first
 
     def __len__(self) -> int:
         return len(self.lo)

@@ -74,9 +74,10 @@ class Accumulator:
             return first, times[last]  # full before linger.ms runs out
         return first, linger
 
-    def take(self, q: PartitionQueue, now: float) -> int:
+    def take(self, q: PartitionQueue, now: float, later: list | None = None) -> int:
         """The batch a drain takes from the queue now (-1: none): its oldest resend, else a new batch of
-        every record arrived so far, up to batch.size."""
+        every record arrived so far, up to batch.size. `later`: a new batch is not made here but its records'
+        range, (queue, first record, one past its last), appended to it (the drain makes those at once)."""
         if q.retry:
             if now < q.backoff_until or (q.probing and q.probe >= 0):
                 return -1
@@ -91,8 +92,10 @@ class Accumulator:
         top = lo + self.cap
         if top > q.end:
             top = q.end
-        hi = bisect_right(times, now, lo, top)
-        q.next = hi
+        hi = q.next = bisect_right(times, now, lo, top)
+        if later is not None:
+            later.append((q, lo, hi))
+            return -1
         return self.batches.new(lo, hi - lo, q.p, self.producer, times[lo])
 
     def cut_expired(self, q: PartitionQueue, now: float, timeout: float) -> list[int]:

@@ -380,22 +380,40 @@ class ProducerClient:
         acc = ps.acc
         queues = acc.queues
         batches = self.batches
+        timeout = cfg.delivery_timeout_ms
+        room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
+        #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
-        limit = cfg.max_request_size
+        cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
+        #                      and their queues' heap entries
         while heap and heap[0][0] <= now:
-            if taken and size + cfg.batch_size > limit:
-                break  # the request is full: the rest wait for the next one
-            _, p, stamp = heappop(heap)
+            entry = heappop(heap)
+            _, p, stamp = entry
             q = queues[p]
             if stamp != q.stamp:
                 continue
+            if taken:  # after the request's first batch: new batches are made at once, below
+                lo = q.next
+                if ps.metadata[p] == node and not q.retry and lo < q.end and acc.times[lo] <= now \
+                        and now - acc.times[lo] < timeout:
+                    if cuts is None:
+                        cuts, filed = [], []
+                    acc.take(q, now, cuts)
+                    filed.append(entry)
+                    continue
+                if cuts:  # anything else: the batches cut before it first
+                    size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+                    cuts = None
+                if size > room:  # the request is full: the rest wait for the next one
+                    heappush(heap, entry)  # (as if not taken out)
+                    break
             if ps.metadata[p] != node:
                 self._arm(ps, q)
                 continue
             touched.append(q)
             while True:
                 b = acc.take(q, now)
-                if b < 0 or now - batches.create_ms[b] < cfg.delivery_timeout_ms:
+                if b < 0 or now - batches.create_ms[b] < timeout:
                     break
                 if q.probe == b:
                     q.probe = -1
@@ -403,6 +421,8 @@ class ProducerClient:
             if b >= 0:
                 taken.append(b)
                 size += batches.bytes[b]
+        if cuts:
+            size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -418,6 +438,34 @@ class ProducerClient:
                 heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
                 break
             heappop(ready)
+
+    def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
+                   room: int, heap: list) -> int:
+        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``), made at once
+        while the request's bytes so far are at most `room`; those that do not fit go back to their queues and their
+        entries `filed` to the heap, as they were. Returns the request's bytes (past `room`: it is full)."""
+        los = [lo for _, lo, _ in cuts]
+        counts = [hi - lo for _, lo, hi in cuts]
+        sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
+        k = len(cuts)
+        for i, nbytes in enumerate(sizes):
+            if size > room:
+                for (q, lo, _), entry in zip(cuts[i:], filed[i:]):
+                    q.next = lo
+                    heappush(heap, entry)
+                k = i
+                break
+            size += nbytes
+        if k:
+            times = ps.acc.times
+            parts = []
+            for q, _, _ in cuts[:k]:
+                touched.append(q)
+                parts.append(q.p)
+            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
+                                          sizes[:k])
+            taken.extend(range(first, first + k))
+        return size
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
@@ -438,17 +486,18 @@ class ProducerClient:
         queues = ps.acc.queues
         answered = cfg.acks != 0  # acks=0: success once it is on the wire; no answer comes
         entries = []
+        attempts, states, partition_of = batches.attempt, batches.state, batches.partition
+        idempotent = cfg.enable_idempotence
         for b in taken:
-            p = batches.partition[b]
-            attempt = batches.attempt[b] + 1
-            batches.attempt[b] = attempt
-            if cfg.enable_idempotence and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
+            p = partition_of[b]
+            attempt = attempts[b] = attempts[b] + 1
+            if idempotent and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
                 batches.epoch[b] = ps.epoch[p]
                 batches.seq[b] = ps.next_seq[p]
                 ps.next_seq[p] += 1
             entries.append((b, attempt))
             if answered:
-                batches.state[b] = INFLIGHT
+                states[b] = INFLIGHT
                 queues[p].inflight += 1
         counters = self.counters
         counters.produce_requests += 1
@@ -492,28 +541,37 @@ class ProducerClient:
             return  # an answer on a connection closed since
         del conn.sent_ms[req]
         conn.failures = 0
-        for b, attempt, error, base in results:
-            self._batch_answered(ps, b, attempt, error, base)
+        self._batches_answered(ps, results)
         if full:  # a slot is free again: the Sender looks
             self._run_once(ps, node)
 
-    def _batch_answered(self, ps: ProducerState, b: int, attempt: int, error: int, base: int) -> None:
+    def _batches_answered(self, ps: ProducerState, results: list) -> None:
+        """Each batch's answer, (batch, attempt, error, base offset), in the request's order: acked, or retried."""
         batches = self.batches
-        if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:
-            return  # an answer to an abandoned attempt
-        p = batches.partition[b]
-        q = ps.acc.queues[p]
-        q.inflight -= 1
-        if error == NONE:
-            batches.state[b] = ACKED
-            batches.ack_ms[b] = self.kernel.now
-            if q.probe == b:  # the resend went through: what waited behind it follows
-                q.probe = -1
-                q.probing = False
-                self._arm(ps, q)
-            if ps.pooled:
-                self._completed(ps, b)
-            return
+        attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
+        queues = ps.acc.queues
+        now = self.kernel.now
+        for b, attempt, error, base in results:
+            if attempts[b] != attempt or states[b] != INFLIGHT:
+                continue  # an answer to an abandoned attempt
+            q = queues[partition_of[b]]
+            q.inflight -= 1
+            if error == NONE:
+                states[b] = ACKED
+                ack_ms[b] = now
+                if q.probe == b:  # the resend went through: what waited behind it follows
+                    q.probe = -1
+                    q.probing = False
+                    self._arm(ps, q)
+                if ps.pooled:
+                    self._completed(ps, b)
+            else:
+                self._batch_failed(ps, b, q, error, base)
+
+    def _batch_failed(self, ps: ProducerState, b: int, q: PartitionQueue, error: int, base: int) -> None:
+        """A batch's answer is an error: it is retried (after new metadata, or at the leader the answer names), or
+        fails for good."""
+        p = q.p
         if error == NOT_LEADER_OR_FOLLOWER:
             if base >= 0:  # KIP-951 (3.7): the answer names the current leader: resend there at once
                 self.counters.producer_leader_hints += 1
