@@ -384,6 +384,8 @@ class ProducerClient:
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
+        cuts: list | None
+        filed: list | None
         cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
         #                      and their queues' heap entries
         while heap and heap[0][0] <= now:
