@@ -11,7 +11,7 @@ KEEP   ?= needed
 CAMPAIGN ?= safety
 SCHEDULES ?= 2500
 
-.PHONY: durability study test test-slow test-browser s3a-jars bench bench-sweep dist lab run clean snapshot campaign validation
+.PHONY: durability study test test-slow test-accelerated accelerate test-browser s3a-jars bench bench-sweep dist lab run clean snapshot campaign validation
 
 # setuptools' notice on every editable install ("Editable installation ... be careful with folders ...") says nothing
 # to act on here: hidden, so the install prints nothing unless something goes wrong
@@ -42,7 +42,17 @@ S3A_JARS := .cache/s3a-jars
 S3A_VERSION := 1.4.5
 S3A_JAR_NAMES := hadoop-aws-3.3.1.jar aws-java-sdk-bundle-1.11.901.jar
 test-slow: $(STAMP)
-	KAFKAMODEL_S3A_JARS=$${KAFKAMODEL_S3A_JARS:-$(CURDIR)/$(S3A_JARS)} $(PY) -m pytest -m slow
+	KAFKAMODEL_S3A_JARS=$${KAFKAMODEL_S3A_JARS:-$(CURDIR)/$(S3A_JARS)} $(PY) -m pytest -m 'slow and not accelerated'
+
+## accelerate: the optional mypyc accelerator (docs/speed.md, "mypyc, measured"): the event loop's modules compiled
+## from the same source into build/accelerated (mypy in its own venv, .cache/mypyc-venv); run a command from there
+## (cd build/accelerated && ../../.venv/bin/python -m kafkamodel bench). The interpreted package is not touched.
+accelerate: $(STAMP)
+	PYTHON=$(PY) tools/build_accelerated.sh
+
+## test-accelerated: build the accelerator into a temporary folder and check that it gives the snapshot's numbers
+test-accelerated: $(STAMP)
+	$(PY) -m pytest -m accelerated
 
 ## s3a-jars: hadoop-aws and the AWS SDK for the object-store test (tests/test_object_store.py), taken from the
 ## PyPI package that carries them (sagemaker-pyspark 1.4.5, 181 MB; Maven Central is not needed)

@@ -136,8 +136,8 @@ class RecordFormat:
         self.codec = codec  # compression.type
         self.ratio = CODECS[codec].ratio
         self.decompress_ms = decompress_ms_per_byte(codec)  # per uncompressed byte
-        self.times = None  # every record's time in the accumulator (array('d')), for timestamp deltas (attach)
-        self.keys = None  # every record's key index (-1: null)
+        self.times: array | None = None  # every record's time in the accumulator, for timestamp deltas (attach)
+        self.keys: np.ndarray | None = None  # every record's key index (-1: null)
         if magic >= 2:
             self.header = RECORD_BATCH_OVERHEAD
             # attributes 1, null key length 1, value length, value, header count 1 (then + timestamp and offset

@@ -11,6 +11,8 @@ clients) and its coordinator (on the broker side).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..config.settings import ConsumerSettings, TopicSettings
@@ -90,7 +92,7 @@ class Replica:
         self.leader_epoch = 0  # latest leader epoch this replica was told
         self.is_leader = False  # this replica believes it leads the partition
         self.leader = -1  # the broker it follows (-1: none known)
-        self.fetcher = None  # as follower: the replica fetcher thread that fetches it (None: none)
+        self.fetcher: Any = None  # as follower: the broker.fetcher.Fetcher thread that fetches it (None: none)
         self.truncating = False  # as follower: it must learn where to truncate (OffsetsForLeaderEpoch) first
         self.delayed_until = 0.0  # as follower: after a fetch error, not fetched before this
         self.lead: LeaderState | None = None  # as leader: what it keeps while it leads (new each time it leads)

@@ -16,6 +16,8 @@ leader that cannot be reached, or does not answer for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..protocol import OffsetForLeaderPartition
 from ..state import Replica
 
@@ -202,6 +204,7 @@ class ReplicaFetcherManager:
             rep = parts.get(p)
             if rep is not None and p not in delayed:
                 entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
+        forgotten: Sequence[int]
         if f.forgotten:
             forgotten, f.forgotten = f.forgotten, []
         else:

@@ -16,6 +16,7 @@ what changed, not how many partitions a session holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
@@ -83,7 +84,7 @@ class SessionManager:
 
     # ---- fetch requests --------------------------------------------------------------------------------------------
 
-    def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: list, full: bool) -> None:
+    def handle_fetch(self, key: tuple, req: int, entries: list, forgotten: Sequence[int], full: bool) -> None:
         """A follower's fetch request, read by a handler thread of the leader: each partition whose offset changed
         (protocol.FETCH_PARTITION), partitions it no longer fetches here, or the whole set (`full`)."""
         ready = self.server.departure
@@ -234,7 +235,7 @@ class SessionManager:
             leo = log.log_end_offset
             offset = offsets[p]
             hw = rep.high_watermark
-            chunk = ()
+            chunk: Sequence[tuple] = ()
             allowance = None if quotas is None else quotas.allowance(p, leader, follower, rep.lead.isr)
             if allowance is not None and allowance <= 0:
                 continue  # throttled and spent: left out of this response
@@ -325,12 +326,13 @@ class SessionManager:
     def wake(self, woken: set) -> None:
         """After a produce request (tryCompleteActions): parked fetches that now find enough are answered."""
         now = self.kernel.now
+        order: Iterable[FetchSession] = woken
         if len(woken) == 2:  # in session order (the usual two followers: one comparison, no sort)
             a, b = woken
-            woken = (a, b) if a.key < b.key else (b, a)
+            order = (a, b) if a.key < b.key else (b, a)
         elif len(woken) > 2:
-            woken = sorted(woken, key=_by_key)
-        for s in woken:
+            order = sorted(woken, key=_by_key)
+        for s in order:
             if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
                 self._answer(s, s.parked, now)
 

@@ -19,6 +19,7 @@ after it.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 INF = float("inf")
@@ -47,7 +48,7 @@ class Accumulator:
 
     __slots__ = ("times", "cap", "linger", "queues", "batches", "producer")
 
-    def __init__(self, producer: int, config, times: list, lo: list, hi: list, batches):
+    def __init__(self, producer: int, config, times: array, lo: list, hi: list, batches):
         self.producer = producer
         self.times = times  # every record's send time (all producers; this one's ranges index into it)
         self.cap = batches.formats[producer].records_per_batch  # records that fit in batch.size

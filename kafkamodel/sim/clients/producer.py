@@ -24,6 +24,7 @@ flight, does not.
 from __future__ import annotations
 
 from bisect import insort
+from collections.abc import Iterator
 from heapq import heappop, heappush
 
 import numpy as np
@@ -70,7 +71,7 @@ class ProducerState:
         self.refresh_armed = False  # a metadata refresh is scheduled or in flight
         self.refresh_stamp = 0  # the metadata request in flight (an answer to an older one, or after a timeout, is void)
         self.last_refresh_ms = float("-inf")  # when the last metadata answer came (Metadata.lastRefreshMs)
-        self.jitter = None  # KIP-580 (3.7+): its backoffs' random factors, draw after draw (ExponentialBackoff)
+        self.jitter: Iterator[float] | None = None  # KIP-580 (3.7+): its backoffs' random factors (ExponentialBackoff)
         self.failed_at: dict[int, int] = {}  # partition -> the broker its last failed batch was sent to
         self.epoch = [0] * partitions  # partition -> producer epoch; bumped when a batch fails for good (KIP-360)
         self.next_seq = [0] * partitions  # partition -> next sequence number in the current epoch
@@ -383,6 +384,8 @@ class ProducerClient:
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
         taken, touched, size = [], [], 0
+        cuts: list | None
+        filed: list | None
         cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
         #                      and their queues' heap entries
         while heap and heap[0][0] <= now:

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from heapq import heappush
 
 import numpy as np
@@ -91,7 +92,7 @@ class Transport:
         self.ingress_free = [0.0] * len(brokers)  # broker -> when its NIC has received everything so far
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
         self.calm = True  # no broker down, paused or isolated, no link cut: messages need no checks
-        self.check = None  # debug: called with each action delivered or fired (the declared handlers' check)
+        self.check: Callable | None = None  # debug: called with each action delivered or fired (the handlers' check)
         self.direct = False  # nothing can drop or hold a message or timer: each goes on the heap as its handler (start)
         self.deliver = self._deliver  # what every message runs on arrival (bound once: it goes on the heap per message)
         self.fire = self._fire  # what every timer runs when due (likewise)

@@ -86,7 +86,7 @@ class PageCache:
         self.cold_before = float("-inf")  # the machine restarted then: nothing written before is cached
         self.quiet_until = 0.0  # the flusher has nothing to do before this while under the background limit
         self.next_mark = 0.0  # the next note in the eviction history is due then
-        self.tail = None  # the newest dirty chunk ...
+        self.tail: list | None = None  # the newest dirty chunk ...
         self.chunk_until = float("-inf")  # ... which writes join until then
         self.admit = 0.0  # past the freerun ceiling: when the writes let through so far have had their turn
 

@@ -37,7 +37,7 @@ _INT64, _INT32, _FLOAT64 = array("q"), array("i"), array("d")  # empty columns a
 #                                                                 costs a quarter of array(typecode): 9,000 logs)
 
 # A record batch in a log as ``Log.entry`` and ``Log.entry_list`` give it: a plain tuple, its fields named by position
-LogEntry = tuple
+LogEntry = tuple[int, int, int, int]
 BASE_OFFSET = 0  # its first offset
 END_OFFSET = 1  # one past its last offset
 LEADER_EPOCH = 2  # the epoch of the leader that wrote it
