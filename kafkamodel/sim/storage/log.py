@@ -18,6 +18,17 @@ leader_epoch, batch)`` for the readers off the hot path (the results, the
 producer state's rebuild, tests). A follower's fetch answer carries a
 ``Chunk``: the leader's rows copied as column slices, appended by ``extend``
 (one batch, the usual answer, as its fields, appended by ``append``).
+
+The first three columns belong to the partition's ``AppendTable``, shared by
+its replicas' logs: in one leader epoch an offset is written once, so replicas
+that agree hold the same rows, and a log's entries are its table's first
+``rows`` rows (only ``append_ms`` is its own: 8 bytes a batch a follower, and
+a follower's append of a row its leader wrote checks it and counts it). A
+write where the table holds other rows (a new leader after a truncation) first
+gives each other log holding them its own copy (``detach``), so an old leader
+that diverged reads its own rows until it truncates; retention on a shared log
+detaches it too (its rows then start elsewhere). Readers take a log's length
+from ``rows``, never from its columns.
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -56,7 +67,7 @@ class AppendTable:
     another log holds with other contents, retention cutting its own prefix) takes its own copy first (``detach``)."""
     __slots__ = ("bases", "epochs", "batch_ids", "logs")
 
-    def __init__(self, bases=None, epochs=None, batch_ids=None):
+    def __init__(self, bases: array | None = None, epochs: array | None = None, batch_ids: array | None = None) -> None:
         self.bases = _INT64.__copy__() if bases is None else bases  # each entry's base offset (int64), in order
         self.epochs = _INT32.__copy__() if epochs is None else epochs  # the leader epoch that wrote it (int32)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
