@@ -55,7 +55,7 @@ def per_record(sim) -> dict:
         log = sim.replicas[part.index][part.last_leader].log
         walk = []  # record indexes of every copy, in log order
         retired = list(zip(*log.retired)) if log.retired is not None else []
-        for base, batch in retired + list(zip(log.bases, log.batch_ids)):
+        for base, batch in retired + list(zip(log.bases[:log.rows], log.batch_ids[:log.rows])):
             if batch < 0:
                 continue
             records = np.arange(b.lo[batch], b.lo[batch] + b.count[batch])

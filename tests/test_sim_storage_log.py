@@ -4,7 +4,7 @@ batch even past the cap ("the first message will be returned even if it exceeds 
 
 from __future__ import annotations
 
-from kafkamodel.sim.storage.log import CONTROL, Log
+from kafkamodel.sim.storage.log import CONTROL, AppendTable, Log
 
 SIZES = [300, 200, 500, 100]  # bytes of batches 0..3
 
@@ -80,3 +80,63 @@ def test_truncation_removes_whole_batches_and_retention_keeps_what_it_deleted():
     assert log.apply_retention(0.0, 26, None, 600) == 2  # 300 and 200 go; 600 left, and 100 without batch 2
     assert log.log_start_offset == 16 and log.entry_list() == [(16, 23, 0, 2), (23, 26, 0, 3)]
     assert [list(c) for c in log.retired] == [[0, 10, 15], [0, 1, CONTROL]]
+
+
+# ---- the partition's append table: replicas that agree share its rows; a log that diverges keeps its own ----------
+
+def test_a_follower_taking_its_leaders_rows_shares_them_and_keeps_only_its_times():
+    table = AppendTable()
+    leader, follower = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
+    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22))):
+        leader.append(base, end, 1, i, 0.0)
+    follower.append(0, 10, 1, 0, 2.0)
+    follower.extend(leader.chunk(1, 3), 3.0)
+    assert len(table.bases) == 3 and follower.table is table  # one copy of the rows for both
+    assert follower.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)] == leader.entry_list()
+    assert list(follower.append_ms) == [2.0, 3.0, 3.0]
+
+
+def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_ones_rows_to_it():
+    # KIP-101's case: the old leader A wrote batch 2 at offset 15 in epoch 1; B, the follower that had only batches 0
+    # and 1, leads epoch 2 and writes batch 3 there. A keeps its batch 2 until it truncates (it answers reads, and
+    # the epoch comparison reads its epochs), then takes B's rows.
+    table = AppendTable()
+    a, b = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
+    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22))):
+        a.append(base, end, 1, i, 0.0)
+    b.extend(a.chunk(0, 2), 1.0)
+    b.append(15, 19, 2, 3, 5.0)
+    assert a.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)]
+    assert b.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 19, 2, 3)]
+    assert a.end_offset_for_epoch(1, a.log_end_offset) == (1, 22) and b.end_offset_for_epoch(1, 19) == (1, 15)
+    assert a.truncate_to(15) == 7
+    base, end, epoch, batch = b.entry(2)
+    a.append(base, end, epoch, batch, 6.0)
+    assert a.entry_list() == b.entry_list() and a.log_end_offset == b.log_end_offset == 19
+
+
+def test_a_truncated_shared_log_writes_its_own_rows_without_changing_the_others():
+    table = AppendTable()
+    a, b = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
+    for log in (a, b):
+        log.append(0, 10, 1, 0, 0.0)
+        log.append(10, 15, 1, 1, 0.0)
+    assert b.truncate_to(10) == 5 and len(table.bases) == 2  # a still holds row 1
+    b.append(10, 12, 2, CONTROL, 1.0)  # b leads epoch 2: its marker where a has batch 1
+    assert a.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1)]
+    assert b.entry_list() == [(0, 10, 1, 0), (10, 12, 2, CONTROL)]
+
+
+def test_retention_on_one_replica_leaves_the_rows_of_the_others_sharing_its_table():
+    table = AppendTable()
+    a, b = (Log(segment_bytes=400, batch_bytes=SIZES, table=table) for _ in range(2))  # a segment per batch
+    for log in (a, b):
+        for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22))):
+            log.append(base, end, 1, i, float(i))
+            log.segment_append(base, i, float(i))
+    assert a.apply_retention(now=10.0, high_watermark=22, retention_ms=None, retention_bytes=600) == 1
+    assert a.log_start_offset == 10 and a.entry_list() == [(10, 15, 1, 1), (15, 22, 1, 2)]
+    assert b.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)]
+    a.append(22, 30, 1, 3, 11.0)
+    b.append(22, 30, 1, 3, 11.0)
+    assert a.entry_list()[-1] == b.entry_list()[-1] == (22, 30, 1, 3)

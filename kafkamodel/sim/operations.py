@@ -59,7 +59,9 @@ class Operations:
                          "reassign": self.begin_reassign, "remove_broker": self.begin_remove_broker,
                          "add_broker": self.begin_add_broker}
         self.replicas = sim.replicas
-        self.new_log = lambda part: Log(part.config.segment_bytes, sim.batches.bytes)
+        # a new replica's log shares the table of the log it will copy (the last elected leader's: log.py)
+        self.new_log = lambda part: Log(part.config.segment_bytes, sim.batches.bytes,
+                                        self.replicas[part.index][part.last_leader].log.table)
         self.quotas = sim.quotas
         self.moving: dict[int, set] = {}  # operation -> partitions it still moves
         replication.reassigned = self.partition_moved

@@ -59,7 +59,7 @@ from .rules.modes import make_mode
 from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
-from .storage.log import Log
+from .storage.log import AppendTable, Log
 from .storage.recovery import LogRecovery
 
 
@@ -103,11 +103,12 @@ class Simulation:
 
         self.workload = build_workload(settings, self.topic_first, self.streams, partitioner)  # the records
         self.batches = Batches([record_format(settings, p) for p in settings.producers])  # filled as producers drain
-        # replicas[p][b]: broker b's replica of partition p
-        self.replicas: list[dict[int, Replica]] = [
-            {b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes)) for b in part.replicas}
-            for part in self.partitions
-        ]
+        # replicas[p][b]: broker b's replica of partition p; a partition's logs share one append table (log.py)
+        self.replicas: list[dict[int, Replica]] = []
+        for part in self.partitions:
+            table = AppendTable()
+            self.replicas.append({b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes, table))
+                                  for b in part.replicas})
         self.replicas_of = ReplicasOf(self.replicas, self.partitions_of)  # broker -> its replicas (periodic tasks)
         self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
                               settings.kafka.hw_held_below_min_isr)

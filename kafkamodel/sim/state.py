@@ -119,7 +119,7 @@ class Replica:
         start = self.lead.epoch_start_offset
         if epoch < 0:
             return -1, -1
-        if not log.bases:  # older than every epoch it has (its current one): ends where that starts
+        if not log.rows:  # older than every epoch it has (its current one): ends where that starts
             return epoch, start
         last = log.last_epoch()
         if epoch > last:  # newer than its log: the log's last epoch ends where the current one starts
@@ -143,7 +143,7 @@ class Replica:
     def restart_log_at(self, start: int) -> None:
         """truncateFullyAndStartAt: the whole log goes (retired, not lost) and starts again at `start`."""
         log = self.log
-        log.retire(len(log.bases))
+        log.retire(log.rows)
         self.truncate_to(log.log_start_offset)
         log.log_start_offset = log.log_end_offset = start
         self.high_watermark = max(self.high_watermark, start)

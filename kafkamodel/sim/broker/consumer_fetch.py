@@ -148,7 +148,7 @@ class ConsumerFetchHandler:
             slices, nxt = [], pos
             bases = log.bases
             ends = bases[i + 1:j + 1]  # each batch ends where the next begins, the last at the LEO
-            if j == len(bases):
+            if j == log.rows:
                 ends.append(log.log_end_offset)
             for base, end, b in zip(bases[i:j], ends, log.batch_ids[i:j]):
                 lo, hi = max(base, nxt), min(end, hw)

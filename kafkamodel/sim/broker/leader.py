@@ -64,9 +64,9 @@ class LeaderRole:
         now = self.kernel.now
         log = rep.log
         bases, ids = log.bases, log.batch_ids
-        n = len(bases)
+        n = log.rows
         # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
-        i = n - 1 if n and bases[-1] == old else log.entry_index(old)
+        i = n - 1 if n and bases[n - 1] == old else log.entry_index(old)
         visible, committed = self.batches.visible_ms, self.batches.committed
         while i < n:
             if bases[i] >= hw:

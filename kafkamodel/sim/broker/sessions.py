@@ -197,7 +197,7 @@ class SessionManager:
             # would pass the cap, so there is enough if it stops short or its bytes reach the cap
             _, end, size = log.read(offset, leo, need - got, False)
             got += size
-            if got >= need or end < len(log.bases):
+            if got >= need or end < log.rows:
                 return True
         return False
 
@@ -249,7 +249,7 @@ class SessionManager:
                 if j > i:
                     bases = log.bases  # a log.Chunk: one batch as its fields (the usual answer), several as slices
                     if j == i + 1:
-                        chunk = (bases[i], log.epochs[i], log.batch_ids[i], bases[j] if j < len(bases) else leo)
+                        chunk = (bases[i], log.epochs[i], log.batch_ids[i], bases[j] if j < log.rows else leo)
                     else:
                         chunk = log.chunk(i, j)
                     if size and log.append_ms[i] < cut:

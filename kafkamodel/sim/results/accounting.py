@@ -53,7 +53,7 @@ class FinalLogs:
         self._bases = None  # (first_base, last_base), made when first asked for: 16 bytes a batch
         for part in end.partitions:
             final = end.replicas[part.index][part.last_leader].log
-            if not final.bases and final.retired is None:
+            if not final.rows and final.retired is None:
                 continue  # a partition that never held a record (most, in a large idle cluster)
             self.finals.append(final)
             ids = _data_ids(final)
@@ -104,7 +104,7 @@ class FinalLogs:
 def _log_column(final, name: str, retired: int) -> np.ndarray:
     """A final log's column (``Log.bases`` or ``Log.batch_ids``) as int64, the entries retention deleted first
     (`retired`: their column's position in ``Log.retired``; what retention deleted was there, not lost)."""
-    out = np.frombuffer(getattr(final, name), dtype=np.int64 if name == "bases" else np.int32)
+    out = np.frombuffer(getattr(final, name), dtype=np.int64 if name == "bases" else np.int32)[:final.rows]
     if final.retired is not None:
         out = np.concatenate((np.frombuffer(final.retired[retired], dtype=out.dtype), out))
     return out.astype(np.int64)

@@ -258,7 +258,7 @@ def _divergence(end: RunEnd, part) -> tuple[int, int]:
     truncated yet), summed over replicas.
     """
     reps = [end.replicas[part.index][b] for b in part.replicas]
-    if not any(rep.log.bases for rep in reps):
+    if not any(rep.log.rows for rep in reps):
         return 0, 0  # no entries: nothing to differ on (diverging_ranges of an empty log is empty)
     committed, uncommitted = [], 0
     for x in range(len(reps)):

@@ -36,7 +36,7 @@ class LeaderEpochTruncation:
         self.kip279 = kip279  # 2.0+: answers carry the epoch; the follower compares and asks again
 
     def begin(self, follower, rep: Replica) -> None:
-        if not rep.log.bases:
+        if not rep.log.rows:
             follower.start_fetching(rep)
             return
         follower.start_truncating(rep)
@@ -47,7 +47,7 @@ class LeaderEpochTruncation:
         if self.kip279 or found < 0:
             return found, end
         log = leader.log
-        oldest = log.epochs[0] if log.epochs else leader.leader_epoch
+        oldest = log.epochs[0] if log.rows else leader.leader_epoch
         return (-1, -1) if epoch < oldest else (found, end)  # 0.11: older than its log: undefined
 
     def target(self, rep: Replica, epoch: int, end: int) -> int:
@@ -60,7 +60,7 @@ class LeaderEpochTruncation:
 
     def ask_again(self, rep: Replica, asked: int, epoch: int) -> bool:
         """KIP-279: the leader answered an older epoch and our log still ends in a later one."""
-        return self.kip279 and 0 <= epoch != asked and bool(rep.log.bases) and rep.log.last_epoch() > epoch
+        return self.kip279 and 0 <= epoch != asked and rep.log.rows > 0 and rep.log.last_epoch() > epoch
 
 
 def make_truncation(name: str, kip279: bool = True):

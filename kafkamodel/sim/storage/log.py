@@ -18,6 +18,17 @@ leader_epoch, batch)`` for the readers off the hot path (the results, the
 producer state's rebuild, tests). A follower's fetch answer carries a
 ``Chunk``: the leader's rows copied as column slices, appended by ``extend``
 (one batch, the usual answer, as its fields, appended by ``append``).
+
+The first three columns belong to the partition's ``AppendTable``, shared by
+its replicas' logs: in one leader epoch an offset is written once, so replicas
+that agree hold the same rows, and a log's entries are its table's first
+``rows`` rows (only ``append_ms`` is its own: 8 bytes a batch a follower, and
+a follower's append of a row its leader wrote checks it and counts it). A
+write where the table holds other rows (a new leader after a truncation) first
+gives each other log holding them its own copy (``detach``), so an old leader
+that diverged reads its own rows until it truncates; retention on a shared log
+detaches it too (its rows then start elsewhere). Readers take a log's length
+from ``rows``, never from its columns.
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -49,15 +60,32 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 Chunk = tuple
 
 
-class Log:
-    __slots__ = ("bases", "epochs", "batch_ids", "append_ms", "log_start_offset", "log_end_offset", "flushed_offset",
-                 "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
+class AppendTable:
+    """A partition's rows (base offset, leader epoch, batch id) as columns, shared by the replicas' logs that hold
+    them: a log's entries are its table's first ``Log.rows`` rows. In one leader epoch an offset is written once,
+    so replicas that agree share one table; a log whose rows would differ from another holder's (a write at a row
+    another log holds with other contents, retention cutting its own prefix) takes its own copy first (``detach``)."""
+    __slots__ = ("bases", "epochs", "batch_ids", "logs")
 
-    def __init__(self, segment_bytes: int, batch_bytes):
-        self.bases = _INT64.__copy__()  # each entry's base offset (int64), in offset order
-        self.epochs = _INT32.__copy__()  # the leader epoch that wrote it (int32)
-        self.batch_ids = _INT32.__copy__()  # the producer batch it holds (a batch table index, int32), or CONTROL
-        self.append_ms = _FLOAT64.__copy__()  # when it reached this broker's page cache (float64)
+    def __init__(self, bases: array | None = None, epochs: array | None = None, batch_ids: array | None = None) -> None:
+        self.bases = _INT64.__copy__() if bases is None else bases  # each entry's base offset (int64), in order
+        self.epochs = _INT32.__copy__() if epochs is None else epochs  # the leader epoch that wrote it (int32)
+        self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
+        self.logs: list[Log] = []  # the logs holding a prefix of these rows
+
+
+class Log:
+    __slots__ = ("bases", "epochs", "batch_ids", "rows", "table", "append_ms", "log_start_offset", "log_end_offset",
+                 "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
+
+    def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
+        self.table = AppendTable() if table is None else table  # the partition's rows, shared with its replicas
+        self.table.logs.append(self)
+        self.bases = self.table.bases  # the table's columns (its rows past ``rows`` are not this log's)
+        self.epochs = self.table.epochs
+        self.batch_ids = self.table.batch_ids
+        self.rows = 0  # this log's entries: the table's first `rows` rows
+        self.append_ms = _FLOAT64.__copy__()  # when each reached this broker's page cache (float64, `rows` of them)
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
@@ -72,8 +100,7 @@ class Log:
 
     def end_of(self, i: int) -> int:
         """End offset of entry `i` (one past its last offset): the next entry's base, or the LEO."""
-        bases = self.bases
-        return bases[i + 1] if i + 1 < len(bases) else self.log_end_offset
+        return self.bases[i + 1] if i + 1 < self.rows else self.log_end_offset
 
     def entry(self, i: int) -> LogEntry:
         """Entry `i` as a LogEntry tuple."""
@@ -81,24 +108,24 @@ class Log:
 
     def entry_list(self, start: int = 0) -> list[LogEntry]:
         """The entries from index `start` on as LogEntry tuples (for the readers off the hot path)."""
-        bases = self.bases
-        ends = bases[start + 1:]
-        if start < len(bases):
+        bases, n = self.bases, self.rows
+        ends = bases[start + 1:n]
+        if start < n:
             ends.append(self.log_end_offset)
-        return list(zip(bases[start:], ends, self.epochs[start:], self.batch_ids[start:]))
+        return list(zip(bases[start:n], ends, self.epochs[start:n], self.batch_ids[start:n]))
 
     def last_epoch(self) -> int:
         """Leader epoch of the last entry (-1 for an empty log)."""
-        return self.epochs[-1] if self.epochs else -1
+        return self.epochs[self.rows - 1] if self.rows else -1
 
     def entry_index(self, offset: int) -> int:
         """Index of the entry holding `offset` (or the first one after it)."""
-        bases = self.bases
-        i = bisect_right(bases, offset) - 1
+        n = self.rows
+        i = bisect_right(self.bases, offset, 0, n) - 1
         if i < 0:
             return 0
         # the next entry starts past `offset`: entry i holds it unless it is the last and the log ends at or below it
-        return i if i + 1 < len(bases) or self.log_end_offset > offset else i + 1
+        return i if i + 1 < n or self.log_end_offset > offset else i + 1
 
     def read(self, offset: int, max_offset: int, max_bytes: int, min_one: bool) -> tuple[int, int, int]:
         """Kafka's Log.read: whole batches from the one holding `offset`, those starting below `max_offset`
@@ -107,9 +134,9 @@ class Log:
         Returns (first index, end index, bytes): the batches are rows first..end-1; an end short of the
         log's last entry below `max_offset` means the next batch did not fit."""
         bases = self.bases
-        n = len(bases)
+        n = self.rows
         # a reader usually lacks just the last entry: found without a search (entry_index)
-        i = n - 1 if n and bases[-1] == offset else self.entry_index(offset)
+        i = n - 1 if n and bases[n - 1] == offset else self.entry_index(offset)
         bytes_of, ids = self.batch_bytes, self.batch_ids
         j, size = i, 0
         while j < n:
@@ -127,7 +154,7 @@ class Log:
     def chunk(self, i: int, j: int) -> Chunk:
         """Rows i..j-1 (i + 1 < j) as a follower's fetch answer carries them (``Chunk``; one row: its fields)."""
         bases = self.bases
-        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], bases[j] if j < len(bases) else self.log_end_offset
+        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], bases[j] if j < self.rows else self.log_end_offset
 
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
@@ -144,11 +171,11 @@ class Log:
         (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
         every epoch here gives (`epoch`, where the first one starts); an undefined epoch, an empty log or an
         epoch newer than the last, (-1, -1) (KIP-279's UNDEFINED)."""
-        epochs = self.epochs
-        if epoch < 0 or not epochs or epoch > epochs[-1]:
+        epochs, n = self.epochs, self.rows
+        if epoch < 0 or not n or epoch > epochs[n - 1]:
             return -1, -1
         bases = self.bases
-        for i in range(len(epochs) - 1, -1, -1):
+        for i in range(n - 1, -1, -1):
             e = epochs[i]
             if e <= epoch:
                 return e, end
@@ -159,7 +186,7 @@ class Log:
         """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""
         end = self.log_end_offset
         epochs, bases = self.epochs, self.bases
-        for i in range(len(epochs) - 1, -1, -1):
+        for i in range(self.rows - 1, -1, -1):
             if epochs[i] <= epoch:
                 break
             end = bases[i]
@@ -175,21 +202,63 @@ class Log:
     # ---- writing ---------------------------------------------------------------------------------------------
 
     def append(self, base: int, end: int, epoch: int, batch: int, now: float) -> None:
-        """Append a batch at the LEO (`base` is the LEO): offsets base..end-1, written in `epoch`."""
-        self.bases.append(base)
-        self.epochs.append(epoch)
-        self.batch_ids.append(batch)
+        """Append a batch at the LEO (`base` is the LEO): offsets base..end-1, written in `epoch`. A row the
+        table already has with these fields (a follower taking what its leader wrote) is only counted."""
+        r = self.rows
+        bases = self.bases
+        if r == len(bases):
+            bases.append(base)
+            self.epochs.append(epoch)
+            self.batch_ids.append(batch)
+        elif bases[r] != base or self.batch_ids[r] != batch or self.epochs[r] != epoch:
+            self._overwrite(r)
+            self.bases.append(base)
+            self.epochs.append(epoch)
+            self.batch_ids.append(batch)
+        self.rows = r + 1
         self.append_ms.append(now)
         self.log_end_offset = end
 
     def extend(self, chunk: Chunk, now: float) -> None:
         """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
         bases, epochs, ids, end = chunk
-        self.bases += bases
-        self.epochs += epochs
-        self.batch_ids += ids
-        self.append_ms.extend(repeat(now, len(bases)))
+        r, n = self.rows, len(bases)
+        if r != len(self.bases) and (self.bases[r:r + n] != bases or self.batch_ids[r:r + n] != ids
+                                     or self.epochs[r:r + n] != epochs):
+            self._overwrite(r)
+        if r == len(self.bases):
+            self.bases += bases
+            self.epochs += epochs
+            self.batch_ids += ids
+        self.rows = r + n
+        self.append_ms.extend(repeat(now, n))
         self.log_end_offset = end
+
+    def _overwrite(self, r: int) -> None:
+        """This log writes at row `r`, which its table holds with other contents: the logs that hold it take their
+        own copy of their rows, and the table's rows from `r` on go."""
+        table = self.table
+        for log in [log for log in table.logs if log is not self and log.rows > r]:
+            log.detach()
+        del table.bases[r:], table.epochs[r:], table.batch_ids[r:]
+
+    def detach(self) -> None:
+        """Take a copy of this log's rows as its own table (another holder of its table is about to change them)."""
+        old, n = self.table, self.rows
+        if len(old.logs) == 1:
+            return
+        old.logs.remove(self)
+        table = self.table = AppendTable(old.bases[:n], old.epochs[:n], old.batch_ids[:n])
+        table.logs.append(self)
+        self.bases, self.epochs, self.batch_ids = table.bases, table.epochs, table.batch_ids
+
+    def _drop_rows_from(self, i: int) -> None:
+        """Drop this log's rows from `i` on (the table's too, when no other log holds them)."""
+        self.rows = i
+        del self.append_ms[i:]
+        table = self.table
+        if all(log.rows <= i for log in table.logs):
+            del table.bases[i:], table.epochs[i:], table.batch_ids[i:]
 
     def needs_flush(self, flush_messages: int) -> bool:
         """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
@@ -213,7 +282,7 @@ class Log:
             return 0
         i = self.entry_index(offset)  # an entry straddling `offset` goes whole, as Kafka drops whole batches
         leo = self.bases[i] if i else self.log_start_offset  # (i < len: entry i holds `offset`, below the LEO)
-        del self.bases[i:], self.epochs[i:], self.batch_ids[i:], self.append_ms[i:]
+        self._drop_rows_from(i)
         self.producers = None  # the idempotence state is rebuilt from what remains
         self.segments = None
         old = self.log_end_offset
@@ -252,7 +321,8 @@ class Log:
 
     def _rebuild_segments(self) -> None:
         self.segments = []
-        for base, b, at in zip(self.bases, self.batch_ids, self.append_ms):
+        n = self.rows
+        for base, b, at in zip(self.bases[:n], self.batch_ids[:n], self.append_ms):
             self.segment_append(base, b, at)
 
     def apply_retention(self, now: float, high_watermark: int, retention_ms: float | None,
@@ -276,6 +346,8 @@ class Log:
             start = segs[cut][0]
             k = self.entry_index(start)
             self.retire(k)
+            self.detach()  # its rows from now on start at another row than the other holders'
             del self.bases[:k], self.epochs[:k], self.batch_ids[:k], self.append_ms[:k], segs[:cut]
+            self.rows -= k
             self.log_start_offset = start
         return cut

@@ -43,7 +43,7 @@ def segment_starts(log: Log) -> list[int]:
     starts: list[int] = []
     sizes, limit = log.batch_bytes, log.segment_bytes
     fill = 0
-    for i, b in enumerate(log.batch_ids):
+    for i, b in enumerate(log.batch_ids[:log.rows]):
         size = sizes[b] if b >= 0 else 0
         if not starts or fill + size > limit:
             starts.append(i)
@@ -67,7 +67,7 @@ def recovery_point_at(log: Log, t: float) -> int:
 def unrecovered(log: Log, checkpoint: int, evicted_before: float) -> tuple[int, int, int]:
     """What recovery re-reads of this log: (bytes, of them not in the page cache, segments), from the segment
     holding `checkpoint` (clamped to the log end, as LogLoader does) to the end."""
-    if not log.bases:
+    if not log.rows:
         return 0, 0, 0
     starts = segment_starts(log)
     offset = min(checkpoint, log.log_end_offset)
@@ -80,7 +80,7 @@ def unrecovered(log: Log, checkpoint: int, evicted_before: float) -> tuple[int, 
     total = uncached = 0
     times = log.append_ms
     ids = log.batch_ids
-    for i in range(first, len(ids)):
+    for i in range(first, log.rows):
         b = ids[i]
         if b >= 0:
             total += sizes[b]
