@@ -247,11 +247,7 @@ class SessionManager:
                 if allowance is not None:
                     quotas.took(p, leader, follower, size, rep.lead.isr)
                 if j > i:
-                    bases = log.bases  # a log.Chunk: one batch as its fields (the usual answer), several as slices
-                    if j == i + 1:
-                        chunk = (bases[i], log.epochs[i], log.batch_ids[i], bases[j] if j < log.rows else leo)
-                    else:
-                        chunk = log.chunk(i, j)
+                    chunk = log.chunk(i, j)  # one batch as its fields (the usual answer), several as slices
                     if size and log.append_ms[i] < cut:
                         uncached += log.bytes_written_before(i, j, cut)
                 total += size

@@ -152,9 +152,13 @@ class Log:
         return i, j, size
 
     def chunk(self, i: int, j: int) -> Chunk:
-        """Rows i..j-1 (i + 1 < j) as a follower's fetch answer carries them (``Chunk``; one row: its fields)."""
+        """Rows i..j-1 (i < j) as a follower's fetch answer carries them (``Chunk``): one row as its fields (the
+        usual answer; ``append`` takes them), several as column slices (``extend``)."""
         bases = self.bases
-        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], bases[j] if j < self.rows else self.log_end_offset
+        end = bases[j] if j < self.rows else self.log_end_offset
+        if j == i + 1:
+            return bases[i], self.epochs[i], self.batch_ids[i], end
+        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], end
 
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
