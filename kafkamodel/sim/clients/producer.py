@@ -296,15 +296,27 @@ class ProducerClient:
         """The run ended: the slots of records application threads never sent are dropped (the ranges shrink to
         what was filled)."""
         w = self.workload
-        if not any(ps.app is not None for ps in self.states):
-            return
-        sizes = w.hi - w.lo
+        if any(ps.app is not None for ps in self.states):
+            sizes = w.hi - w.lo
+            for ps in self.states:
+                if ps.app is not None:
+                    sizes[ps.index] = ps.app.filled - w.lo[ps.index]
+            self._relayout(sizes)
+            self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
+            self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
+        self._release()
+
+    def _release(self) -> None:
+        """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
+        times (8 bytes a record; the results read the workload's send_ms), an application thread's send order and
+        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns."""
+        del self.times[:]  # (the same array the accumulators and record formats hold: emptied in place)
+        for f in self.batches.formats:
+            f.attach(None, None)
         for ps in self.states:
+            ps.watch = None
             if ps.app is not None:
-                sizes[ps.index] = ps.app.filled - w.lo[ps.index]
-        self._relayout(sizes)
-        self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
-        self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
+                ps.app.order = ps.app.arrivals = None
 
     # ---- the accumulator's queues and the sender's wake-ups --------------------------------------------------
 
