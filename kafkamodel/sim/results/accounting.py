@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..protocol import ACKED, FAILED, INFLIGHT, NONE, PENDING
+from ..protocol import ACKED, FAILED, INFLIGHT, PENDING
 
 
 
@@ -44,8 +44,8 @@ class FinalLogs:
     group's delivery), the base offset of its first and last copy."""
 
     def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
-        """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s, the last row included)."""
-        nb = self.rows = len(end.batches) + 1  # the last: records never drained into a batch
+        """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s)."""
+        nb = self.rows = len(end.batches)
         self.presence = np.zeros(nb, dtype=np.int16)  # copies (the per-record table's `copies` type)
         self.out_of_order = np.zeros(nb, dtype=np.int32)  # records of its copies after a later one of its producer's
         #                                                   (at most its count times its copies)
@@ -120,45 +120,43 @@ def _data_ids(final, with_bases: bool = False):
     return ids[data], _log_column(final, "bases", 0)[data]
 
 
-def _column(cells, last, dtype) -> np.ndarray:
-    """A batch table's column (a list or an array.array) as an array of `dtype`, with `last` as one more row."""
-    out = np.empty(len(cells) + 1, dtype=dtype)
-    out[:-1] = cells
-    out[-1] = last
-    return out
+def _view(cells, dtype=None) -> np.ndarray:
+    """A batch table's column (an ``array.array``) as a NumPy array over the same memory (its own type, or `dtype`
+    of the same width): no copy, so the account costs what the final logs add, not a second batch table. (While
+    a view lives its column cannot grow: the account is made once the run has ended.)"""
+    return np.frombuffer(cells, dtype=dtype or cells.typecode) if len(cells) else np.zeros(0, dtype or cells.typecode)
 
 
 @dataclass(frozen=True)
 class BatchAccount:
-    """Every batch's fate and its copies, with one more row (the last) for the records no batch took (still in
-    the accumulator at the end: never sent). Sums of ``count`` over rows give the summary's record counts."""
+    """Every batch's fate and its copies, a row per batch (the batch table's columns themselves, read in place),
+    and ``undrained``: the records no batch took (still in the accumulator at the end: never sent). Sums of
+    ``count`` over rows give the summary's record counts."""
 
-    count: np.ndarray  # int32: records in the batch
-    partition: np.ndarray  # int32: global partition index (-1: the last row)
-    producer: np.ndarray  # int16 (the batch table's type; -1: the last row)
-    lo: np.ndarray  # int32 (int64 from 2^31 records on): its first record (workload index)
+    count: np.ndarray  # records in the batch (the batch table's type: int16 or int32)
+    partition: np.ndarray  # global partition index (int16 or int32)
+    producer: np.ndarray  # int16
+    lo: np.ndarray  # its first record (workload index): the batch table's type
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
     committed: np.ndarray  # bool
-    ack_ms: np.ndarray  # float64: NaN where not acknowledged
+    ack_ms: np.ndarray  # float64: when acknowledged (read it through ``ack_ms_of``: NaN where not acknowledged)
     visible_ms: np.ndarray  # float64
-    error: np.ndarray  # int8
+    error: np.ndarray  # int16 (Kafka's error codes)
+    undrained: int  # records no batch took
     logs: FinalLogs
 
     @classmethod
     def of(cls, end) -> "BatchAccount":
         b = end.batches
-        drained = int(np.sum(b.count)) if len(b) else 0
-        state = _column(b.state, PENDING, np.int8)
-        acked = state == ACKED
-        ack_ms = _column(b.ack_ms, np.nan, np.float64)
-        ack_ms[~acked] = np.nan
-        count = _column(b.count, end.workload.records - drained, np.int32)
-        lo = _column(b.lo, 0, np.int32 if end.workload.records < 2**31 else np.int64)  # (lo + count <= records)
-        producer = _column(b.producer, -1, np.int16)
-        return cls(count=count, partition=_column(b.partition, -1, np.int32), producer=producer, lo=lo,
-                   state=state, committed=_column(b.committed, False, bool), ack_ms=ack_ms,
-                   visible_ms=_column(b.visible_ms, np.nan, np.float64),
-                   error=_column(b.error, NONE, np.int8), logs=FinalLogs(end, lo, count, producer))
+        count, lo, producer = _view(b.count), _view(b.lo), _view(b.producer)
+        undrained = end.workload.records - int(count.sum(dtype=np.int64))
+        return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
+                   committed=_view(b.committed, bool), ack_ms=_view(b.ack_ms), visible_ms=_view(b.visible_ms),
+                   error=_view(b.error), undrained=undrained, logs=FinalLogs(end, lo, count, producer))
+
+    def ack_ms_of(self, rows: np.ndarray) -> np.ndarray:
+        """The acknowledgement times of the batches `rows` (a new array): NaN where not acknowledged."""
+        return np.where(self.state[rows] == ACKED, self.ack_ms[rows], np.nan)
 
     # ---- masks over the rows ----------------------------------------------------------------------------------
 
@@ -186,16 +184,12 @@ class BatchAccount:
         return int(self.count[mask].sum(dtype=np.int64))
 
     def per_partition(self, mask: np.ndarray, partitions: int) -> np.ndarray:
-        """Records in the rows of `mask`, per global partition (the last row has none: its records are counted by
-        ``undrained``)."""
-        rows = mask.copy()
-        rows[-1] = False
-        return np.bincount(self.partition[rows], weights=self.count[rows], minlength=partitions).astype(np.int64)
+        """Records in the rows of `mask`, per global partition (the records no batch took are not in any:
+        ``undrained_per_partition``)."""
+        return np.bincount(self.partition[mask], weights=self.count[mask], minlength=partitions).astype(np.int64)
 
     def per_producer(self, mask: np.ndarray, producers: int) -> np.ndarray:
-        rows = mask.copy()
-        rows[-1] = False
-        return np.bincount(self.producer[rows], weights=self.count[rows], minlength=producers).astype(np.int64)
+        return np.bincount(self.producer[mask], weights=self.count[mask], minlength=producers).astype(np.int64)
 
     def lost(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Row masks: acknowledged and absent, committed and absent, duplicated."""
@@ -210,7 +204,7 @@ class BatchAccount:
 def undrained_per_partition(total: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:
     """Records still in the accumulator at the end, per partition: each partition's records (`total`, the
     workload's per partition) less those its batches took."""
-    taken = account.per_partition(np.ones(len(account.count), dtype=bool), partitions)
+    taken = np.bincount(account.partition, weights=account.count, minlength=partitions).astype(np.int64)
     return total - taken
 
 
@@ -241,7 +235,7 @@ def group_delivery(end, g, account: BatchAccount) -> dict:
     for p, start in g.origin.items():
         origin[p] = start
     logs = account.logs
-    rows = np.flatnonzero(logs.presence[:-1] > 0)
+    rows = np.flatnonzero(logs.presence > 0)
     part = account.partition[rows]
     rows = rows[reached[part] > origin[part]]
     part = account.partition[rows]
@@ -287,9 +281,7 @@ def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     paused = dict(g.paused_ms)
     for p, since in g.unowned_from.items():
         paused[p] += end_ms - since
-    rows = np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms)
-    rows[-1] = False
-    rows = np.flatnonzero(rows)
+    rows = np.flatnonzero(np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms))
     by_time = np.argsort(account.visible_ms[rows], kind="stable")
     seen = account.visible_ms[rows][by_time]
     visible = np.cumsum(account.count[rows][by_time], dtype=np.int64)  # records visible by each visible time

@@ -27,8 +27,7 @@ reported at the end of every run (and after every event with
 
 from __future__ import annotations
 
-from collections import defaultdict
-from itertools import compress
+import numpy as np
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -144,27 +143,47 @@ def no_committed_record_lost(sim) -> list[str]:
     is down, though the controller keeps it as leader until its session expires: its unflushed tail is gone, and
     that loses nothing while an ISR member holds the batches (the controller elects one of them). An unclean
     election, which sets the ISR to the new leader alone, loses what that leader lacks; so does KIP-966's election
-    of a last known leader whose log a power loss shortened, and so does a leader that truncated them away."""
-    part_of = sim.batches.partition
-    wanted: dict[int, list] = defaultdict(list)  # partition -> its committed batches (in order of the first)
-    for b in compress(range(len(part_of)), sim.batches.committed):
-        wanted[part_of[b]].append(b)
-    problems = []
-    for p, batches in wanted.items():
+    of a last known leader whose log a power loss shortened, and so does a leader that truncated them away.
+
+    Read as a mask over the batch table (a byte a batch: a log holds only its partition's batches, so one mask
+    serves every partition), marked from the logs of the partitions that hold a committed batch; the problems come
+    in order of each partition's first committed batch."""
+    batches = sim.batches
+    n = len(batches)
+    committed = np.frombuffer(batches.committed, dtype=bool) if n else np.zeros(0, dtype=bool)  # (0 or 1: a view)
+    part_of = np.frombuffer(batches.partition, dtype=batches.partition.typecode) if n else np.zeros(0, dtype=np.int32)
+    wanted = np.zeros(len(sim.partitions), dtype=bool)  # partitions with a committed batch
+    for a in range(0, n, _BLOCK):
+        wanted[part_of[a:a + _BLOCK][committed[a:a + _BLOCK]]] = True
+    held = np.zeros(n, dtype=bool)
+    holders_of = {}
+    for p in np.flatnonzero(wanted).tolist():
         part = sim.partitions[p]
-        holders = may_lead(sim, part)
-        missing = set(batches)
+        holders = holders_of[p] = may_lead(sim, part)
         for r in holders:
             log = sim.replicas[p][r].log
-            missing = missing.difference(log.batch_ids[:log.rows])
+            ids = np.frombuffer(log.batch_ids, dtype=np.int32)[:log.rows]
+            held[ids[ids >= 0]] = True
             if log.retired is not None:
-                missing = missing.difference(log.retired[1])
-            if not missing:
-                break
-        if missing:
-            records = sum(sim.batches.count[b] for b in missing)
-            problems.append(f"{part.name}: {records} committed records missing from {_named(holders, part)}")
+                held[np.frombuffer(log.retired[1], dtype=np.int32)] = True
+    held &= committed
+    missing = np.flatnonzero(committed ^ held)  # committed and in no holder's log
+    if not len(missing):
+        return []
+    first = np.full(len(sim.partitions), n, dtype=np.int64)  # each partition's first committed batch
+    covered = np.flatnonzero(committed)
+    np.minimum.at(first, part_of[covered], covered)
+    records = np.bincount(part_of[missing], weights=np.frombuffer(batches.count, dtype=batches.count.typecode)[missing],
+                          minlength=len(sim.partitions)).astype(np.int64)
+    lacking = np.unique(part_of[missing])
+    problems = []
+    for p in lacking[np.argsort(first[lacking], kind="stable")].tolist():
+        part = sim.partitions[p]
+        problems.append(f"{part.name}: {int(records[p])} committed records missing from {_named(holders_of[p], part)}")
     return problems
+
+
+_BLOCK = 1 << 20  # batches read at a time where a step's temporaries would follow the batch table
 
 
 def _named(holders: tuple[int, ...], part) -> str:

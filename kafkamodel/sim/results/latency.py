@@ -20,10 +20,11 @@ def _chunks(counts: np.ndarray, size: int):
     """Slices of consecutive rows whose counts add up to about `size` (a row larger than `size` alone)."""
     if not len(counts):
         return
-    reach = np.cumsum(counts)
+    # (int32 while the rows' records fit it and a chunk past the last: half the bytes of int64)
+    reach = np.cumsum(counts, dtype=np.int32 if counts.sum(dtype=np.int64) < 2**31 - size else np.int64)
     start = 0
     while start < len(counts):
-        base = reach[start - 1] if start else 0
+        base = int(reach[start - 1]) if start else 0
         stop = max(int(np.searchsorted(reach, base + size, side="right")), start + 1)
         yield slice(start, stop)
         start = stop
@@ -34,15 +35,15 @@ def stream_batches(end, account) -> dict:
     covered) and, with operations, the produce latency of the acknowledged records sent in their window."""
     w = end.workload
     acked, visible = account.acked, ~np.isnan(account.visible_ms)
-    acked[-1] = visible[-1] = False  # (the records no batch took: never sent)
-    rows = np.flatnonzero(acked | visible)
-    if len(acked) < 2**31:
-        rows = rows.astype(np.int32)  # (half the bytes while the chunks are taken: a production run has millions)
     produce = LatencyHistogram(exact_top(account.records(acked)))
     e2e = LatencyHistogram(exact_top(account.records(visible)))
     window = end.operations["window"]
     # (its p99.9 and maximum exact: as many top values kept as the p99.9 of every acknowledged record needs)
     during = LatencyHistogram(exact_top(account.records(acked))) if window is not None else None
+    acked |= visible
+    del visible
+    rows = _nonzero(acked)
+    del acked
     counts = account.count[rows]
     for part in _chunks(counts, CHUNK):
         chunk, n = rows[part], counts[part]
@@ -51,7 +52,7 @@ def stream_batches(end, account) -> dict:
         firsts += np.arange(total)  # each record's workload index
         send = w.send_ms[firsts]
         del firsts
-        ack = np.repeat(account.ack_ms[chunk], n)
+        ack = np.repeat(account.ack_ms_of(chunk), n)
         ack -= send
         took = ~np.isnan(ack)
         produce.add(ack[took])
@@ -63,6 +64,16 @@ def stream_batches(end, account) -> dict:
         seen -= send
         e2e.add(seen[~np.isnan(seen)])
     return {"produce": produce, "e2e": e2e, "during": during}
+
+
+def _nonzero(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)``, int32 while the mask is shorter than 2^31, found a block at a time (a production
+    run has millions of batches: the int64 indexes of all of them at once would cost twice the result)."""
+    if len(mask) >= 2**31:
+        return np.flatnonzero(mask)
+    block = 1 << 20
+    parts = [np.flatnonzero(mask[a:a + block]).astype(np.int32) + np.int32(a) for a in range(0, len(mask), block)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
 
 def stream_group(g, send_ms: np.ndarray) -> LatencyHistogram:

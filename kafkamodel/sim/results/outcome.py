@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.collector import collector_paused
-from ..protocol import ACKED, ERRORS, FAILED
+from ..protocol import ACKED, ERRORS, FAILED, NONE, PENDING
 from .accounting import BatchAccount, group_delivery, group_lag, undrained_per_partition
 from .invariants import log_diverging_ranges
 from .measures import GROUP_SUMMARY, INVARIANT_VIOLATION, SUMMARY_KEYS, TABLES, Counters
@@ -187,44 +187,52 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
     copies) of every record, or of the records `idx` (workload indexes, ascending), each record taking its
     batch's fate (the records never drained: pending, absent)."""
     w = end.workload
-    nb = len(account.count) - 1
     logs = account.logs
     if idx is None:
         rb = end.batches.of_records(w.records)
-        rb[rb < 0] = nb
         position = np.arange(w.records, dtype=np.int64)
     else:
         rb = _batches_holding(account, idx)
         position = idx.copy()
-    rec_state = account.state[rb]
-    error_codes = np.where(rec_state == FAILED, account.error[rb], -1).astype(np.int8)
+    none = rb < 0  # records no batch took: pending, absent
+    rec_state = _per_record(account.state, rb, none, PENDING)
+    error_codes = np.where(rec_state == FAILED, _per_record(account.error, rb, none, NONE), -1).astype(np.int8)
     acked = rec_state == ACKED
-    del rec_state
-    rec_presence = logs.presence[rb]  # (int16, the copies column's type)
+    rec_presence = _per_record(logs.presence, rb, none, 0)  # (int16, the copies column's type)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
-    position -= account.lo[rb]  # the record's place in its batch
+    position -= _per_record(account.lo, rb, none, 0)  # the record's place in its batch
     # (the copies' base offsets, 16 bytes a batch, are made only for a table that has rows)
     first_base, last_base = (logs.first_base, logs.last_base) if len(rb) else (np.empty(0, np.int64),) * 2
-    offset = first_base[rb]
+    offset = _per_record(first_base, rb, none, -1)
     offset += position
     offset[rec_presence == 0] = -1
-    last_offset = last_base[rb]
+    last_offset = _per_record(last_base, rb, none, -1)
     last_offset += position
     last_offset[rec_presence == 0] = -1
     del position  # (each per-record temporary goes once used: the peak is their sum)
-    rec_ack = account.ack_ms[rb]  # NaN where not acknowledged
-    rec_visible = account.visible_ms[rb]
+    rec_ack = _per_record(account.ack_ms, rb, none, np.nan)
+    rec_ack[rec_state != ACKED] = np.nan  # NaN where not acknowledged
+    del rec_state
+    rec_visible = _per_record(account.visible_ms, rb, none, np.nan)
     return {"acked": acked, "ack_ms": rec_ack, "error": error_codes, "offset": offset, "last_offset": last_offset,
             "visible_ms": rec_visible, "copies": rec_presence}
 
 
+def _per_record(column: np.ndarray, rb: np.ndarray, none: np.ndarray, default) -> np.ndarray:
+    """Each record's batch's value of a per-batch `column` (`rb`: the records' batches), `default` for the records
+    no batch took (`none`); a new array."""
+    out = column[rb] if len(column) else np.empty(len(rb), dtype=column.dtype)
+    out[none] = default
+    return out
+
+
 def _batches_holding(account: BatchAccount, idx: np.ndarray) -> np.ndarray:
-    """The batch (account row) holding each record of `idx`; the last row for a record no batch took."""
-    nb = len(account.count) - 1
-    rb = np.full(len(idx), nb, dtype=np.int64)
+    """The batch (account row) holding each record of `idx`; -1 for a record no batch took."""
+    nb = len(account.count)
+    rb = np.full(len(idx), -1, dtype=np.int64)
     if nb and len(idx):
-        order = np.argsort(account.lo[:-1], kind="stable")
-        starts = account.lo[:-1][order]
+        order = np.argsort(account.lo, kind="stable")
+        starts = account.lo[order]
         at = np.searchsorted(starts, idx, side="right") - 1
         candidate = order[np.maximum(at, 0)]
         inside = (at >= 0) & (idx < account.lo[candidate] + account.count[candidate])
@@ -404,12 +412,12 @@ def build_result(end: RunEnd) -> Result:
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
     kept = slice(None) if mode == "all" else idx
     key_codes, key_names = _key_categories(w.key[kept])
-    partition = w.partition[kept]
+    partition = w.partition_at(kept)
     records = pd.DataFrame({
         "topic": pd.Categorical.from_codes(topic_of[partition], categories=topics),
         "partition": number_of[partition],
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
-        "producer": w.producer[kept],
+        "producer": w.producer_at(kept),
         "send_ms": w.send_ms[kept],
         **{name: table[name] for name in ("acked", "ack_ms")},
         "error": pd.Categorical.from_codes(table["error"], categories=list(ERRORS)),
