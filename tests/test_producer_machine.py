@@ -142,6 +142,36 @@ def test_an_open_loop_producer_blocks_only_once_its_pool_is_full(record_us):
     assert over["records_sent"] < 0.5 * 20000 * 3.0
 
 
+@pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
+def test_keyed_records_an_application_thread_takes_over_keep_their_keys(max_block_ms, monkeypatch):
+    """An open-loop keyed producer over its pool: from the take-over each record gets its slot again as send() lets
+    it go. With max.block.ms past the run's end each keeps the slot (and key) it had: the run is the same as one
+    that gives every record's key again. With 5 ms send()s fail and the records after one move a slot down, so
+    their keys must go with them: left in place, the records table differs. Either way each record sent is in the
+    partition Kafka's murmur2 gives its key."""
+    from kafkamodel.sim.clients.partitioner import murmur2
+    from kafkamodel.sim.clients.producer import ProducerClient
+    from snapshot import capture
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "max.block.ms": max_block_ms, "keys": {"cardinality": 500}}], 3000.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    r = simulate(s)
+    # the keys given again, or not: the same run when no send() fails; a wrong one when some do
+    monkeypatch.setattr(ProducerClient, "_may_fail", lambda self, ps: max_block_ms < 3000.0)
+    assert capture(simulate(s)) == capture(r)
+    monkeypatch.setattr(ProducerClient, "_may_fail", lambda self, ps: max_block_ms > 3000.0)
+    assert (capture(simulate(s)) == capture(r)) == (max_block_ms > 3000.0)
+    s = r.summary
+    assert s["producer_buffer_wait_ms"] > 300.0  # the application thread took over: send() blocked
+    assert (s["buffer_exhausted_records"] > 0) == (max_block_ms < 3000.0)
+    sent = r.records[~np.isnan(r.records.send_ms)]
+    assert len(sent) > 10000
+    keys = sent.key.astype(str)
+    assert (sent.partition.to_numpy() == [(murmur2(k.encode()) & 0x7FFFFFFF) % 5 for k in keys]).all()
+
+
 @pytest.mark.parametrize("version,partitioner", [("2.6", None), ("4.1", None), ("2.0", None), ("3.0", "round_robin")])
 def test_a_closed_loop_send_order_is_the_partitioners_choice_record_by_record(version, partitioner):
     """The send order made as runs or a cycle (slots.SendOrder) gives each record the partition Kafka's partitioner

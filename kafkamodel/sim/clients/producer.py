@@ -229,7 +229,10 @@ class ProducerClient:
         drained = len(rest) - int(waiting.sum())  # appended at this very instant and drained (no send() cost)
         rest, parts = rest[waiting], parts[waiting]
         arrivals = np.sort(times[rest]) - cost  # when each send() would have been called
-        keys = w.key[rest] if ps.config.key_cardinality is not None else None
+        # each record's key goes with it only if a send() may fail (the records after it in its partition then take
+        # the slots one earlier); else each takes the slot it has, whose key is its own already (the j-th of a
+        # partition's remaining records in send order takes its j-th remaining slot)
+        keys = w.key[rest] if ps.config.key_cardinality is not None and self._may_fail(ps) else None
         counts = np.bincount(parts, minlength=len(self.partitions))
         filled = w.hi[i] - counts  # a partition's remaining records are its last slots
         times[rest] = np.inf
@@ -245,6 +248,11 @@ class ProducerClient:
             if q.next < q.end:
                 self._arm(ps, q)
         self._application(ps)
+
+    def _may_fail(self, ps: ProducerState) -> bool:
+        """Whether a send() of the producer's application thread, blocked from now on, can fail (max.block.ms) before
+        the run ends."""
+        return self.kernel.now + ps.config.max_block_ms <= self.duration
 
     def _grow(self, app: ApplicationThread, k: int) -> None:
         """The application thread is about to send its k-th record and its slots hold fewer: they grow to hold its
@@ -263,20 +271,21 @@ class ProducerClient:
             sizes[ps.index] = a.order.counts(a.covered, sizes.shape[1])
         self._relayout(sizes)
 
-    def _relayout(self, sizes: np.ndarray) -> None:
+    def _relayout(self, sizes: np.ndarray, times: bool = True) -> None:
         """The workload's slots take `sizes` per producer and partition (``slots.resize``); every record index held
-        moves with its range: the accumulator's times and queues, the application threads' next free slots, the
-        batches' first records."""
+        moves with its range: the accumulator's times (unless `times` is False: released, the run is over) and
+        queues, the application threads' next free slots, the batches' first records."""
         w = self.workload
         shift, move = w.resize(sizes)
-        view = np.frombuffer(self.times, dtype=np.float64)
-        moved = move(view, np.inf)
-        del view
-        del self.times[:]  # the same array, which the accumulators and record formats hold
-        self.times.frombytes(memoryview(moved).cast("B"))
-        del moved
-        for f in self.batches.formats:
-            f.attach(self.times, w.key)
+        if times:
+            view = np.frombuffer(self.times, dtype=np.float64)
+            moved = move(view, np.inf)
+            del view
+            del self.times[:]  # the same array, which the accumulators and record formats hold
+            self.times.frombytes(memoryview(moved).cast("B"))
+            del moved
+            for f in self.batches.formats:
+                f.attach(self.times, w.key)
         flat = shift.ravel()
         batches = self.batches
         batches.fit_records(w.records)
@@ -297,15 +306,27 @@ class ProducerClient:
         """The run ended: the slots of records application threads never sent are dropped (the ranges shrink to
         what was filled)."""
         w = self.workload
-        if not any(ps.app is not None for ps in self.states):
-            return
-        sizes = w.hi - w.lo
+        self._release()  # (first: the accumulator's times are not moved with the slots below)
+        if any(ps.app is not None for ps in self.states):
+            sizes = w.hi - w.lo
+            for ps in self.states:
+                if ps.app is not None:
+                    sizes[ps.index] = ps.app.filled - w.lo[ps.index]
+            self._relayout(sizes, times=False)
+            self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
+            self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
+
+    def _release(self) -> None:
+        """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
+        times (8 bytes a record; the results read the workload's send_ms), an application thread's send order and
+        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns."""
+        del self.times[:]  # (the same array the accumulators and record formats hold: emptied in place)
+        for f in self.batches.formats:
+            f.attach(None, None)
         for ps in self.states:
+            ps.watch = None
             if ps.app is not None:
-                sizes[ps.index] = ps.app.filled - w.lo[ps.index]
-        self._relayout(sizes)
-        self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
-        self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
+                ps.app.order = ps.app.arrivals = None
 
     # ---- the accumulator's queues and the sender's wake-ups --------------------------------------------------
 

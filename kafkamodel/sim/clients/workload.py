@@ -59,6 +59,22 @@ class Workload:
         producers, partitions = cells.shape
         return np.repeat(np.tile(np.arange(partitions, dtype=np.int32), producers), cells.ravel())
 
+    def producer_at(self, records) -> np.ndarray:
+        """The producer index (int16) of each of `records` (global indexes, or a slice: ``producer``'s), without
+        every record's."""
+        if isinstance(records, slice):
+            return self.producer[records]
+        ends = (self.hi - self.lo).sum(axis=1).cumsum()
+        return np.searchsorted(ends, records, side="right").astype(np.int16)
+
+    def partition_at(self, records) -> np.ndarray:
+        """The global partition (int32) of each of `records` (global indexes, or a slice: ``partition``'s), without
+        every record's."""
+        if isinstance(records, slice):
+            return self.partition[records]
+        cell = np.searchsorted(self.hi.ravel(), records, side="right")  # (an empty range's hi is the next one's lo)
+        return (cell % self.hi.shape[1]).astype(np.int32)
+
     def partition_of(self, producer: int, records: np.ndarray) -> np.ndarray:
         """The global partition (int32) of each of `records`, indexes of the producer's records."""
         return np.searchsorted(self.hi[producer], records, side="right").astype(np.int32)

@@ -412,12 +412,12 @@ def build_result(end: RunEnd) -> Result:
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
     kept = slice(None) if mode == "all" else idx
     key_codes, key_names = _key_categories(w.key[kept])
-    partition = w.partition[kept]
+    partition = w.partition_at(kept)
     records = pd.DataFrame({
         "topic": pd.Categorical.from_codes(topic_of[partition], categories=topics),
         "partition": number_of[partition],
         "key": pd.Categorical.from_codes(key_codes, categories=key_names),
-        "producer": w.producer[kept],
+        "producer": w.producer_at(kept),
         "send_ms": w.send_ms[kept],
         **{name: table[name] for name in ("acked", "ack_ms")},
         "error": pd.Categorical.from_codes(table["error"], categories=list(ERRORS)),
