@@ -115,6 +115,24 @@ def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_on
     assert a.entry_list() == b.entry_list() and a.log_end_offset == b.log_end_offset == 19
 
 
+def test_a_follower_extended_with_other_rows_than_its_table_holds_leaves_those_rows_to_the_old_leader():
+    # the old leader A and its follower B share rows 0-1; A also has batch 2 at offset 15 (epoch 1). B then follows
+    # C, which leads epoch 2 and wrote batches 3 and 4 from offset 15: B's extend with C's two rows replaces the
+    # table's row 2 for itself, and A keeps its batch 2 (its own copy) until it truncates
+    table = AppendTable()
+    a, b = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
+    c = Log(segment_bytes=1 << 30, batch_bytes=SIZES)
+    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22))):
+        a.append(base, end, 1, i, 0.0)
+    b.extend(a.chunk(0, 2), 1.0)
+    for base, end, epoch, batch in ((0, 10, 1, 0), (10, 15, 1, 1), (15, 19, 2, 3), (19, 21, 2, 4)):
+        c.append(base, end, epoch, batch, 2.0)
+    b.extend(c.chunk(2, 4), 3.0)
+    assert b.entry_list() == c.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 19, 2, 3), (19, 21, 2, 4)]
+    assert a.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)] and a.table is not b.table
+    assert list(b.append_ms) == [1.0, 1.0, 3.0, 3.0] and b.log_end_offset == 21
+
+
 def test_a_truncated_shared_log_writes_its_own_rows_without_changing_the_others():
     table = AppendTable()
     a, b = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))

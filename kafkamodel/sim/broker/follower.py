@@ -73,48 +73,42 @@ class FollowerRole:
             rep = mine.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
                 continue
-            if error == NONE:
-                log = rep.log
-                if chunk:
-                    bases, epochs, ids, end = chunk  # a log.Chunk
-                    if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
-                        if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
-                            changed[p] = True
-                            continue
-                        log.append(bases, end, epochs, ids, now)
-                        if retention_on:
-                            log.segment_append(bases, ids, now)
-                        if ids >= 0:
-                            size += bytes_of[ids]
-                    else:
-                        if bases[0] != log.log_end_offset:
-                            changed[p] = True
-                            continue
-                        log.extend(chunk, now)
-                        if retention_on:
-                            for base, b in zip(bases, ids):
-                                log.segment_append(base, b, now)
-                        for b in ids:
-                            if b >= 0:
-                                size += bytes_of[b]
-                    log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
-                    if flush_messages and log.needs_flush(flush_messages):
-                        log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
-                        fsync += next(self.fsync)
-                        flushed = True
-                    changed[p] = True
+            if error != NONE:
+                self._refused(f, rep, p, error, log_start_offset, log_end_offset, now)
+                continue
+            log = rep.log
+            if chunk:
+                bases, epochs, ids, end = chunk  # a log.Chunk
+                if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
+                    if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
+                        changed[p] = True
+                        continue
+                    log.append(bases, end, epochs, ids, now)
+                    if ids >= 0:
+                        size += bytes_of[ids]
+                    if retention_on:
+                        log.segment_append(bases, ids, now)
+                else:
+                    if bases[0] != log.log_end_offset:
+                        changed[p] = True
+                        continue
+                    log.extend(chunk, now)
+                    for b in ids:
+                        if b >= 0:
+                            size += bytes_of[b]
+                    if retention_on:
+                        for base, b in zip(bases, ids):
+                            log.segment_append(base, b, now)
+                log.producers = None  # a follower's producer state is rebuilt from its log if it comes to lead
+                if flush_messages and log.needs_flush(flush_messages):
+                    log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
+                    fsync += next(self.fsync)
+                    flushed = True
+                changed[p] = True
+                rep.high_watermark = hw if hw < end else end  # the LEO now (capped at ours)
+            else:
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
-            elif error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
-                self.truncate(rep, log_end_offset, "offset out of range: to leader's log end offset")
-                f.changed[p] = True
-            elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
-                rep.restart_log_at(log_start_offset)
-                self.event(TRUNCATION, p, rep.broker,
-                           f"below the leader's log start: log restarts at {log_start_offset}")
-                f.changed[p] = True
-            else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
-                self.fetchers.delay(f, rep, now)
         # the thread reads the answer into its heap, writes the records into the page cache (throttled when too
         # much is dirty) and fsyncs what it must; then it goes on at once
         blocked = fsync
@@ -133,6 +127,19 @@ class FollowerRole:
             self.hw_learned(f.follower, parts)
         # (processFetchRequest goes through every partition of the answer: those with records append them)
         self.fetchers.request(f, self.response_ms + self.partition_ms * len(parts) + self.byte_ms * size, blocked)
+
+    def _refused(self, f, rep: Replica, p: int, error: int, log_start_offset: int, log_end_offset: int,
+                 now: float) -> None:
+        """A partition of the answer came with an error instead of records."""
+        if error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
+            self.truncate(rep, log_end_offset, "offset out of range: to leader's log end offset")
+            f.changed[p] = True
+        elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
+            rep.restart_log_at(log_start_offset)
+            self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {log_start_offset}")
+            f.changed[p] = True
+        else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
+            self.fetchers.delay(f, rep, now)
 
     def handle_epoch_answer(self, key: tuple, req: int, answers: list) -> None:
         """OffsetsForLeaderEpoch answered, an EpochEndOffset each: truncate where the leader says (KIP-101, KIP-279)."""

@@ -11,6 +11,8 @@ sync, of ``lag``. The requests a leader serves are apart: produce (``produce``),
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..protocol import NONE, NOT_LEADER_OR_FOLLOWER, EpochEndOffset
 from ..results.measures import BECOME_LEADER, ISR_EXPAND, ISR_SHRINK
 from ..state import Replica
@@ -61,21 +63,29 @@ class LeaderRole:
         if hw <= old:
             return
         rep.high_watermark = hw
-        now = self.kernel.now
         log = rep.log
-        bases, ids = log.bases, log.batch_ids
+        bases = log.bases
         n = log.rows
-        # the HW usually stood at the last entry's base: found without a search (Log.entry_index)
-        i = n - 1 if n and bases[n - 1] == old else log.entry_index(old)
-        visible, committed = self.batches.visible_ms, self.batches.committed
-        while i < n:
-            if bases[i] >= hw:
-                break
-            b = ids[i]
-            if b >= 0 and not committed[b]:
-                committed[b] = True
-                visible[b] = now
-            i += 1
+        # the entries it newly covers, from the one holding the old HW (Log.entry_index's; the old HW is below
+        # the LEO, which the HW never passes): usually one or two, the old HW at one of the last entries' bases
+        i = n - 1
+        if i > 0 and bases[i] > old:
+            i = bisect_right(bases, old, 0, i) - 1
+            if i < 0:
+                i = 0
+        if i >= 0 and bases[i] < hw:
+            ids = log.batch_ids
+            batches = self.batches
+            committed = batches.committed
+            now = self.kernel.now
+            while True:
+                b = ids[i]
+                if b >= 0 and not committed[b]:
+                    committed[b] = True
+                    batches.visible_ms[b] = now
+                i += 1
+                if i == n or bases[i] >= hw:
+                    break
         lead = rep.lead
         p = rep.partition  # the followers' sessions learn it with their next answer (it does not end a long poll)
         for s in lead.sessions.values():

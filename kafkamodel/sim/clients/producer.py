@@ -288,9 +288,10 @@ class ProducerClient:
                 f.attach(self.times, w.key)
         flat = shift.ravel()
         batches = self.batches
+        batches.fit_records(w.records)
         if batches.lo:
             cell = np.asarray(batches.producer, dtype=np.int64) * shift.shape[1] + np.asarray(batches.partition)
-            lo = np.frombuffer(batches.lo, dtype=np.int64)  # a view: moved in place, as others hold the column
+            lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)  # a view: moved in place
             lo += flat[cell]
             del lo
         for ps in self.states:
@@ -318,8 +319,11 @@ class ProducerClient:
     def _release(self) -> None:
         """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
         times (8 bytes a record; the results read the workload's send_ms), an application thread's send order and
-        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns."""
+        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns; without a records table
+        (results.records: none) the records' keys (4 bytes a record: the record formats were their only reader)."""
         del self.times[:]  # (the same array the accumulators and record formats hold: emptied in place)
+        if self.settings.results_records == "none":
+            self.workload.key = None
         for f in self.batches.formats:
             f.attach(None, None)
         for ps in self.states:

@@ -63,10 +63,10 @@ class IsrMode:
         return not self.hw_held and len(rep.lead.isr) < self.partitions[rep.partition].min_isr
 
     def new_high_watermark(self, rep: Replica) -> int:
+        """The HW the ISR's LEOs allow (their minimum, the leader's own included); at most the current HW while
+        the ISR is below min.insync.replicas (3.7+), asked only when the minimum would move it."""
         lead = rep.lead
         isr = lead.isr
-        if self.hw_held and len(isr) < self.partitions[rep.partition].min_isr:
-            return rep.high_watermark
         hw = rep.log.log_end_offset
         leo = lead.follower_leo
         me = rep.broker
@@ -75,6 +75,8 @@ class IsrMode:
                 v = leo.get(f, -1)
                 if v < hw:
                     hw = v
+        if self.hw_held and hw > rep.high_watermark and len(isr) < self.partitions[rep.partition].min_isr:
+            return rep.high_watermark
         return hw
 
 

@@ -227,10 +227,13 @@ class Log:
         """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
         bases, epochs, ids, end = chunk
         r, n = self.rows, len(bases)
-        if r != len(self.bases) and (self.bases[r:r + n] != bases or self.batch_ids[r:r + n] != ids
-                                     or self.epochs[r:r + n] != epochs):
+        own = self.bases
+        if r == len(own):
+            own += bases
+            self.epochs += epochs
+            self.batch_ids += ids
+        elif own[r:r + n] != bases or self.batch_ids[r:r + n] != ids or self.epochs[r:r + n] != epochs:
             self._overwrite(r)
-        if r == len(self.bases):
             self.bases += bases
             self.epochs += epochs
             self.batch_ids += ids
