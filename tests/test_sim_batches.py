@@ -76,3 +76,50 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
     assert first == 0 and len(many) == len(sizes)
     for column in Batches.__slots__[:-3]:
         assert getattr(many, column).tobytes() == getattr(one, column).tobytes(), column
+
+
+@pytest.mark.parametrize("magic,value,cardinality,batch_size", [
+    (2, 100, None, 16384), (2, 1024, 10 ** 7, 65536), (2, 1, 10 ** 7, 1 << 20), (2, 300_000, 10, 16384),
+    (1, 100, 10 ** 6, 16384), (0, 10, None, 1 << 20)])
+def test_no_batch_is_larger_than_its_formats_bound_for_the_batch_tables_int32_sizes(magic, value, cardinality,
+                                                                                   batch_size):
+    """``max_batch_bytes`` bounds every batch (the batch table keeps sizes in int32 below it): a full batch of the
+    format's longest keys and a timestamp delta of ten days, counted by Kafka's record format (``kafka_format``)."""
+    f = RecordFormat(magic, value, cardinality, "none", batch_size)
+    n = f.records_per_batch
+    key = None if cardinality is None else f"key-{cardinality - 1}".encode()
+    if magic >= 2:
+        worst = 61 + sum(v2_record(i, 10 * 86_400_000, key, value) for i in range(n))
+    else:
+        worst = n * legacy_record(magic, key, value)
+    assert worst <= f.max_batch_bytes
+    assert Batches([f]).bytes.typecode == "i"
+
+
+def test_the_batch_table_widens_where_int32_could_overflow():
+    """A format whose batches could pass 2^31 - 1 bytes keeps sizes in int64; first records (``lo``) are int32 below
+    2^31 records, and widen, keeping their values, when the workload grows past it; partitions and records per
+    batch int16 where they fit it."""
+    huge = RecordFormat(2, 100, None, "none", 2**31 - 1)
+    assert huge.max_batch_bytes > 2**31 - 1
+    assert Batches([huge]).bytes.typecode == "q"
+    small = RecordFormat(2, 100, None, "none", 16384)
+    assert Batches([small], 2**31).lo.typecode == "q"
+    batches = Batches([small], 2**31 - 1)
+    assert batches.lo.typecode == "i" and batches.seq.typecode == "i"
+    batches.new(2**31 - 2, 1, 0, 0, 0.0, 200)
+    batches.fit_records(2**31 - 1)
+    assert batches.lo.typecode == "i"
+    batches.fit_records(2**31)
+    assert batches.lo.typecode == "q" and batches.lo.tolist() == [2**31 - 2]
+    batches.new(2**31, 1, 0, 0, 0.0, 200)
+    assert batches.lo.tolist() == [2**31 - 2, 2**31]
+    # partitions int16 up to 32,767 of them; a batch's records int16 while no format's batch takes more
+    assert Batches([small], 0, 2**15 - 1).partition.typecode == "h"
+    assert Batches([small], 0, 2**15).partition.typecode == "i"
+    many = RecordFormat(2, 1, None, "none", 1 << 20)  # 1-byte values: about 130,000 records a batch
+    assert many.records_per_batch > 2**15 - 1
+    assert Batches([small]).count.typecode == "h" and Batches([small, many]).count.typecode == "i"
+    wide = Batches([many])
+    wide.new(0, many.records_per_batch, 0, 0, 0.0, 1 << 20)
+    assert wide.count.tolist() == [many.records_per_batch]

@@ -127,7 +127,7 @@ class RecordFormat:
     batch.size holds."""
 
     __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys",
-                 "records_per_batch", "record_bytes", "record_size")
+                 "records_per_batch", "record_bytes", "record_size", "max_batch_bytes")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
         self.magic = magic
@@ -160,6 +160,10 @@ class RecordFormat:
         self.records_per_batch = self._capacity(batch_size, mean_key)
         # buffer.memory per record: Kafka's BufferPool gives each batch batch.size (or one record's size, if larger)
         self.record_bytes = max(batch_size, self.header + self.per + mean_key) / self.records_per_batch
+        # no batch is larger (``batch_bytes``, uncompressed: a codec only shrinks it): at most records_per_batch
+        # records, each its `per` bytes and at most 64 more (a key's 4 + 19 digits, varints of a timestamp delta 10,
+        # an offset delta 5 and a record's length 5)
+        self.max_batch_bytes = self.header + self.records_per_batch * (self.per + 64)
 
     def _capacity(self, batch_size: int, key: float) -> int:
         """Records a batch takes before it is full (MemoryRecordsBuilder.hasRoomFor: the first always; then while
@@ -231,19 +235,30 @@ def record_format(settings, producer) -> RecordFormat:
 
 # a new batch's state, attempt, ack_ms, error, visible_ms, committed, epoch and seq (Batches._filled)
 _NEW_ROW = (PENDING, 0, np.nan, NONE, np.nan, 0, -1, -1)
+INT16_MAX, INT32_MAX = 2**15 - 1, 2**31 - 1
+
+
+def index_type(records: int) -> str:
+    """The ``array`` type of a column of record indexes among `records`: int32 while they fit it, else int64."""
+    return "i" if records <= INT32_MAX else "q"
 
 
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "create_ms", "state", "attempt", "ack_ms", "error",
                  "visible_ms", "committed", "epoch", "seq", "formats", "_filled", "_new_rows")
 
-    def __init__(self, formats: list[RecordFormat]):
+    def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
+        """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
+        cluster's (they never change)."""
         self.formats = formats  # producer -> its record format (batch bytes)
-        self.lo = array("q")  # its first record
-        self.partition = array("i")  # global partition index
+        self.lo = array(index_type(records))  # its first record (int32 while the run has fewer than 2^31 records)
+        self.partition = array("h" if partitions <= INT16_MAX else "i")  # global partition index (int16 up to 32,767)
         self.producer = array("h")  # producer index (int16, as the workload's)
-        self.count = array("i")  # records
-        self.bytes = array("q")  # bytes on the wire and on disk
+        # records: int16 while no producer's batch takes more (``RecordFormat.records_per_batch``, the drain's cap)
+        self.count = array("h" if all(f.records_per_batch <= INT16_MAX for f in formats) else "i")
+        # bytes on the wire and on disk: int32, as Kafka's sizeInBytes, unless some producer's largest batch
+        # (``RecordFormat.max_batch_bytes``) could pass it
+        self.bytes = array("i" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
         self.create_ms = array("d")  # its first record's send time (delivery.timeout.ms counts from here)
         self.state = array("b")  # PENDING, INFLIGHT, ACKED or FAILED
         self.attempt = array("i")  # sends so far
@@ -252,7 +267,9 @@ class Batches:
         self.visible_ms = array("d")  # first time a leader's HW covered it
         self.committed = array("b")  # some leader's HW covered it (1) or not yet (0)
         self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
-        self.seq = array("q")  # sequence number, given at its first send in an epoch (batches go out in order)
+        # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
+        # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
+        self.seq = array("i")
         self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.committed, self.epoch,
                         self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
@@ -293,6 +310,12 @@ class Batches:
 
     def __len__(self) -> int:
         return len(self.lo)
+
+    def fit_records(self, records: int) -> None:
+        """The workload now holds `records` records: ``lo`` widens to int64 if they no longer fit int32 (its readers
+        take the column from here, not a copy of their own)."""
+        if self.lo.typecode != index_type(records):
+            self.lo = array("q", self.lo)
 
     def decompress_ms(self, b: int) -> float:
         """CPU ms a broker spends decompressing batch b to validate it (LogValidator; 0 uncompressed): its records'

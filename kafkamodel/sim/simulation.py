@@ -102,7 +102,8 @@ class Simulation:
             for part in self.partitions)
 
         self.workload = build_workload(settings, self.topic_first, self.streams, partitioner)  # the records
-        self.batches = Batches([record_format(settings, p) for p in settings.producers])  # filled as producers drain
+        self.batches = Batches([record_format(settings, p) for p in settings.producers],  # filled as producers drain
+                               self.workload.records, len(self.partitions))
         # replicas[p][b]: broker b's replica of partition p; a partition's logs share one append table (log.py)
         self.replicas: list[dict[int, Replica]] = []
         for part in self.partitions:

@@ -32,7 +32,7 @@ class GroupCoordinator:
         self.kernel = sim.kernel
         self.send = sim.transport.send
         self.draw = sim.transport.draws[CONSUMER_CONN]
-        self.batch_lo = sim.batches.lo
+        self.batches = sim.batches  # (its ``lo``: each batch's first record)
         self.event = sim.recorder.event
         n = sim.workload.records
         self.groups: list[Group] = []
@@ -117,7 +117,7 @@ class GroupCoordinator:
             return False
         g.committed.update(offsets)
         if output is not None:
-            g.mark_processed(self.batch_lo, *output)
+            g.mark_processed(self.batches.lo, *output)
         return True
 
     def handle_commit_sync(self, gi, mi, token, generation, offsets, slices) -> None:

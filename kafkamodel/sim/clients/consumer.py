@@ -80,7 +80,7 @@ class KafkaConsumer:
         self.kernel = sim.kernel
         self.send = sim.transport.send
         self.partitions = sim.partitions
-        self.batch_lo = sim.batches.lo
+        self.batches = sim.batches  # (its ``lo``: each batch's first record)
         self.event = sim.recorder.event
         self.coordinator = coordinator
         self.groups: list[Group] = coordinator.groups
@@ -281,7 +281,7 @@ class KafkaConsumer:
         if policy == "atomic":
             self._commit(g, m, positions, output=(t0, slices, None))
         else:
-            g.mark_processed(self.batch_lo, t0, slices, None)
+            g.mark_processed(self.batches.lo, t0, slices, None)
             if policy == "after_processing":
                 self._commit(g, m, positions)
         self.poll(g, m, m.token)
@@ -314,7 +314,7 @@ class KafkaConsumer:
             t0, slices, _ = m.processing
             proc = g.config.processing_ms
             done = int((now - t0) / proc) if proc > 0 else sum(s[2] - s[1] for s in slices)
-            g.mark_processed(self.batch_lo, t0, slices, done)
+            g.mark_processed(self.batches.lo, t0, slices, done)
         m.processing = None
         m.alive = False
         m.busy = False

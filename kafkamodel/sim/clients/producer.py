@@ -288,9 +288,10 @@ class ProducerClient:
                 f.attach(self.times, w.key)
         flat = shift.ravel()
         batches = self.batches
+        batches.fit_records(w.records)
         if batches.lo:
             cell = np.asarray(batches.producer, dtype=np.int64) * shift.shape[1] + np.asarray(batches.partition)
-            lo = np.frombuffer(batches.lo, dtype=np.int64)  # a view: moved in place, as others hold the column
+            lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)  # a view: moved in place
             lo += flat[cell]
             del lo
         for ps in self.states:

@@ -133,8 +133,8 @@ class BatchAccount:
     and ``undrained``: the records no batch took (still in the accumulator at the end: never sent). Sums of
     ``count`` over rows give the summary's record counts."""
 
-    count: np.ndarray  # int32: records in the batch
-    partition: np.ndarray  # int32: global partition index
+    count: np.ndarray  # records in the batch (the batch table's type: int16 or int32)
+    partition: np.ndarray  # global partition index (int16 or int32)
     producer: np.ndarray  # int16
     lo: np.ndarray  # its first record (workload index): the batch table's type
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED

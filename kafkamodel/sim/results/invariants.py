@@ -151,7 +151,7 @@ def no_committed_record_lost(sim) -> list[str]:
     batches = sim.batches
     n = len(batches)
     committed = np.frombuffer(batches.committed, dtype=bool) if n else np.zeros(0, dtype=bool)  # (0 or 1: a view)
-    part_of = np.frombuffer(batches.partition, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+    part_of = np.frombuffer(batches.partition, dtype=batches.partition.typecode) if n else np.zeros(0, dtype=np.int32)
     wanted = np.zeros(len(sim.partitions), dtype=bool)  # partitions with a committed batch
     for a in range(0, n, _BLOCK):
         wanted[part_of[a:a + _BLOCK][committed[a:a + _BLOCK]]] = True
@@ -173,7 +173,7 @@ def no_committed_record_lost(sim) -> list[str]:
     first = np.full(len(sim.partitions), n, dtype=np.int64)  # each partition's first committed batch
     covered = np.flatnonzero(committed)
     np.minimum.at(first, part_of[covered], covered)
-    records = np.bincount(part_of[missing], weights=np.frombuffer(batches.count, dtype=np.int32)[missing],
+    records = np.bincount(part_of[missing], weights=np.frombuffer(batches.count, dtype=batches.count.typecode)[missing],
                           minlength=len(sim.partitions)).astype(np.int64)
     lacking = np.unique(part_of[missing])
     problems = []
