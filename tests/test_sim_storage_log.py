@@ -96,28 +96,6 @@ def test_a_follower_taking_its_leaders_rows_shares_them_and_keeps_only_its_times
     assert list(follower.append_ms) == [2.0, 3.0, 3.0]
 
 
-def test_a_follower_takes_what_it_was_answered_read_from_its_table_or_checked_after_a_rewrite():
-    # A leads and B follows, sharing one table. An answer read from it at B's next row is B's next rows (one batch
-    # or several); an answer read before A truncated and wrote other rows there is checked row by row: B appends
-    # what the answer carried (A's old batch 2) and A keeps its new row in its own copy
-    table = AppendTable()
-    a, b = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
-    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22), (22, 30))):
-        a.append(base, end, 1, i, 0.0)
-    b.take(a.chunk(0, 1), 1.0)
-    b.take(a.chunk(1, 2), 2.0)
-    stale = a.chunk(2, 4)  # batches 2 and 3, read before A's truncation
-    assert a.truncate_to(15) == 15 and len(table.bases) == 2 and table.rewrites == 1  # no log holds rows 2-3 now
-    a.append(15, 19, 2, 4, 3.0)  # epoch 2 writes batch 4 where batch 2 was
-    b.take(stale, 4.0)
-    assert b.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2), (22, 30, 1, 3)]
-    assert a.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 19, 2, 4)] and a.table is not b.table
-    assert list(b.append_ms) == [1.0, 2.0, 4.0, 4.0] and b.log_end_offset == 30
-    c = Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=b.table)  # a new follower of B, at B's rows
-    c.take(b.chunk(0, 4), 5.0)
-    assert c.entry_list() == b.entry_list() and len(b.table.bases) == 4 and list(c.append_ms) == [5.0] * 4
-
-
 def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_ones_rows_to_it():
     # KIP-101's case: the old leader A wrote batch 2 at offset 15 in epoch 1; B, the follower that had only batches 0
     # and 1, leads epoch 2 and writes batch 3 there. A keeps its batch 2 until it truncates (it answers reads, and

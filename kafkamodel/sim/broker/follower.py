@@ -78,18 +78,21 @@ class FollowerRole:
                 continue
             log = rep.log
             if chunk:
-                bases, _, ids, end, _, _, _ = chunk  # a log.Chunk
-                one = bases.__class__ is int  # one batch (the usual answer): its fields themselves
-                if (bases if one else bases[0]) != log.log_end_offset:  # not where we are: fetch again from our LEO
-                    changed[p] = True
-                    continue
-                log.take(chunk, now)
-                if one:
+                bases, epochs, ids, end = chunk  # a log.Chunk
+                if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
+                    if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
+                        changed[p] = True
+                        continue
+                    log.append(bases, end, epochs, ids, now)
                     if ids >= 0:
                         size += bytes_of[ids]
                     if retention_on:
                         log.segment_append(bases, ids, now)
                 else:
+                    if bases[0] != log.log_end_offset:
+                        changed[p] = True
+                        continue
+                    log.extend(chunk, now)
                     for b in ids:
                         if b >= 0:
                             size += bytes_of[b]

@@ -54,11 +54,9 @@ END_OFFSET = 1  # one past its last offset
 LEADER_EPOCH = 2  # the epoch of the leader that wrote it
 BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTROL
 
-# A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset, table, rewrites, row), the first
-# three the leader's column slices (array.array), then where the last batch ends; one batch as its own fields (base,
-# epoch, batch, end), ints (a follower's usual answer: three slices of one row cost four times the row's reads). The
-# last three say where they were read: the leader's AppendTable, its ``rewrites`` then and the first row's index (a
-# follower that shares that table takes them as its next rows without reading them again: ``Log.take``)
+# A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset), the first three the leader's
+# column slices (array.array), the last where the last batch ends; one batch as its own fields (base, epoch, batch,
+# end), ints (a follower's usual answer: three slices of one row cost four times the row's reads)
 Chunk = tuple
 
 
@@ -67,14 +65,13 @@ class AppendTable:
     them: a log's entries are its table's first ``Log.rows`` rows. In one leader epoch an offset is written once,
     so replicas that agree share one table; a log whose rows would differ from another holder's (a write at a row
     another log holds with other contents, retention cutting its own prefix) takes its own copy first (``detach``)."""
-    __slots__ = ("bases", "epochs", "batch_ids", "logs", "rewrites")
+    __slots__ = ("bases", "epochs", "batch_ids", "logs")
 
     def __init__(self, bases: array | None = None, epochs: array | None = None, batch_ids: array | None = None) -> None:
         self.bases = _INT64.__copy__() if bases is None else bases  # each entry's base offset (int64), in order
         self.epochs = _INT32.__copy__() if epochs is None else epochs  # the leader epoch that wrote it (int32)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
         self.logs: list[Log] = []  # the logs holding a prefix of these rows
-        self.rewrites = 0  # bumped whenever rows it has change or go (rows are otherwise only added at its end)
 
 
 class Log:
@@ -159,10 +156,9 @@ class Log:
         usual answer; ``append`` takes them), several as column slices (``extend``)."""
         bases = self.bases
         end = bases[j] if j < self.rows else self.log_end_offset
-        table = self.table
         if j == i + 1:
-            return bases[i], self.epochs[i], self.batch_ids[i], end, table, table.rewrites, i
-        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], end, table, table.rewrites, i
+            return bases[i], self.epochs[i], self.batch_ids[i], end
+        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], end
 
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
@@ -227,29 +223,9 @@ class Log:
         self.append_ms.append(now)
         self.log_end_offset = end
 
-    def take(self, chunk: Chunk, now: float) -> None:
-        """A follower appends a fetch answer's batches (a Chunk: they start at the LEO). Rows its leader read from
-        this log's own table at its next row, with no row of the table changed since, are already the table's next
-        rows: they are only counted, unread (a replica that agrees with its leader, the usual case); any other
-        answer is checked row by row (``append``, ``extend``)."""
-        bases, epochs, ids, end, table, rewrites, i = chunk
-        if table is self.table and rewrites == table.rewrites and i == self.rows:
-            if bases.__class__ is int:
-                self.rows = i + 1
-                self.append_ms.append(now)
-            else:
-                n = len(bases)
-                self.rows = i + n
-                self.append_ms.extend(repeat(now, n))
-            self.log_end_offset = end
-        elif bases.__class__ is int:
-            self.append(bases, end, epochs, ids, now)
-        else:
-            self.extend(chunk, now)
-
     def extend(self, chunk: Chunk, now: float) -> None:
         """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
-        bases, epochs, ids, end = chunk[0], chunk[1], chunk[2], chunk[3]
+        bases, epochs, ids, end = chunk
         r, n = self.rows, len(bases)
         own = self.bases
         if r == len(own):
@@ -272,7 +248,6 @@ class Log:
         for log in [log for log in table.logs if log is not self and log.rows > r]:
             log.detach()
         del table.bases[r:], table.epochs[r:], table.batch_ids[r:]
-        table.rewrites += 1
 
     def detach(self) -> None:
         """Take a copy of this log's rows as its own table (another holder of its table is about to change them)."""
@@ -291,7 +266,6 @@ class Log:
         table = self.table
         if all(log.rows <= i for log in table.logs):
             del table.bases[i:], table.epochs[i:], table.batch_ids[i:]
-            table.rewrites += 1
 
     def needs_flush(self, flush_messages: int) -> bool:
         """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
@@ -381,7 +355,6 @@ class Log:
             self.retire(k)
             self.detach()  # its rows from now on start at another row than the other holders'
             del self.bases[:k], self.epochs[:k], self.batch_ids[:k], self.append_ms[:k], segs[:cut]
-            self.table.rewrites += 1  # (its own table now: its rows moved up)
             self.rows -= k
             self.log_start_offset = start
         return cut
