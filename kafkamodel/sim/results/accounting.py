@@ -39,16 +39,15 @@ from ..protocol import ACKED, FAILED, INFLIGHT, PENDING
 
 
 class FinalLogs:
-    """Per batch: how many copies the last leaders' logs hold, how many records of its copies are out of their
-    producer's order (``records_out_of_order``), and, when asked for (the per-record table's offsets, a consumer
-    group's delivery), the base offset of its first and last copy."""
+    """Per batch: how many copies the last leaders' logs hold and, when asked for (the per-record table's offsets, a
+    consumer group's delivery), the base offset of its first and last copy; and how many records of the copies are
+    out of their producer's order (``records_out_of_order``: only the total is read, so only the total is kept)."""
 
     def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
         """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s)."""
         nb = self.rows = len(end.batches)
         self.presence = np.zeros(nb, dtype=np.int16)  # copies (the per-record table's `copies` type)
-        self.out_of_order = np.zeros(nb, dtype=np.int32)  # records of its copies after a later one of its producer's
-        #                                                   (at most its count times its copies)
+        self.out_of_order = 0  # records of the copies after a later one of their producer's
         self.finals = []  # each partition's final log (the last leader's) that holds anything
         self._bases = None  # (first_base, last_base), made when first asked for: 16 bytes a batch
         for part in end.partitions:
@@ -82,7 +81,7 @@ class FinalLogs:
         return self._bases
 
     def _order(self, ids: np.ndarray, lo: np.ndarray, count: np.ndarray, producer: np.ndarray) -> None:
-        """Count, per batch, the records of its copies that come after a record its producer sent later (a higher
+        """Count the records of each copy that come after a record its producer sent later (a higher
         workload index: the workload holds records by producer, partition and send time). A copy's records are in
         order among themselves, so those of batch X after entries reaching up to record M are X's records below M:
         min(max(M - lo, 0), count). Sorted by (producer, log position), each producer's indexes lifted above the
@@ -98,7 +97,7 @@ class FinalLogs:
         reach = np.maximum.accumulate(starts + sizes - 1)  # the latest record up to each copy, included
         behind = np.zeros(len(seq), dtype=np.int64)
         behind[1:] = np.clip(reach[:-1] - starts[1:], 0, sizes[1:])
-        np.add.at(self.out_of_order, seq, behind)
+        self.out_of_order += int(behind.sum())
 
 
 def _log_column(final, name: str, retired: int) -> np.ndarray:
@@ -198,7 +197,7 @@ class BatchAccount:
 
     def out_of_order(self) -> int:
         """Records of the final logs' copies that come after a record their producer sent later."""
-        return int(self.logs.out_of_order.sum(dtype=np.int64))
+        return self.logs.out_of_order
 
 
 def undrained_per_partition(total: np.ndarray, account: BatchAccount, partitions: int) -> np.ndarray:

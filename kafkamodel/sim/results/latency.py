@@ -11,23 +11,48 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..protocol import ACKED
 from .histogram import LatencyHistogram, exact_top
 
 CHUNK = 1 << 18  # records per chunk: 262,144 (a few MB of temporaries)
 
 
-def _chunks(counts: np.ndarray, size: int):
-    """Slices of consecutive rows whose counts add up to about `size` (a row larger than `size` alone)."""
-    if not len(counts):
-        return
-    # (int32 while the rows' records fit it and a chunk past the last: half the bytes of int64)
-    reach = np.cumsum(counts, dtype=np.int32 if counts.sum(dtype=np.int64) < 2**31 - size else np.int64)
-    start = 0
-    while start < len(counts):
-        base = int(reach[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(reach, base + size, side="right")), start + 1)
-        yield slice(start, stop)
-        start = stop
+BLOCK = 1 << 20  # batches read at a time (their rows' temporaries stay this size whatever the run's length)
+
+
+def _chunks(mask_of, count: np.ndarray, size: int):
+    """The rows `mask_of(a, b)` selects among rows [a, b), as (rows, their counts): runs of consecutive selected
+    rows whose counts add up to at most `size` (a row larger than `size` alone), each as long as that allows.
+    The batch table is read a block of rows at a time, so no index of every selected row is made."""
+    index = np.int32 if len(count) <= 2**31 - BLOCK else np.int64
+    pending: list = []  # the chunk being filled: (rows, counts) pieces, their records `filled`
+    filled = 0
+    for a in range(0, len(count), BLOCK):
+        rows = np.flatnonzero(mask_of(a, min(a + BLOCK, len(count)))).astype(index)
+        rows += index(a)
+        n = count[rows]
+        reach = np.cumsum(n, dtype=np.int64)
+        i = 0
+        while i < len(rows):
+            before = int(reach[i - 1]) if i else 0
+            j = max(int(np.searchsorted(reach, before + size - filled, side="right")), i)  # rows i..j-1 fit
+            if j == i and not pending:
+                j = i + 1  # a row larger than `size`: a chunk of its own
+            if j > i:
+                pending.append((rows[i:j], n[i:j]))
+                filled += int(reach[j - 1]) - before
+                i = j
+            if i < len(rows):  # the next row does not fit: the chunk is done
+                yield _joined(pending)
+                pending, filled = [], 0
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(pieces: list) -> tuple:
+    if len(pieces) == 1:
+        return pieces[0]
+    return np.concatenate([r for r, _ in pieces]), np.concatenate([n for _, n in pieces])
 
 
 def stream_batches(end, account) -> dict:
@@ -40,13 +65,13 @@ def stream_batches(end, account) -> dict:
     window = end.operations["window"]
     # (its p99.9 and maximum exact: as many top values kept as the p99.9 of every acknowledged record needs)
     during = LatencyHistogram(exact_top(account.records(acked))) if window is not None else None
-    acked |= visible
-    del visible
-    rows = _nonzero(acked)
-    del acked
-    counts = account.count[rows]
-    for part in _chunks(counts, CHUNK):
-        chunk, n = rows[part], counts[part]
+    del acked, visible
+    state, visible_ms = account.state, account.visible_ms
+
+    def taken(a: int, b: int) -> np.ndarray:  # acknowledged, or some leader's HW covered it
+        return (state[a:b] == ACKED) | ~np.isnan(visible_ms[a:b])
+
+    for chunk, n in _chunks(taken, account.count, CHUNK):
         total = int(n.sum())
         firsts = np.repeat(account.lo[chunk] - (np.cumsum(n) - n), n)
         firsts += np.arange(total)  # each record's workload index
@@ -64,16 +89,6 @@ def stream_batches(end, account) -> dict:
         seen -= send
         e2e.add(seen[~np.isnan(seen)])
     return {"produce": produce, "e2e": e2e, "during": during}
-
-
-def _nonzero(mask: np.ndarray) -> np.ndarray:
-    """``np.flatnonzero(mask)``, int32 while the mask is shorter than 2^31, found a block at a time (a production
-    run has millions of batches: the int64 indexes of all of them at once would cost twice the result)."""
-    if len(mask) >= 2**31:
-        return np.flatnonzero(mask)
-    block = 1 << 20
-    parts = [np.flatnonzero(mask[a:a + block]).astype(np.int32) + np.int32(a) for a in range(0, len(mask), block)]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
 
 def stream_group(g, send_ms: np.ndarray) -> LatencyHistogram:
