@@ -197,13 +197,16 @@ class ReplicaFetcherManager:
                     f.wake_at = waiting
                     self.timer(f.follower, waiting - now, self._wake, f)
             return
-        parts, delayed = f.parts, f.delayed
+        parts, delayed, changed = f.parts, f.delayed, f.changed
         full = f.full
-        entries = []  # (protocol.FETCH_PARTITION) every partition it fetches (full), or the changed ones
-        for p in (parts if full else f.changed):
-            rep = parts.get(p)
-            if rep is not None and p not in delayed:
-                entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
+        # (protocol.FETCH_PARTITION) every partition it fetches (full), or the changed ones (each one it fetches: a
+        # partition leaves `changed` as it leaves `parts`), but those held back
+        entries = []
+        for p in (parts if full else changed):
+            if delayed and p in delayed:
+                continue
+            rep = parts[p]
+            entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
         forgotten: Sequence[int]
         if f.forgotten:
             forgotten, f.forgotten = f.forgotten, []

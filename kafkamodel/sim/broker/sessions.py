@@ -99,7 +99,7 @@ class SessionManager:
         if forgotten:
             self._drop(s, forgotten)
         replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
-        fetch_counts, advance = self.fetch_counts, self.leader_advance_high_watermark
+        fetch_counts, advance, expand = self.fetch_counts, self.leader_advance_high_watermark, self.leader_expand_isr
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
             s.retry_expand = set()
@@ -108,19 +108,10 @@ class SessionManager:
         news = False  # 2.4-2.5 (followerNeedsHwUpdate): some partition has a HW the follower lacks
         for p, offset, epoch in entries:
             rep = replicas[p][leader]
-            if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
-                self._drop(s, [p])
-                s.errors.append((p, NOT_LEADER_OR_FOLLOWER, -1, (), -1, -1))
-                continue
             log = rep.log
             leo = log.log_end_offset
-            if offset > leo:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
-                self._drop(s, [p])
-                s.errors.append((p, OFFSET_OUT_OF_RANGE, -1, (), -1, leo))
-                continue
-            if offset < log.log_start_offset:  # retention deleted what it needs
-                self._drop(s, [p])
-                s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
+            if offset > leo or offset < log.log_start_offset or not rep.is_leader or epoch != rep.leader_epoch:
+                self._refuse(s, rep, offset, epoch)
                 continue
             offsets[p] = offset
             lead = rep.lead
@@ -140,11 +131,12 @@ class SessionManager:
             if fetch_counts(rep, follower):
                 advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
-                self.leader_expand_isr(rep, follower)
-            if leo > offset and throttled and self._held(p, leader, follower, lead):
-                dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
-            elif leo > offset:
-                dirty[p] = data = True
+                expand(rep, follower)
+            if leo > offset:
+                if throttled and self._held(p, leader, follower, lead):
+                    dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
+                else:
+                    dirty[p] = data = True
             elif hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
                 news = self.hw_news
@@ -160,6 +152,17 @@ class SessionManager:
             if not s.timer_armed:
                 s.timer_armed = True
                 self.timer(leader, self.wait_ms, self._wait_expired, s)
+
+    def _refuse(self, s: FetchSession, rep: Replica, offset: int, epoch: int) -> None:
+        """The partition is left out of the session, with the error its next answer carries."""
+        p, log = rep.partition, rep.log
+        self._drop(s, [p])
+        if not rep.is_leader or epoch != rep.leader_epoch:  # NOT_LEADER / FENCED_LEADER_EPOCH
+            s.errors.append((p, NOT_LEADER_OR_FOLLOWER, -1, (), -1, -1))
+        elif offset > log.log_end_offset:  # OFFSET_OUT_OF_RANGE: the follower has more than we do
+            s.errors.append((p, OFFSET_OUT_OF_RANGE, -1, (), -1, log.log_end_offset))
+        else:  # below the log start: retention deleted what it needs
+            s.errors.append((p, LOG_START_MOVED, -1, (), log.log_start_offset, -1))
 
     def _retry_expand(self, s: FetchSession, retry: set) -> None:
         """A caught-up follower whose ISR expansion was refused asks again at its next fetch, even one that does not
@@ -234,8 +237,6 @@ class SessionManager:
             log = rep.log
             leo = log.log_end_offset
             offset = offsets[p]
-            hw = rep.high_watermark
-            chunk: Sequence[tuple] = ()
             allowance = None if quotas is None else quotas.allowance(p, leader, follower, rep.lead.isr)
             if allowance is not None and allowance <= 0:
                 continue  # throttled and spent: left out of this response
@@ -246,24 +247,25 @@ class SessionManager:
                 i, j, size = log.read(offset, leo, cap, not total)
                 if allowance is not None:
                     quotas.took(p, leader, follower, size, rep.lead.isr)
-                if j > i:
-                    chunk = log.chunk(i, j)  # one batch as its fields (the usual answer), several as slices
-                    if size and log.append_ms[i] < cut:
-                        uncached += log.bytes_written_before(i, j, cut)
-                total += size
-                budget -= size
                 lead = rep.lead
                 lead.last_fetch_leader_leo[follower] = leo
                 lead.last_fetch_ms[follower] = now
-            if not chunk and hw == hw_sent.get(p):
-                if leo <= offset:
-                    del dirty[p]
-                continue
-            hw_sent[p] = hw
-            parts.append((p, NONE, hw, chunk, -1, -1))
-            if chunk:
-                again.append(p)
-            elif leo <= offset:
+                if j > i:  # records (and the HW): the partition goes to the end of the session's order (below)
+                    if size:
+                        total += size
+                        budget -= size
+                        if log.append_ms[i] < cut:
+                            uncached += log.bytes_written_before(i, j, cut)
+                    hw_sent[p] = hw = rep.high_watermark
+                    # one batch as its fields (the usual answer), several as slices
+                    parts.append((p, NONE, hw, log.chunk(i, j), -1, -1))
+                    again.append(p)
+                    continue
+            hw = rep.high_watermark
+            if hw != hw_sent.get(p):  # no records: the HW alone, if the follower lacks it
+                hw_sent[p] = hw
+                parts.append((p, NONE, hw, (), -1, -1))
+            if leo <= offset:
                 del dirty[p]
         if len(again) < len(dirty):  # records handed out: to the end of the session's order (if others remain)
             for p in again:

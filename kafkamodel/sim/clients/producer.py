@@ -319,8 +319,11 @@ class ProducerClient:
     def _release(self) -> None:
         """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
         times (8 bytes a record; the results read the workload's send_ms), an application thread's send order and
-        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns."""
+        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns; without a records table
+        (results.records: none) the records' keys (4 bytes a record: the record formats were their only reader)."""
         del self.times[:]  # (the same array the accumulators and record formats hold: emptied in place)
+        if self.settings.results_records == "none":
+            self.workload.key = None
         for f in self.batches.formats:
             f.attach(None, None)
         for ps in self.states:

@@ -29,7 +29,8 @@ class Workload:
     # per record, in (producer, partition, send time) order; a record's producer and partition follow from its index
     # and the ranges below (``producer`` and ``partition``, made when asked for)
     send_ms: np.ndarray  # float64: when the application called send()
-    key: np.ndarray  # int32 (int64 if a key cardinality needs it): key index (key-<i>), -1 for a null key
+    key: np.ndarray | None  # int32 (int64 if a key cardinality needs it): key index (key-<i>), -1 for a null key;
+    #                         None once the run is over if no records table is kept (results.records: none)
     # per producer and partition: its records are [lo, hi)
     lo: np.ndarray  # int64 (producers, partitions)
     hi: np.ndarray  # int64 (producers, partitions)
@@ -93,7 +94,8 @@ class Workload:
         old_lo = self.lo
         self.lo, self.hi, move = resize(self.lo, self.hi, sizes)
         self.send_ms = move(self.send_ms, np.nan)
-        self.key = move(self.key, -1)
+        if self.key is not None:
+            self.key = move(self.key, -1)
         for holder, name, fill in self.tracked:
             setattr(holder, name, move(getattr(holder, name), fill))
         return self.lo - old_lo, move

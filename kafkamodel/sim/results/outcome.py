@@ -411,7 +411,7 @@ def build_result(end: RunEnd) -> Result:
     topic_of = np.array([topics.index(part.topic) for part in end.partitions], dtype=np.int32)
     number_of = np.array([part.number for part in end.partitions], dtype=np.int32)
     kept = slice(None) if mode == "all" else idx
-    key_codes, key_names = _key_categories(w.key[kept])
+    key_codes, key_names = _key_categories(w.key[kept] if w.key is not None else np.empty(0, dtype=np.int32))
     partition = w.partition_at(kept)
     records = pd.DataFrame({
         "topic": pd.Categorical.from_codes(topic_of[partition], categories=topics),
