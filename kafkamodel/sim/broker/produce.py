@@ -146,53 +146,61 @@ class ProduceHandler:
         (protocol.PRODUCE_PARTITION_RESPONSE) goes into `results`. Returns the bytes appended."""
         batches, replicas = self.batches, self.replicas
         partition_of, count_of, bytes_of = batches.partition, batches.count, batches.bytes
-        acks_all = acks == ACKS_ALL
-        idempotent, state = self.producer_settings[producer].enable_idempotence, self.producer_state
-        track, retention_on, flush_messages = self.track_producers, self.retention_on, self.flush_messages
-        sessions = self.sessions
+        # what holds for every batch of the request, decided once: the steps a batch takes are bound here (None:
+        # not taken), so the usual batch is a few calls
+        refuses = self.refuses_acks_all if acks == ACKS_ALL else None
+        state = self.producer_state
+        admit = state.admit if self.producer_settings[producer].enable_idempotence else None  # check + track
+        track = state.track if self.track_producers and admit is None else None
+        retention_on, flush_messages = self.retention_on, self.flush_messages
+        appended, commits = self.sessions.appended, self.append_commits
+        seq = self.seq
         now = self.kernel.now
-        total = 0
+        total = waiting = 0
         for i, (b, attempt) in enumerate(entries):
             rep = replicas[partition_of[b]][broker]
             if not rep.is_leader:
                 results[i] = (b, attempt, NOT_LEADER_OR_FOLLOWER, self.leader_hint(broker, rep.partition))
                 continue
-            if acks_all and self.refuses_acks_all(rep):
+            if refuses is not None and refuses(rep):
                 self.counters.not_enough_replicas_errors += 1
                 results[i] = (b, attempt, NOT_ENOUGH_REPLICAS, -1)
                 continue
             log = rep.log
-            if idempotent:
-                found, base, end = state.check_sequence(log, b)
-                if found != sequence.IN_SEQUENCE:
-                    results[i] = self._not_in_sequence(rep, b, attempt, found, base, end, dp, i)
-                    continue
             base = log.log_end_offset
             end = base + count_of[b]
+            if admit is not None:
+                found = admit(log, b, base, end)
+                if found is not None:
+                    results[i] = self._not_in_sequence(rep, b, attempt, found, dp, i)
+                    continue
+            elif track is not None:
+                track(log, b, base, end)
             log.append(base, end, rep.leader_epoch, b, now)
             total += bytes_of[b]
             if retention_on:
                 log.segment_append(base, b, now)
-            if track:
-                state.track(log, b, base, end)
             if flush_messages and log.needs_flush(flush_messages):
                 flushes.append((rep, log.begin_flush()))
             results[i] = (b, attempt, NONE, base)
             if dp is not None:  # into the purgatory; it ends past every batch waiting there (they are in the log)
-                dp.remaining += 1
-                rep.lead.pending.append((end, next(self.seq), dp, i))
-            sessions.appended(rep, base, woken)
-            if self.append_commits(rep):
+                waiting += 1
+                rep.lead.pending.append((end, next(seq), dp, i))
+            appended(rep, base, woken)
+            if commits(rep):
                 self.leader.leader_advance_high_watermark(rep)
+        if waiting:  # (counted here: the request is not sealed, so no batch of it settled above answers it)
+            dp.remaining += waiting
         return total
 
-    def _not_in_sequence(self, rep: Replica, b: int, attempt: int, found: int, base: int, end: int, dp,
-                         i: int) -> tuple:
-        """An idempotent batch that is not the next in its producer's sequence: refused, or a resend answered with
-        the offsets it was written at (once the HW covers them, for acks=all)."""
-        if found == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
+    def _not_in_sequence(self, rep: Replica, b: int, attempt: int, found: tuple, dp, i: int) -> tuple:
+        """An idempotent batch that is not the next in its producer's sequence (`found`: what
+        ProducerStateManager.admit found): refused, or a resend answered with the offsets it was written at (once
+        the HW covers them, for acks=all)."""
+        outcome, base, end = found
+        if outcome == sequence.OUT_OF_ORDER_SEQUENCE_NUMBER:
             return (b, attempt, OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
-        if found == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
+        if outcome == sequence.DUPLICATE_BATCH and dp is not None and rep.high_watermark < end:
             dp.results[i] = (b, attempt, NONE, base)
             dp.remaining += 1
             insort(rep.lead.pending, (end, next(self.seq), dp, i))

@@ -305,15 +305,12 @@ class SessionManager:
         """The leader appended to the partition at offset `old` (its LEO before): its followers' sessions have
         records to give; the parked ones go into `woken`, to be answered once the produce request is handled
         (``wake``)."""
-        sessions = rep.lead.sessions
-        if not sessions:
-            return
         p = rep.partition
-        for f, s in sessions.items():
+        for s in rep.lead.sessions.values():
             dirty = s.dirty
-            if p not in dirty:
+            if p not in dirty:  # (a session already to read it, the usual case under load, changes nothing)
                 if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
-                    lead = rep.lead
+                    lead, f = rep.lead, s.follower  # (the session's follower: its key in lead.sessions)
                     t = lead.last_caught_up_ms.get(f, lead.since_ms)
                     if s.last_fetch_ms > t:
                         lead.last_caught_up_ms[f] = s.last_fetch_ms
