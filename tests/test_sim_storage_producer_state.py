@@ -90,6 +90,19 @@ def test_a_new_epoch_starts_at_zero_and_an_older_epoch_is_fenced():
     assert admitted(state, log, table.batch(0, 1, REMEMBERED)) is None
 
 
+def test_a_new_epoch_forgets_the_old_epochs_batches():
+    """Kafka's ProducerStateEntry.maybeUpdateProducerEpoch clears the remembered batches when a batch of another
+    epoch is added: a resend of a batch of the old epoch, still among the last five written, is then fenced, not
+    answered as a duplicate with the offsets it was written at."""
+    table, state, log = fresh()
+    for s in range(3):
+        admitted(state, log, table.batch(0, 0, s))
+    assert admitted(state, log, table.batch(0, 0, 2)) == (DUPLICATE_BATCH, 2 * RECORDS, 3 * RECORDS)  # remembered
+    assert admitted(state, log, table.batch(0, 1, 0)) is None  # the bumped epoch's first batch
+    assert admitted(state, log, table.batch(0, 0, 2)) == (OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1)  # old epoch: fenced
+    assert admitted(state, log, table.batch(0, 1, 0)) == (DUPLICATE_BATCH, 3 * RECORDS, 4 * RECORDS)
+
+
 def test_the_state_is_rebuilt_from_the_log_after_a_truncation():
     table, state, log = fresh()
     made = [table.batch(0, 0, s) for s in range(4)]

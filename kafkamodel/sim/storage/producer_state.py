@@ -1,4 +1,5 @@
-"""The idempotent producer's state a log keeps (Kafka's ProducerStateManager): each producer's last five batches.
+"""The idempotent producer's state a log keeps (Kafka's ProducerStateManager): each producer's last five batches,
+all of its current epoch (a batch of a new epoch forgets the old epoch's, as ProducerStateEntry does).
 
 A leader checks every idempotent batch against it before appending
 (ProducerAppendInfo's sequence check, and the duplicate lookup that answers a
@@ -72,7 +73,9 @@ class ProducerStateManager:
             found = _not_next(tail, epoch, seq)
             if found is not None:
                 return found
-        if len(tail) == _KEPT:
+        if tail[_LAST_EPOCH] != epoch:  # a new epoch forgets the old one's batches (maybeUpdateProducerEpoch)
+            del tail[:]
+        elif len(tail) == _KEPT:
             del tail[:_FIELDS]
         tail.frombytes(_PACKED(b, epoch, seq, base, end))  # BATCH_METADATA
         return None
