@@ -171,7 +171,7 @@ def test_a_groups_counts_do_not_depend_on_how_its_records_are_chunked(name, monk
 
 
 def test_records_per_partition_are_summed_a_chunk_of_batches_at_a_time(monkeypatch):
-    """The per-partition and per-producer record counts, summed ROWS batches at a time (bounded temporaries), are
+    """The per-partition and per-producer record counts, summed BLOCK batches at a time (bounded temporaries), are
     each partition's records counted one batch at a time, with a mask or without, across chunk boundaries."""
     from kafkamodel.sim.results import accounting
 
@@ -179,7 +179,7 @@ def test_records_per_partition_are_summed_a_chunk_of_batches_at_a_time(monkeypat
     part = rng.integers(0, 9, 1000).astype(np.int16)
     count = rng.integers(1, 2000, 1000).astype(np.int16)
     mask = rng.random(1000) < 0.5
-    monkeypatch.setattr(accounting, "ROWS", 7)
+    monkeypatch.setattr(accounting, "BLOCK", 7)
     for m in (None, mask):
         expected = [0] * 9
         for p, c, keep in zip(part.tolist(), count.tolist(), mask.tolist() if m is not None else [True] * 1000):

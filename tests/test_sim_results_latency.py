@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kafkamodel.sim.results import latency
+from kafkamodel.sim.results import accounting, latency
 
 
 def _whole_pass(counts: np.ndarray, size: int) -> list[slice]:
@@ -30,7 +30,7 @@ def _whole_pass(counts: np.ndarray, size: int) -> list[slice]:
 @pytest.mark.parametrize("seed", range(40))
 def test_chunks_read_a_block_at_a_time_are_the_whole_passes(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    monkeypatch.setattr(latency, "BLOCK", int(rng.choice([1, 3, 64, 1 << 20])))
+    monkeypatch.setattr(accounting, "BLOCK", int(rng.choice([1, 3, 64, 1 << 20])))
     nb = int(rng.integers(0, 2000))
     count = rng.integers(1, int(rng.choice([2, 10, 300])), nb).astype(np.int16)
     mask = rng.random(nb) < rng.random()

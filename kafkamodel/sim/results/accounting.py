@@ -206,16 +206,17 @@ def undrained_per_partition(total: np.ndarray, account: BatchAccount, partitions
     return total - account.per_partition(None, partitions)
 
 
-ROWS = 1 << 20  # batches summed at a time (``_sums``)
+BLOCK = 1 << 20  # batches the results' steps over the batch table read at a time (``_sums``, the streamed latencies,
+#                 no_committed_record_lost): their temporaries stay this size whatever the run's length
 
 
 def _sums(index: np.ndarray, count: np.ndarray, mask: np.ndarray | None, n: int) -> np.ndarray:
-    """`count` summed by `index` (0..n-1) over the rows of `mask` (None: all), int64, ROWS rows at a time: a
+    """`count` summed by `index` (0..n-1) over the rows of `mask` (None: all), int64, BLOCK rows at a time: a
     weighted bincount makes a float64 copy of its weights and an intp one of its index (16 bytes a batch, about
     170 MB at the end of ten simulated seconds of the production case), here a chunk's."""
     out = np.zeros(n, dtype=np.int64)
-    for start in range(0, len(index), ROWS):
-        rows = slice(start, start + ROWS)
+    for start in range(0, len(index), BLOCK):
+        rows = slice(start, start + BLOCK)
         i, c = (index[rows], count[rows]) if mask is None else (index[rows][mask[rows]], count[rows][mask[rows]])
         out += np.bincount(i, weights=c, minlength=n).astype(np.int64)  # (whole numbers: exact in float64)
     return out

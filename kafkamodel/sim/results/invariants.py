@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import accounting
+
 
 def _common_prefix(a: list, b: list) -> int:
     """Number of leading entries two logs share."""
@@ -153,8 +155,9 @@ def no_committed_record_lost(sim) -> list[str]:
     committed = np.frombuffer(batches.committed, dtype=bool) if n else np.zeros(0, dtype=bool)  # (0 or 1: a view)
     part_of = np.frombuffer(batches.partition, dtype=batches.partition.typecode) if n else np.zeros(0, dtype=np.int32)
     wanted = np.zeros(len(sim.partitions), dtype=bool)  # partitions with a committed batch
-    for a in range(0, n, _BLOCK):
-        wanted[part_of[a:a + _BLOCK][committed[a:a + _BLOCK]]] = True
+    block = accounting.BLOCK
+    for a in range(0, n, block):
+        wanted[part_of[a:a + block][committed[a:a + block]]] = True
     held = np.zeros(n, dtype=bool)
     holders_of = {}
     for p in np.flatnonzero(wanted).tolist():
@@ -181,9 +184,6 @@ def no_committed_record_lost(sim) -> list[str]:
         part = sim.partitions[p]
         problems.append(f"{part.name}: {int(records[p])} committed records missing from {_named(holders_of[p], part)}")
     return problems
-
-
-_BLOCK = 1 << 20  # batches read at a time where a step's temporaries would follow the batch table
 
 
 def _named(holders: tuple[int, ...], part) -> str:

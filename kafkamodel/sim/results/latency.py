@@ -12,23 +12,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..protocol import ACKED
+from . import accounting
 from .histogram import LatencyHistogram, exact_top
 
 CHUNK = 1 << 18  # records per chunk: 262,144 (a few MB of temporaries)
-
-
-BLOCK = 1 << 20  # batches read at a time (their rows' temporaries stay this size whatever the run's length)
 
 
 def _chunks(mask_of, count: np.ndarray, size: int):
     """The rows `mask_of(a, b)` selects among rows [a, b), as (rows, their counts): runs of consecutive selected
     rows whose counts add up to at most `size` (a row larger than `size` alone), each as long as that allows.
     The batch table is read a block of rows at a time, so no index of every selected row is made."""
-    index = np.int32 if len(count) <= 2**31 - BLOCK else np.int64
+    block = accounting.BLOCK
+    index = np.int32 if len(count) <= 2**31 - block else np.int64
     pending: list = []  # the chunk being filled: (rows, counts) pieces, their records `filled`
     filled = 0
-    for a in range(0, len(count), BLOCK):
-        rows = np.flatnonzero(mask_of(a, min(a + BLOCK, len(count)))).astype(index)
+    for a in range(0, len(count), block):
+        rows = np.flatnonzero(mask_of(a, min(a + block, len(count)))).astype(index)
         rows += index(a)
         n = count[rows]
         reach = np.cumsum(n, dtype=np.int64)
