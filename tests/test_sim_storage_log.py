@@ -228,3 +228,20 @@ def test_retention_moves_the_runs_to_the_rows_left():
     assert log.apply_retention(now=10.0, high_watermark=12, retention_ms=None, retention_bytes=300) == 3
     assert log.log_start_offset == 6 and list(log.row_epochs()) == [2, 3, 3]
     assert list(log.leader_epochs) == [2, 3] and list(log.epoch_rows) == [0, 1]
+
+
+def test_offsets_past_int32_widen_the_shared_table_for_every_log_holding_it():
+    # Kafka's offsets are int64: a table's base offsets are int32 until an append passes 2^31 - 1
+    table = AppendTable()
+    leader, follower = (Log(segment_bytes=1 << 30, batch_bytes=[100] * 4, table=table) for _ in range(2))
+    top = 2**31 - 1
+    leader.log_start_offset = leader.log_end_offset = top - 2  # (as a restart at the leader's log start leaves it)
+    leader.append(top - 2, top + 1, 1, 0, 0.0)
+    assert table.bases.typecode == "i"
+    leader.append(top + 1, top + 5, 1, 1, 1.0)  # its base passes int32
+    assert table.bases.typecode == "q" and leader.bases is follower.bases is table.bases
+    other = Log(segment_bytes=1 << 30, batch_bytes=[100] * 4)  # a log of its own, still int32, takes both rows
+    other.log_start_offset = other.log_end_offset = top - 2
+    other.extend(leader.chunk(0, 2), 2.0)
+    assert other.entry_list() == leader.entry_list() == [(top - 2, top + 1, 1, 0), (top + 1, top + 5, 1, 1)]
+    assert other.bases.typecode == "q"

@@ -1,7 +1,9 @@
 """A replica's log: entries with offsets and leader epochs, segments, flushes, retention, producer state.
 
 A log keeps its entries as columns (``array.array``), one row per record batch
-(Kafka's RecordBatch as the log holds it): ``bases`` (its base offset, int64),
+(Kafka's RecordBatch as the log holds it): ``bases`` (its base offset: int32
+while the partition's offsets fit it, widened to int64 by the append that passes
+2^31 - 1, ``AppendTable.widen``),
 ``batch_ids`` (the producer batch it holds, an index of the batch table, int32;
 ``CONTROL``, -1, for a control record such as a quorum leader's epoch marker:
 one offset, no data) and ``append_ms`` (when it reached this broker's page
@@ -47,7 +49,7 @@ from bisect import bisect_left, bisect_right
 from itertools import repeat
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
-_INT64, _INT32, _FLOAT64 = array("q"), array("i"), array("d")  # empty columns a log's own are copied from (a copy
+_INT32, _FLOAT64 = array("i"), array("d")  # empty columns a log's own are copied from (a copy
 #                                                                 costs a quarter of array(typecode): 9,000 logs)
 
 # A record batch in a log as ``Log.entry`` and ``Log.entry_list`` give it: a plain tuple, its fields named by position
@@ -75,12 +77,21 @@ class AppendTable:
 
     def __init__(self, bases: array | None = None, batch_ids: array | None = None, leader_epochs: array | None = None,
                  epoch_rows: array | None = None) -> None:
-        self.bases = _INT64.__copy__() if bases is None else bases  # each entry's base offset (int64), in order
+        self.bases = _INT32.__copy__() if bases is None else bases  # each entry's base offset, in order (int32, then
+        #                                                                  int64 once an offset passes 2^31 - 1: widen)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
         # the leader epochs that wrote the rows, one per run of rows of one epoch (int32, each unlike the one before)
         self.leader_epochs = _INT32.__copy__() if leader_epochs is None else leader_epochs
         self.epoch_rows = _INT32.__copy__() if epoch_rows is None else epoch_rows  # the row each run starts at
         self.logs: list[Log] = []  # the logs holding a prefix of these rows
+
+    def widen(self) -> array:
+        """The base offsets as int64 from now on (an offset past int32's range is to be written; Kafka's offsets are
+        int64): the column is copied and every log holding these rows reads the copy. Returns it."""
+        bases = self.bases = array("q", self.bases)
+        for log in self.logs:
+            log.bases = bases
+        return bases
 
 
 class Log:
@@ -259,7 +270,10 @@ class Log:
         r = self.rows
         bases = self.bases
         if r == len(bases):
-            bases.append(base)
+            try:
+                bases.append(base)
+            except OverflowError:  # past int32: the table's offsets go int64
+                self.table.widen().append(base)
             self.batch_ids.append(batch)
             epochs = self.leader_epochs
             if not epochs or epochs[-1] != epoch:  # a new epoch's first row starts its run
@@ -268,7 +282,10 @@ class Log:
         elif bases[r] != base or self.batch_ids[r] != batch or (
                 self.leader_epochs[-1] if self.epoch_rows[-1] <= r else self.epoch_at(r)) != epoch:
             self._overwrite(r)
-            self.bases.append(base)
+            try:
+                self.bases.append(base)
+            except OverflowError:
+                self.table.widen().append(base)
             self.batch_ids.append(batch)
             epochs = self.leader_epochs
             if not epochs or epochs[-1] != epoch:
@@ -283,6 +300,11 @@ class Log:
         bases, runs, ids, end = chunk
         r, n = self.rows, len(bases)
         own = self.bases
+        if own.typecode != bases.typecode:  # the leader's offsets went int64 (its table or ours: both, then)
+            if own.typecode == "i":
+                own = self.table.widen()
+            else:
+                bases = array("q", bases)
         if r == len(own):
             own += bases
             self.batch_ids += ids
@@ -378,7 +400,7 @@ class Log:
         if self.retired is None:
             self.retired = (array("q"), array("i"))
         bases, ids = self.retired
-        bases += self.bases[:k]
+        bases.extend(self.bases[:k].tolist())  # (int64; this log's may be int32)
         ids += self.batch_ids[:k]
 
     # ---- segments and retention ------------------------------------------------------------------------------
