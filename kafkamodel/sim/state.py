@@ -62,8 +62,7 @@ class FollowerState:
 class LeaderState:
     """What a replica keeps only while it leads (Kafka's Partition leader state and its purgatories)."""
 
-    __slots__ = ("isr", "followers", "sessions", "pending", "consumer_parked", "epoch_start_offset", "since_ms",
-                 "hw_held_back")
+    __slots__ = ("isr", "followers", "sessions", "pending", "consumer_parked", "epoch_start_offset", "since_ms")
 
     def __init__(self, now: float = 0.0) -> None:
         self.isr: set[int] = set()  # in-sync replicas as the leader believes (itself included)
@@ -73,7 +72,6 @@ class LeaderState:
         self.consumer_parked: dict = {}  # consumer fetches waiting for the HW to move
         self.epoch_start_offset = 0  # LEO when its epoch began
         self.since_ms = now  # when it became leader
-        self.hw_held_back = False  # the mode's HW rule holds the HW below what the LEOs allow (modes.IsrMode)
 
     def follower(self, f: int) -> FollowerState:
         """Follower f's state, new (caught up and fetched when this leader began, no offset reported) if it has none."""

@@ -73,7 +73,6 @@ class SessionManager:
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
-        self.may_move_high_watermark = sim.mode.may_move_high_watermark  # ... and can this one (from its last LEO)?
         self.hw_news = sim.settings.kafka.hw_ends_follower_long_poll  # 2.4-2.5: a stale HW answers a fetch at once
         self.leader_advance_high_watermark = self.leader_expand_isr = None  # wired: the leader's
 
@@ -101,7 +100,6 @@ class SessionManager:
             self._drop(s, forgotten)
         replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
         fetch_counts, advance, expand = self.fetch_counts, self.leader_advance_high_watermark, self.leader_expand_isr
-        may_move = self.may_move_high_watermark
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
             s.retry_expand = set()
@@ -130,13 +128,11 @@ class SessionManager:
                 last = fs.last_fetch_ms
                 if last > fs.last_caught_up_ms:
                     fs.last_caught_up_ms = last
-            prev = fs.log_end_offset
             fs.last_fetch_ms = now
             fs.last_fetch_leader_leo = leo
             fs.log_end_offset = offset
             if fetch_counts(rep, follower):
-                if may_move(rep, prev):
-                    advance(rep)
+                advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 expand(rep, follower)
             if leo > offset:

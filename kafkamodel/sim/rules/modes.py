@@ -77,19 +77,8 @@ class IsrMode:
                 if v < hw:
                     hw = v
         if self.hw_held and hw > rep.high_watermark and len(isr) < self.partitions[rep.partition].min_isr:
-            lead.hw_held_back = True
             return rep.high_watermark
-        lead.hw_held_back = False  # the HW is now at least the ISR's smallest LEO
         return hw
-
-    def may_move_high_watermark(self, rep: Replica, prev: int) -> bool:
-        """Can a fetch of an ISR follower whose LEO was `prev` move the HW (is new_high_watermark worth asking)?
-        The HW is at least the ISR's smallest LEO (the leader's own included) unless this rule holds it back
-        (``LeaderState.hw_held_back``): the HW never falls while the replica leads, and whatever could raise that
-        minimum asks the rule again (a fetch that may move it, an append while the leader alone is the ISR, every
-        change of the ISR, a new leader; a leader's own appends cannot, its followers never being past its LEO). So a
-        follower that was above the HW was not the smallest, and its fetch leaves the smallest where it was."""
-        return prev <= rep.high_watermark or rep.lead.hw_held_back
 
 
 class QuorumMode:
@@ -115,9 +104,6 @@ class QuorumMode:
 
     def fetch_counts(self, rep: Replica, follower: int) -> bool:
         return True
-
-    def may_move_high_watermark(self, rep: Replica, prev: int) -> bool:
-        return True  # (the majority's LEO, counted from the leader's epoch, is asked at every fetch)
 
     def append_commits(self, rep: Replica) -> bool:
         return self.majority[rep.partition] <= 1 and not self.durable
