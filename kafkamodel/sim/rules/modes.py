@@ -136,7 +136,7 @@ class QuorumMode:
             return rep.high_watermark
         # Raft: a leader commits by counting only entries of its own epoch
         i = log.entry_index(hw - 1)
-        if i >= log.rows or log.epochs[i] != rep.leader_epoch:
+        if i >= log.rows or log.epoch_at(i) != rep.leader_epoch:
             return rep.high_watermark
         return hw
 
