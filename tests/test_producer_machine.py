@@ -173,6 +173,28 @@ def test_keyed_records_an_application_thread_takes_over_keep_their_keys(max_bloc
 
 
 @pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
+def test_a_run_without_a_records_table_keeps_the_keys_digits_and_makes_the_same_batches(max_block_ms):
+    """results.records: none keeps each key's digits (1 byte a record; all a record format reads of a key) instead of
+    its index: a keyed open-loop producer an application thread takes over (its keys moved with its records when a
+    send() can fail) and a keyed closed-loop one make the same batches, byte for byte, as with the indexes kept."""
+    from kafkamodel.sim.batches import Batches
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "max.block.ms": max_block_ms, "keys": {"cardinality": 5000}},
+                  closed(keys={"cardinality": 300_000}, **{"buffer.memory": 1 << 20})], 1500.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    tables = {}
+    for records in ("all", "none"):
+        sim = Simulation(load_scenario({**s, "results.records": records}))
+        tables[records] = sim.workload.key.dtype
+        assert sim.run().summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+        tables[records] = (tables[records], [getattr(sim.batches, c).tobytes() for c in Batches.__slots__[:-3]])
+    assert tables["none"][0] == np.int8 and tables["all"][0] == np.int32
+    assert tables["none"][1] == tables["all"][1]
+
+
+@pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
 def test_an_application_thread_drops_the_records_it_sent_and_the_run_is_the_same(max_block_ms, monkeypatch):
     """A taken-over producer's send order and arrivals (12-20 bytes a record it has left to send when it takes
     over) drop the records it sent (application._forget): dropping at every send gives every number and table
