@@ -256,7 +256,7 @@ def test_follower_truncates_to_the_smaller_end_of_the_diverging_epoch(case):
     follower.truncate_to(cut)
     assert not rule.ask_again(follower, asked, found)  # one answer settles each case
     # the logs now agree up to the follower's end: fetching from there cannot diverge
-    assert list(follower.log.epochs) == leader_log[:cut]
+    assert list(follower.log.row_epochs()) == leader_log[:cut]
 
 
 def test_without_kip279_case_f_leaves_the_logs_diverged():
@@ -268,4 +268,4 @@ def test_without_kip279_case_f_leaves_the_logs_diverged():
     rule = LeaderEpochTruncation(kip279=False)
     found, end = rule.answer(leader, follower.log.last_epoch())
     follower.truncate_to(rule.target(follower, found, end))
-    assert list(follower.log.epochs) == [1, 2] != leader_log
+    assert list(follower.log.row_epochs()) == [1, 2] != leader_log

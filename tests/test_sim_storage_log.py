@@ -158,3 +158,90 @@ def test_retention_on_one_replica_leaves_the_rows_of_the_others_sharing_its_tabl
     a.append(22, 30, 1, 3, 11.0)
     b.append(22, 30, 1, 3, 11.0)
     assert a.entry_list()[-1] == b.entry_list()[-1] == (22, 30, 1, 3)
+
+
+# ---- the leader epochs as runs: one entry per epoch, as Kafka's LeaderEpochFileCache ---------------------------------
+
+def log_of_epochs(epochs: list[int], table: AppendTable | None = None) -> Log:
+    """Row i: batch i of 2 records (offsets 2i, 2i + 1), written in epochs[i]."""
+    log = Log(segment_bytes=1 << 30, batch_bytes=[100] * len(epochs), table=table)
+    for i, e in enumerate(epochs):
+        log.append(2 * i, 2 * i + 2, e, i, float(i))
+    return log
+
+
+def epoch_cache_end_offset(epochs: list[int], epoch: int, leo: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor computed from its entries (epoch, start offset), independently: the largest
+    epoch <= `epoch` and the start offset of the next entry (the LEO for the last one)."""
+    entries = [(e, 2 * i) for i, e in enumerate(epochs) if i == 0 or epochs[i - 1] != e]
+    if epoch < 0 or not entries or epoch > entries[-1][0]:
+        return -1, -1
+    below = [k for k, (e, _) in enumerate(entries) if e <= epoch]
+    if not below:
+        return epoch, entries[0][1]
+    k = below[-1]
+    return entries[k][0], entries[k + 1][1] if k + 1 < len(entries) else leo
+
+
+def test_epochs_are_kept_as_one_run_each_and_read_back_per_row():
+    epochs = [1, 1, 1, 3, 3, 4, 4, 4, 4, 7]
+    log = log_of_epochs(epochs)
+    assert list(log.leader_epochs) == [1, 3, 4, 7] and list(log.epoch_rows) == [0, 3, 5, 9]
+    assert [log.epoch_at(i) for i in range(10)] == epochs == list(log.row_epochs())
+    assert [e for _, _, e, _ in log.entry_list(4)] == epochs[4:] and log.last_epoch() == 7
+    for epoch in range(-1, 9):  # every answer the cache would give, and where each epoch ends
+        assert log.end_offset_for_epoch(epoch, log.log_end_offset) == epoch_cache_end_offset(epochs, epoch, 20)
+        later = [2 * i for i, e in enumerate(epochs) if e > epoch and all(x > epoch for x in epochs[i:])]
+        assert log.first_offset_after_epoch(epoch) == (later[0] if later else 20)
+
+
+def test_a_truncation_and_a_follower_copying_chunks_keep_the_runs_of_what_is_left():
+    epochs = [1, 1, 2, 2, 2, 5, 5]
+    leader = log_of_epochs(epochs)
+    follower = Log(segment_bytes=1 << 30, batch_bytes=[100] * 7)
+    follower.extend(leader.chunk(0, 4), 1.0)  # two runs in one answer
+    follower.extend(leader.chunk(4, 7), 2.0)  # epoch 2's run goes on, then epoch 5's
+    assert follower.entry_list() == leader.entry_list()
+    assert list(follower.leader_epochs) == [1, 2, 5] and list(follower.epoch_rows) == [0, 2, 5]
+    assert follower.truncate_to(10) == 4  # rows 5 and 6 (epoch 5) go: so does their run
+    assert list(follower.leader_epochs) == [1, 2] and follower.last_epoch() == 2
+    follower.append(10, 12, 6, 9, 3.0)
+    assert list(follower.row_epochs()) == [1, 1, 2, 2, 2, 6] and list(follower.epoch_rows) == [0, 2, 5]
+
+
+def test_a_log_sharing_a_longer_table_reads_only_its_own_runs():
+    table = AppendTable()
+    a = log_of_epochs([1, 1, 2], table)
+    b = Log(segment_bytes=1 << 30, batch_bytes=[100] * 3, table=table)
+    b.extend(a.chunk(0, 2), 1.0)  # b holds rows 0-1 (epoch 1); the table's epoch-2 run is not b's
+    assert b.last_epoch() == 1 and b.end_offset_for_epoch(1, b.log_end_offset) == (1, 4)
+    assert a.end_offset_for_epoch(1, a.log_end_offset) == (1, 4) and a.last_epoch() == 2
+    b.append(4, 6, 3, 7, 2.0)  # b leads epoch 3 where a has epoch 2's row: a keeps its own runs
+    assert list(a.row_epochs()) == [1, 1, 2] and list(b.row_epochs()) == [1, 1, 3]
+
+
+def test_retention_moves_the_runs_to_the_rows_left():
+    log = Log(segment_bytes=150, batch_bytes=[100] * 6)  # a segment per batch
+    for i, e in enumerate([1, 1, 2, 2, 3, 3]):
+        log.append(2 * i, 2 * i + 2, e, i, float(i))
+        log.segment_append(2 * i, i, float(i))
+    assert log.apply_retention(now=10.0, high_watermark=12, retention_ms=None, retention_bytes=300) == 3
+    assert log.log_start_offset == 6 and list(log.row_epochs()) == [2, 3, 3]
+    assert list(log.leader_epochs) == [2, 3] and list(log.epoch_rows) == [0, 1]
+
+
+def test_offsets_past_int32_widen_the_shared_table_for_every_log_holding_it():
+    # Kafka's offsets are int64: a table's base offsets are int32 until an append passes 2^31 - 1
+    table = AppendTable()
+    leader, follower = (Log(segment_bytes=1 << 30, batch_bytes=[100] * 4, table=table) for _ in range(2))
+    top = 2**31 - 1
+    leader.log_start_offset = leader.log_end_offset = top - 2  # (as a restart at the leader's log start leaves it)
+    leader.append(top - 2, top + 1, 1, 0, 0.0)
+    assert table.bases.typecode == "i"
+    leader.append(top + 1, top + 5, 1, 1, 1.0)  # its base passes int32
+    assert table.bases.typecode == "q" and leader.bases is follower.bases is table.bases
+    other = Log(segment_bytes=1 << 30, batch_bytes=[100] * 4)  # a log of its own, still int32, takes both rows
+    other.log_start_offset = other.log_end_offset = top - 2
+    other.extend(leader.chunk(0, 2), 2.0)
+    assert other.entry_list() == leader.entry_list() == [(top - 2, top + 1, 1, 0), (top + 1, top + 5, 1, 1)]
+    assert other.bases.typecode == "q"

@@ -43,36 +43,66 @@ class Broker:
         return self.up and not self.paused and not self.isolated and not self.cut_from_zk
 
 
+NEVER = 1 << 62  # FollowerState.last_fetch_leader_leo before its first read: no fetch offset reaches it
+
+
+class FollowerState:
+    """What a leader keeps of one follower of its partition (Kafka's remote ``Replica`` and its ``ReplicaState``):
+    one small record per follower, so a follower's fetch of the partition reads and writes one object."""
+
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo")
+
+    def __init__(self, since_ms: float) -> None:
+        self.log_end_offset = -1  # LEO: the fetch offset it last reported (-1: none yet)
+        self.last_caught_up_ms = since_ms  # last time it was seen caught up (see LeaderState.caught_up_ms)
+        self.last_fetch_ms = since_ms  # when its fetch last read this partition
+        self.last_fetch_leader_leo = NEVER  # the leader's LEO at that read (NEVER: not read yet)
+
+
 class LeaderState:
     """What a replica keeps only while it leads (Kafka's Partition leader state and its purgatories)."""
 
-    __slots__ = ("isr", "follower_leo", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo", "sessions",
-                 "pending", "consumer_parked", "epoch_start_offset", "since_ms")
+    __slots__ = ("isr", "followers", "sessions", "pending", "consumer_parked", "epoch_start_offset", "since_ms")
 
     def __init__(self, now: float = 0.0) -> None:
         self.isr: set[int] = set()  # in-sync replicas as the leader believes (itself included)
-        self.follower_leo: dict[int, int] = {}  # follower -> LEO: the fetch offset it last reported
-        self.last_caught_up_ms: dict[int, float] = {}  # follower -> last time it was seen caught up (see caught_up_ms)
-        self.last_fetch_ms: dict[int, float] = {}  # follower -> when its fetch last read this partition
-        self.last_fetch_leader_leo: dict[int, int] = {}  # follower -> the leader's LEO at that read
+        self.followers: dict[int, FollowerState] = {}  # follower -> what the leader keeps of it (``follower``)
         self.sessions: dict = {}  # follower -> its fetch session that holds this partition
         self.pending: list = []  # acks=all produce requests waiting for the HW: (end, seq, DelayedProduce, index)
         self.consumer_parked: dict = {}  # consumer fetches waiting for the HW to move
         self.epoch_start_offset = 0  # LEO when its epoch began
         self.since_ms = now  # when it became leader
 
+    def follower(self, f: int) -> FollowerState:
+        """Follower f's state, new (caught up and fetched when this leader began, no offset reported) if it has none."""
+        fs = self.followers.get(f)
+        if fs is None:
+            fs = self.followers[f] = FollowerState(self.since_ms)
+        return fs
+
+    def follower_leo(self, f: int, missing: int = -1) -> int:
+        """The fetch offset follower f last reported (`missing` if none)."""
+        fs = self.followers.get(f)
+        if fs is None or fs.log_end_offset < 0:
+            return missing
+        return fs.log_end_offset
+
     def caught_up_ms(self, f: int, leo: int) -> float:
         """Kafka's lastCaughtUpTimeMs of follower f: a follower whose reported offset is the LEO is caught up
         at every fetch of its session (read lazily: its session's last fetch)."""
-        t = self.last_caught_up_ms.get(f, self.since_ms)
+        fs = self.followers.get(f)
+        if fs is None:
+            return self.since_ms
+        t = fs.last_caught_up_ms
         s = self.sessions.get(f)
-        if s is not None and self.follower_leo.get(f, -1) >= leo and s.last_fetch_ms > t:
+        if s is not None and fs.log_end_offset >= leo and s.last_fetch_ms > t:
             return s.last_fetch_ms
         return t
 
     def fetched_ms(self, f: int) -> float:
         """When follower f last fetched (any fetch of the session that holds this partition)."""
-        t = self.last_fetch_ms.get(f, self.since_ms)
+        fs = self.followers.get(f)
+        t = self.since_ms if fs is None else fs.last_fetch_ms
         s = self.sessions.get(f)
         return s.last_fetch_ms if s is not None and s.last_fetch_ms > t else t
 

@@ -169,7 +169,7 @@ class ConsumerFetchHandler:
         for b, other in self.replicas[rep.partition].items():
             if b == rep.broker:
                 continue
-            f_leo = lead.follower_leo.get(b, -1)  # the offset of its last fetch, as the leader knows it
+            f_leo = lead.follower_leo(b)  # the offset of its last fetch, as the leader knows it
             view = ReplicaView(b, racks[b] if racks else None, f_leo, now - lead.caught_up_ms(b, leo))
             followers.append((view, other.log.log_start_offset))
         return preferred_read_replica(self.selector, client_rack, leader, followers, offset, self.in_isr_only,

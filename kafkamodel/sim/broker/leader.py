@@ -160,10 +160,7 @@ class LeaderRole:
         lead = rep.start_leading(now)
         lead.isr = set(isr)
         log = rep.log
-        lead.epoch_start_offset = log.log_end_offset
-        for f in self.partitions[rep.partition].replicas:
-            lead.last_caught_up_ms[f] = now
-            lead.last_fetch_ms[f] = now
+        lead.epoch_start_offset = log.log_end_offset  # (its followers count as caught up and fetched now: since_ms)
         if self.mode.opens_epoch_with_marker:
             base = log.log_end_offset
             log.append(base, base + 1, epoch, CONTROL, now)  # the epoch marker

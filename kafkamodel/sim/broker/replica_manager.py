@@ -71,9 +71,8 @@ class ReplicaManager:
                     lead = rep.start_leading(now)
                     lead.isr = set(part.isr)
                     for f in part.replicas:
-                        lead.last_caught_up_ms[f] = now
-                        lead.last_fetch_ms[f] = now
-                        lead.follower_leo[f] = 0
+                        if f != b:  # caught up and fetched now, at offset 0
+                            lead.follower(f).log_end_offset = 0
             for b, rep in self.replicas[part.index].items():
                 if b != part.leader:
                     self.follower.start_fetching(rep)

@@ -160,8 +160,8 @@ class Server:
             heapreplace(free, leave)
             self.net_busy_ms[broker] += leave - start
         self.send(broker, dst, action, args, fetch, None, nbytes, kind, leave - now)
-        if conn is not None:
-            self.unmute(broker, conn, leave)
+        if conn is not None and self._waiting(conn) is not None:  # (``unmute``, one call fewer when none waits)
+            self._read_next(broker, conn, leave)
 
     def _waiting(self, conn):
         """The muted connection's state if a request waits on it; else None (an idle connection is marked so)."""
@@ -175,8 +175,11 @@ class Server:
 
     def unmute(self, broker: int, conn, at: float) -> None:
         """The connection's response has left (or there is none, acks=0): the next request read may start."""
-        if self._waiting(conn) is None:
-            return
+        if self._waiting(conn) is not None:
+            self._read_next(broker, conn, at)
+
+    def _read_next(self, broker: int, conn, at: float) -> None:
+        """A request waits on the connection whose response leaves (or left) at `at`: it is read then."""
         if at > self.kernel.now:
             self.timer(broker, at - self.kernel.now, self._resume, broker, conn)
         else:

@@ -119,15 +119,18 @@ class SessionManager:
             # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
             # last caught up moves (at this fetch if it has everything; at its previous read if it has what was
             # there then); the HW may advance, or the follower rejoin the ISR (inline: it runs at every fetch)
+            fs = lead.followers.get(follower)
+            if fs is None:
+                fs = lead.follower(follower)
             if offset >= leo:
-                lead.last_caught_up_ms[follower] = now
-            elif offset >= lead.last_fetch_leader_leo.get(follower, leo + 1):
-                t = lead.last_caught_up_ms.get(follower, lead.since_ms)
-                last = lead.last_fetch_ms[follower]
-                lead.last_caught_up_ms[follower] = last if last > t else t
-            lead.last_fetch_ms[follower] = now
-            lead.last_fetch_leader_leo[follower] = leo
-            lead.follower_leo[follower] = offset
+                fs.last_caught_up_ms = now
+            elif offset >= fs.last_fetch_leader_leo:
+                last = fs.last_fetch_ms
+                if last > fs.last_caught_up_ms:
+                    fs.last_caught_up_ms = last
+            fs.last_fetch_ms = now
+            fs.last_fetch_leader_leo = leo
+            fs.log_end_offset = offset
             if fetch_counts(rep, follower):
                 advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
@@ -247,9 +250,9 @@ class SessionManager:
                 i, j, size = log.read(offset, leo, cap, not total)
                 if allowance is not None:
                     quotas.took(p, leader, follower, size, rep.lead.isr)
-                lead = rep.lead
-                lead.last_fetch_leader_leo[follower] = leo
-                lead.last_fetch_ms[follower] = now
+                fs = rep.lead.follower(follower)
+                fs.last_fetch_leader_leo = leo
+                fs.last_fetch_ms = now
                 if j > i:  # records (and the HW): the partition goes to the end of the session's order (below)
                     if size:
                         total += size
@@ -310,10 +313,9 @@ class SessionManager:
             dirty = s.dirty
             if p not in dirty:  # (a session already to read it, the usual case under load, changes nothing)
                 if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
-                    lead, f = rep.lead, s.follower  # (the session's follower: its key in lead.sessions)
-                    t = lead.last_caught_up_ms.get(f, lead.since_ms)
-                    if s.last_fetch_ms > t:
-                        lead.last_caught_up_ms[f] = s.last_fetch_ms
+                    fs = rep.lead.followers[s.follower]  # (the session's follower: its key in lead.sessions)
+                    if s.last_fetch_ms > fs.last_caught_up_ms:
+                        fs.last_caught_up_ms = s.last_fetch_ms
                 dirty[p] = True
             if s.parked:
                 woken.add(s)

@@ -154,6 +154,8 @@ class Transport:
             brokers = self.brokers
             slowed *= max(brokers[src].slow if src >= 0 else 1.0, brokers[dst].slow if dst >= 0 else 1.0)
         at = self.kernel.now + delay
+        if nbytes:
+            link.sent += nbytes
         if nbytes and self.ms_per_byte:  # a broker's NIC sends (and receives) one message at a time
             tx = nbytes * self.ms_per_byte
             if src >= 0:  # (a client's own NIC is the client's: its send comes `delay` later)
@@ -175,7 +177,6 @@ class Transport:
         if at < link.last:  # in order, as sent
             at = link.last
         link.last = at
-        link.sent += nbytes
         if self.direct:
             heappush(self.heap, (at, next(self.seq), action, args))
         else:

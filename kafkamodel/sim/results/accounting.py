@@ -103,9 +103,11 @@ class FinalLogs:
 def _log_column(final, name: str, retired: int) -> np.ndarray:
     """A final log's column (``Log.bases`` or ``Log.batch_ids``) as int64, the entries retention deleted first
     (`retired`: their column's position in ``Log.retired``; what retention deleted was there, not lost)."""
-    out = np.frombuffer(getattr(final, name), dtype=np.int64 if name == "bases" else np.int32)[:final.rows]
+    column = getattr(final, name)
+    out = np.frombuffer(column, dtype=column.typecode)[:final.rows]
     if final.retired is not None:
-        out = np.concatenate((np.frombuffer(final.retired[retired], dtype=out.dtype), out))
+        kept = final.retired[retired]
+        out = np.concatenate((np.frombuffer(kept, dtype=kept.typecode), out))
     return out.astype(np.int64)
 
 

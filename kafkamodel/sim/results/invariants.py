@@ -48,7 +48,7 @@ def _common_rows(a, b) -> int:
     entry lists): the rows alike in base, epoch and batch, less the last of them if it ends differently."""
     n = min(a.rows, b.rows)
     k = n
-    for x, y in ((a.bases, b.bases), (a.epochs, b.epochs), (a.batch_ids, b.batch_ids)):
+    for x, y in ((a.bases, b.bases), (a.row_epochs(), b.row_epochs()), (a.batch_ids, b.batch_ids)):
         if x[:k] != y[:k]:  # (compared at C speed: the usual case is one log a prefix of the other)
             k = next(i for i in range(k) if x[i] != y[i])
     return k if k == 0 or a.end_of(k - 1) == b.end_of(k - 1) else k - 1

@@ -35,7 +35,7 @@ class CountLagRule(TimeLagRule):
         lead = rep.lead
         if now - lead.fetched_ms(f) > self.max_lag_ms:
             return True
-        return rep.log.log_end_offset - lead.follower_leo.get(f, 0) > self.max_messages
+        return rep.log.log_end_offset - lead.follower_leo(f, 0) > self.max_messages
 
 
 def make_lag_rule(broker_settings):

@@ -68,11 +68,12 @@ class IsrMode:
         lead = rep.lead
         isr = lead.isr
         hw = rep.log.log_end_offset
-        leo = lead.follower_leo
+        followers = lead.followers
         me = rep.broker
         for f in isr:
             if f != me:
-                v = leo.get(f, -1)
+                fs = followers.get(f)
+                v = -1 if fs is None else fs.log_end_offset  # (-1: it has reported no offset yet)
                 if v < hw:
                     hw = v
         if self.hw_held and hw > rep.high_watermark and len(isr) < self.partitions[rep.partition].min_isr:
@@ -127,7 +128,7 @@ class QuorumMode:
         part = self.partitions[rep.partition]
         lead = rep.lead
         log = rep.log
-        leos = [lead.follower_leo.get(f, -1) for f in part.replicas if f != rep.broker]
+        leos = [lead.follower_leo(f) for f in part.replicas if f != rep.broker]
         leos.append(log.flushed_offset if self.durable else log.log_end_offset)
         leos.sort(reverse=True)
         hw = leos[self.majority[rep.partition] - 1]
@@ -135,7 +136,7 @@ class QuorumMode:
             return rep.high_watermark
         # Raft: a leader commits by counting only entries of its own epoch
         i = log.entry_index(hw - 1)
-        if i >= log.rows or log.epochs[i] != rep.leader_epoch:
+        if i >= log.rows or log.epoch_at(i) != rep.leader_epoch:
             return rep.high_watermark
         return hw
 

@@ -47,7 +47,7 @@ class LeaderEpochTruncation:
         if self.kip279 or found < 0:
             return found, end
         log = leader.log
-        oldest = log.epochs[0] if log.rows else leader.leader_epoch
+        oldest = log.epoch_at(0) if log.rows else leader.leader_epoch
         return (-1, -1) if epoch < oldest else (found, end)  # 0.11: older than its log: undefined
 
     def target(self, rep: Replica, epoch: int, end: int) -> int:

@@ -1,15 +1,20 @@
 """A replica's log: entries with offsets and leader epochs, segments, flushes, retention, producer state.
 
 A log keeps its entries as columns (``array.array``), one row per record batch
-(Kafka's RecordBatch as the log holds it): ``bases`` (its base offset, int64),
-``epochs`` (the leader epoch that wrote it, int32), ``batch_ids`` (the producer
-batch it holds, an index of the batch table, int32; ``CONTROL``, -1, for a
-control record such as a quorum leader's epoch marker: one offset, no data) and
-``append_ms`` (when it reached this broker's page cache, float64): 24 bytes a
-batch a replica, where a tuple per entry with its int objects, and each
-replica's list slots and float, cost about 200 a batch over three replicas (an
-``array.array`` append costs more than a list's, as it parses its argument: see
-docs/performance.md). A log is contiguous (a leader appends at its log end offset, a
+(Kafka's RecordBatch as the log holds it): ``bases`` (its base offset: int32
+while the partition's offsets fit it, widened to int64 by the append that passes
+2^31 - 1, ``AppendTable.widen``),
+``batch_ids`` (the producer batch it holds, an index of the batch table, int32;
+``CONTROL``, -1, for a control record such as a quorum leader's epoch marker:
+one offset, no data) and ``append_ms`` (when it reached this broker's page
+cache, float64), where a tuple per entry with its int objects, and each
+replica's list slots and float, cost about 200 bytes a batch over three
+replicas (an ``array.array`` append costs more than a list's, as it parses its
+argument: see docs/performance.md). The leader epochs that wrote the rows are
+kept as runs, one entry per epoch as Kafka's LeaderEpochFileCache keeps them
+(its epoch and where it starts): ``leader_epochs`` and ``epoch_rows`` (the
+row each epoch's run starts at, both int32), so a fault-free run holds one
+epoch per partition, not one per batch (``epoch_at``, ``row_epochs``). A log is contiguous (a leader appends at its log end offset, a
 follower only what starts there, truncation and retention cut whole batches),
 so an entry's end offset is the next one's base, the last one's the log end
 offset (LEO): the next offset to be written (``end_of``). ``entry`` and
@@ -19,7 +24,7 @@ producer state's rebuild, tests). A follower's fetch answer carries a
 ``Chunk``: the leader's rows copied as column slices, appended by ``extend``
 (one batch, the usual answer, as its fields, appended by ``append``).
 
-The first three columns belong to the partition's ``AppendTable``, shared by
+The rows' columns and epochs belong to the partition's ``AppendTable``, shared by
 its replicas' logs: in one leader epoch an offset is written once, so replicas
 that agree hold the same rows, and a log's entries are its table's first
 ``rows`` rows (only ``append_ms`` is its own: 8 bytes a batch a follower, and
@@ -44,7 +49,7 @@ from bisect import bisect_left, bisect_right
 from itertools import repeat
 
 CONTROL = -1  # batch id of a control record (one offset, no data records)
-_INT64, _INT32, _FLOAT64 = array("q"), array("i"), array("d")  # empty columns a log's own are copied from (a copy
+_INT32, _FLOAT64 = array("i"), array("d")  # empty columns a log's own are copied from (a copy
 #                                                                 costs a quarter of array(typecode): 9,000 logs)
 
 # A record batch in a log as ``Log.entry`` and ``Log.entry_list`` give it: a plain tuple, its fields named by position
@@ -54,36 +59,52 @@ END_OFFSET = 1  # one past its last offset
 LEADER_EPOCH = 2  # the epoch of the leader that wrote it
 BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTROL
 
-# A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset), the first three the leader's
-# column slices (array.array), the last where the last batch ends; one batch as its own fields (base, epoch, batch,
-# end), ints (a follower's usual answer: three slices of one row cost four times the row's reads)
+# A fetch answer's batches for a follower: (bases, epochs, batch ids, end offset): the leader's column slices of
+# bases and batch ids (array.array), its epochs over those rows as runs (a pair of arrays: each run's first row,
+# counted from the chunk's first, and its epoch: ``Log.runs``), and where the last batch ends; one batch as its
+# own fields (base, epoch, batch, end), ints (a follower's usual answer: slices of one row cost four times its reads)
 Chunk = tuple
+_FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
 
 
 class AppendTable:
-    """A partition's rows (base offset, leader epoch, batch id) as columns, shared by the replicas' logs that hold
-    them: a log's entries are its table's first ``Log.rows`` rows. In one leader epoch an offset is written once,
-    so replicas that agree share one table; a log whose rows would differ from another holder's (a write at a row
-    another log holds with other contents, retention cutting its own prefix) takes its own copy first (``detach``)."""
-    __slots__ = ("bases", "epochs", "batch_ids", "logs")
+    """A partition's rows (base offset, batch id) as columns and the leader epochs that wrote them as runs, shared
+    by the replicas' logs that hold them: a log's entries are its table's first ``Log.rows`` rows. In one leader
+    epoch an offset is written once, so replicas that agree share one table; a log whose rows would differ from
+    another holder's (a write at a row another log holds with other contents, retention cutting its own prefix)
+    takes its own copy first (``detach``)."""
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "logs")
 
-    def __init__(self, bases: array | None = None, epochs: array | None = None, batch_ids: array | None = None) -> None:
-        self.bases = _INT64.__copy__() if bases is None else bases  # each entry's base offset (int64), in order
-        self.epochs = _INT32.__copy__() if epochs is None else epochs  # the leader epoch that wrote it (int32)
+    def __init__(self, bases: array | None = None, batch_ids: array | None = None, leader_epochs: array | None = None,
+                 epoch_rows: array | None = None) -> None:
+        self.bases = _INT32.__copy__() if bases is None else bases  # each entry's base offset, in order (int32, then
+        #                                                                  int64 once an offset passes 2^31 - 1: widen)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
+        # the leader epochs that wrote the rows, one per run of rows of one epoch (int32, each unlike the one before)
+        self.leader_epochs = _INT32.__copy__() if leader_epochs is None else leader_epochs
+        self.epoch_rows = _INT32.__copy__() if epoch_rows is None else epoch_rows  # the row each run starts at
         self.logs: list[Log] = []  # the logs holding a prefix of these rows
+
+    def widen(self) -> array:
+        """The base offsets as int64 from now on (an offset past int32's range is to be written; Kafka's offsets are
+        int64): the column is copied and every log holding these rows reads the copy. Returns it."""
+        bases = self.bases = array("q", self.bases)
+        for log in self.logs:
+            log.bases = bases
+        return bases
 
 
 class Log:
-    __slots__ = ("bases", "epochs", "batch_ids", "rows", "table", "append_ms", "log_start_offset", "log_end_offset",
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "append_ms", "log_start_offset", "log_end_offset",
                  "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
         self.table = AppendTable() if table is None else table  # the partition's rows, shared with its replicas
         self.table.logs.append(self)
         self.bases = self.table.bases  # the table's columns (its rows past ``rows`` are not this log's)
-        self.epochs = self.table.epochs
         self.batch_ids = self.table.batch_ids
+        self.leader_epochs = self.table.leader_epochs  # its epochs' runs (those starting past ``rows`` not this log's)
+        self.epoch_rows = self.table.epoch_rows
         self.rows = 0  # this log's entries: the table's first `rows` rows
         self.append_ms = _FLOAT64.__copy__()  # when each reached this broker's page cache (float64, `rows` of them)
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
@@ -102,9 +123,42 @@ class Log:
         """End offset of entry `i` (one past its last offset): the next entry's base, or the LEO."""
         return self.bases[i + 1] if i + 1 < self.rows else self.log_end_offset
 
+    def epoch_at(self, i: int) -> int:
+        """Leader epoch of row `i` (one of the table's rows): its run's."""
+        rows = self.epoch_rows
+        if rows[-1] <= i:  # the last run (a reader usually reads near the log's end)
+            return self.leader_epochs[-1]
+        return self.leader_epochs[bisect_right(rows, i) - 1]
+
+    def _last_run(self) -> int:
+        """Index of the run holding this log's last row (the log is not empty)."""
+        rows = self.epoch_rows
+        k = len(rows) - 1
+        return k if rows[k] < self.rows else bisect_left(rows, self.rows) - 1
+
+    def runs(self, i: int, j: int) -> tuple[array, array]:
+        """The epochs of rows i..j-1 (i < j, rows of the table) as runs: (each run's first row counted from row `i`,
+        its epoch), as a fetch answer carries them."""
+        rows, epochs = self.epoch_rows, self.leader_epochs
+        if rows[-1] <= i:  # all in the last run (the usual case)
+            return _FIRST_ROW, epochs[-1:]
+        k, m = bisect_right(rows, i) - 1, bisect_left(rows, j)
+        return array("i", [0] + [r - i for r in rows[k + 1:m]]), epochs[k:m]
+
+    def row_epochs(self, start: int = 0) -> array:
+        """Each entry's leader epoch from index `start` on, a row each (int32: for the readers off the hot path)."""
+        out = array("i")
+        if start >= self.rows:
+            return out
+        starts, epochs = self.runs(start, self.rows)
+        for k, e in enumerate(epochs):
+            until = starts[k + 1] if k + 1 < len(starts) else self.rows - start
+            out.extend(repeat(e, until - starts[k]))
+        return out
+
     def entry(self, i: int) -> LogEntry:
         """Entry `i` as a LogEntry tuple."""
-        return self.bases[i], self.end_of(i), self.epochs[i], self.batch_ids[i]
+        return self.bases[i], self.end_of(i), self.epoch_at(i), self.batch_ids[i]
 
     def entry_list(self, start: int = 0) -> list[LogEntry]:
         """The entries from index `start` on as LogEntry tuples (for the readers off the hot path)."""
@@ -112,11 +166,11 @@ class Log:
         ends = bases[start + 1:n]
         if start < n:
             ends.append(self.log_end_offset)
-        return list(zip(bases[start:n], ends, self.epochs[start:n], self.batch_ids[start:n]))
+        return list(zip(bases[start:n], ends, self.row_epochs(start), self.batch_ids[start:n]))
 
     def last_epoch(self) -> int:
         """Leader epoch of the last entry (-1 for an empty log)."""
-        return self.epochs[self.rows - 1] if self.rows else -1
+        return self.leader_epochs[self._last_run()] if self.rows else -1
 
     def entry_index(self, offset: int) -> int:
         """Index of the entry holding `offset` (or the first one after it)."""
@@ -157,8 +211,8 @@ class Log:
         bases = self.bases
         end = bases[j] if j < self.rows else self.log_end_offset
         if j == i + 1:
-            return bases[i], self.epochs[i], self.batch_ids[i], end
-        return bases[i:j], self.epochs[i:j], self.batch_ids[i:j], end
+            return bases[i], self.epoch_at(i), self.batch_ids[i], end
+        return bases[i:j], self.runs(i, j), self.batch_ids[i:j], end
 
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
@@ -175,25 +229,30 @@ class Log:
         (the largest epoch <= `epoch`, where it ends: where the next higher one starts); an epoch older than
         every epoch here gives (`epoch`, where the first one starts); an undefined epoch, an empty log or an
         epoch newer than the last, (-1, -1) (KIP-279's UNDEFINED)."""
-        epochs, n = self.epochs, self.rows
-        if epoch < 0 or not n or epoch > epochs[n - 1]:
+        if epoch < 0 or not self.rows:
             return -1, -1
-        bases = self.bases
-        for i in range(n - 1, -1, -1):
-            e = epochs[i]
+        epochs, rows, bases = self.leader_epochs, self.epoch_rows, self.bases
+        k = self._last_run()
+        if epoch > epochs[k]:
+            return -1, -1
+        while k >= 0:  # the runs from the last back: where the epoch after the one found starts
+            e = epochs[k]
             if e <= epoch:
                 return e, end
-            end = bases[i]
+            end = bases[rows[k]]
+            k -= 1
         return epoch, end
 
     def first_offset_after_epoch(self, epoch: int) -> int:
         """Where the first epoch later than `epoch` starts here (the LEO if none): where `epoch` ends in this log."""
         end = self.log_end_offset
-        epochs, bases = self.epochs, self.bases
-        for i in range(self.rows - 1, -1, -1):
-            if epochs[i] <= epoch:
-                break
-            end = bases[i]
+        if not self.rows:
+            return end
+        epochs, rows, bases = self.leader_epochs, self.epoch_rows, self.bases
+        k = self._last_run()
+        while k >= 0 and epochs[k] > epoch:
+            end = bases[rows[k]]
+            k -= 1
         return end
 
     def durable_offset(self, cutoff: float) -> int:
@@ -211,43 +270,75 @@ class Log:
         r = self.rows
         bases = self.bases
         if r == len(bases):
-            bases.append(base)
-            self.epochs.append(epoch)
+            try:
+                bases.append(base)
+            except OverflowError:  # past int32: the table's offsets go int64
+                self.table.widen().append(base)
             self.batch_ids.append(batch)
-        elif bases[r] != base or self.batch_ids[r] != batch or self.epochs[r] != epoch:
+            epochs = self.leader_epochs
+            if not epochs or epochs[-1] != epoch:  # a new epoch's first row starts its run
+                epochs.append(epoch)
+                self.epoch_rows.append(r)
+        elif bases[r] != base or self.batch_ids[r] != batch or (
+                self.leader_epochs[-1] if self.epoch_rows[-1] <= r else self.epoch_at(r)) != epoch:
             self._overwrite(r)
-            self.bases.append(base)
-            self.epochs.append(epoch)
+            try:
+                self.bases.append(base)
+            except OverflowError:
+                self.table.widen().append(base)
             self.batch_ids.append(batch)
+            epochs = self.leader_epochs
+            if not epochs or epochs[-1] != epoch:
+                epochs.append(epoch)
+                self.epoch_rows.append(r)
         self.rows = r + 1
         self.append_ms.append(now)
         self.log_end_offset = end
 
     def extend(self, chunk: Chunk, now: float) -> None:
         """Append a fetch answer's batches (a Chunk of several: they start at the LEO)."""
-        bases, epochs, ids, end = chunk
+        bases, runs, ids, end = chunk
         r, n = self.rows, len(bases)
         own = self.bases
+        if own.typecode != bases.typecode:  # the leader's offsets went int64 (its table or ours: both, then)
+            if own.typecode == "i":
+                own = self.table.widen()
+            else:
+                bases = array("q", bases)
         if r == len(own):
             own += bases
-            self.epochs += epochs
             self.batch_ids += ids
-        elif own[r:r + n] != bases or self.batch_ids[r:r + n] != ids or self.epochs[r:r + n] != epochs:
+            self._add_runs(r, runs)
+        elif own[r:r + n] != bases or self.batch_ids[r:r + n] != ids or self.runs(r, r + n) != runs:
             self._overwrite(r)
             self.bases += bases
-            self.epochs += epochs
             self.batch_ids += ids
+            self._add_runs(r, runs)
         self.rows = r + n
         self.append_ms.extend(repeat(now, n))
         self.log_end_offset = end
 
+    def _add_runs(self, r: int, runs: tuple[array, array]) -> None:
+        """The epochs of rows appended from row `r` on (the table's last row), as runs (``runs``)."""
+        starts, epochs = runs
+        own, rows = self.leader_epochs, self.epoch_rows
+        for k, e in enumerate(epochs):
+            if not own or own[-1] != e:
+                own.append(e)
+                rows.append(r + starts[k])
+
+    def _cut_table(self, r: int) -> None:
+        """The table's rows from `r` on go, and the epochs' runs that start there."""
+        table = self.table
+        k = bisect_left(table.epoch_rows, r)
+        del table.bases[r:], table.batch_ids[r:], table.leader_epochs[k:], table.epoch_rows[k:]
+
     def _overwrite(self, r: int) -> None:
         """This log writes at row `r`, which its table holds with other contents: the logs that hold it take their
         own copy of their rows, and the table's rows from `r` on go."""
-        table = self.table
-        for log in [log for log in table.logs if log is not self and log.rows > r]:
+        for log in [log for log in self.table.logs if log is not self and log.rows > r]:
             log.detach()
-        del table.bases[r:], table.epochs[r:], table.batch_ids[r:]
+        self._cut_table(r)
 
     def detach(self) -> None:
         """Take a copy of this log's rows as its own table (another holder of its table is about to change them)."""
@@ -255,17 +346,18 @@ class Log:
         if len(old.logs) == 1:
             return
         old.logs.remove(self)
-        table = self.table = AppendTable(old.bases[:n], old.epochs[:n], old.batch_ids[:n])
+        k = bisect_left(old.epoch_rows, n)
+        table = self.table = AppendTable(old.bases[:n], old.batch_ids[:n], old.leader_epochs[:k], old.epoch_rows[:k])
         table.logs.append(self)
-        self.bases, self.epochs, self.batch_ids = table.bases, table.epochs, table.batch_ids
+        self.bases, self.batch_ids = table.bases, table.batch_ids
+        self.leader_epochs, self.epoch_rows = table.leader_epochs, table.epoch_rows
 
     def _drop_rows_from(self, i: int) -> None:
         """Drop this log's rows from `i` on (the table's too, when no other log holds them)."""
         self.rows = i
         del self.append_ms[i:]
-        table = self.table
-        if all(log.rows <= i for log in table.logs):
-            del table.bases[i:], table.epochs[i:], table.batch_ids[i:]
+        if all(log.rows <= i for log in self.table.logs):
+            self._cut_table(i)
 
     def needs_flush(self, flush_messages: int) -> bool:
         """log.flush.interval.messages (> 0; callers skip 0, "never"): are that many records unflushed (and no
@@ -308,7 +400,7 @@ class Log:
         if self.retired is None:
             self.retired = (array("q"), array("i"))
         bases, ids = self.retired
-        bases += self.bases[:k]
+        bases.extend(self.bases[:k].tolist())  # (int64; this log's may be int32)
         ids += self.batch_ids[:k]
 
     # ---- segments and retention ------------------------------------------------------------------------------
@@ -354,7 +446,12 @@ class Log:
             k = self.entry_index(start)
             self.retire(k)
             self.detach()  # its rows from now on start at another row than the other holders'
-            del self.bases[:k], self.epochs[:k], self.batch_ids[:k], self.append_ms[:k], segs[:cut]
+            del self.bases[:k], self.batch_ids[:k], self.append_ms[:k], segs[:cut]
+            rows = self.epoch_rows
+            m = bisect_right(rows, k) - 1  # the run holding the new first row: it now starts at row 0
+            del self.leader_epochs[:m], rows[:m]
+            for x in range(len(rows)):
+                rows[x] = rows[x] - k if x else 0
             self.rows -= k
             self.log_start_offset = start
         return cut
