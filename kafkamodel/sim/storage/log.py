@@ -210,8 +210,9 @@ class Log:
         usual answer; ``append`` takes them), several as column slices (``extend``)."""
         bases = self.bases
         end = bases[j] if j < self.rows else self.log_end_offset
-        if j == i + 1:
-            return bases[i], self.epoch_at(i), self.batch_ids[i], end
+        if j == i + 1:  # (the row's epoch read here as in epoch_at: this is a follower's usual answer)
+            epoch = self.leader_epochs[-1] if self.epoch_rows[-1] <= i else self.epoch_at(i)
+            return bases[i], epoch, self.batch_ids[i], end
         return bases[i:j], self.runs(i, j), self.batch_ids[i:j], end
 
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
