@@ -434,3 +434,37 @@ def test_a_burst_fills_the_free_in_flight_slots_and_each_answer_frees_one(monkey
             assert 0 <= unanswered <= in_flight, (in_flight, k, events)
             if e < 0 and sent < requests:  # full batches wait: the freed slot takes the next one at once
                 assert events[k + 1] == (t, 1), (in_flight, k, events[k - 2:k + 3])
+
+
+def test_each_request_leaves_when_the_first_of_its_nodes_queues_is_ready(monkeypatch):
+    """RecordAccumulator.ready: a partition's batch is ready when batch.size worth of records has arrived or linger.ms
+    after its first record, whichever comes first, and the Sender drains a node when the first of its partitions
+    is ready (acks=0: no in-flight limit holds it back). Each request is sent at the least of those times over its
+    batches, computed here from the records' send times, whether a full batch or a lingering one decided it."""
+    from kafkamodel.sim.clients.producer import ProducerClient
+
+    linger = 20.0
+    seen = []  # per request: (sent at, the earliest of its batches' ready times, how that one became ready)
+    send = ProducerClient._send_request
+
+    def record(self, ps, conn, taken, nbytes):
+        b, times = self.batches, ps.acc.times
+        cap = b.formats[ps.index].records_per_batch
+        ready = []
+        for i in taken:
+            first, count = b.lo[i], b.count[i]
+            full = count == cap and times[first + cap - 1] < times[first] + linger
+            ready.append((times[first + cap - 1], "full") if full else (times[first] + linger, "linger"))
+        seen.append((self.kernel.now, *min(ready)))
+        return send(self, ps, conn, taken, nbytes)
+
+    monkeypatch.setattr(ProducerClient, "_send_request", record)
+    r = simulate({"name": "p", "seed": 5, "duration.ms": 1000, "brokers": 3,
+                  "topics": [{"name": "t", "partitions": 12, "replication.factor": 1}],
+                  "producers": [{"topic": "t", "rate.per.s": 3000, "acks": 0, "linger.ms": linger,
+                                 "batch.size": 2048, "record.size.bytes": 200,
+                                 "keys": {"cardinality": 1000}}]})
+    assert r.summary["produce_requests"] == len(seen)
+    assert [(now, now) for now, _, _ in seen] == [(now, at) for now, at, _ in seen]
+    kinds = Counter(kind for _, _, kind in seen)
+    assert kinds["full"] > 20 and kinds["linger"] > 20, kinds

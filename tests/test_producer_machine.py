@@ -172,6 +172,77 @@ def test_keyed_records_an_application_thread_takes_over_keep_their_keys(max_bloc
     assert (sent.partition.to_numpy() == [(murmur2(k.encode()) & 0x7FFFFFFF) % 5 for k in keys]).all()
 
 
+@pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
+def test_a_run_without_a_records_table_keeps_the_keys_digits_and_makes_the_same_batches(max_block_ms):
+    """results.records: none keeps each key's digits (1 byte a record; all a record format reads of a key) instead of
+    its index: a keyed open-loop producer an application thread takes over (its keys moved with its records when a
+    send() can fail) and a keyed closed-loop one make the same batches, byte for byte, as with the indexes kept."""
+    from kafkamodel.sim.batches import Batches
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "max.block.ms": max_block_ms, "keys": {"cardinality": 5000}},
+                  closed(keys={"cardinality": 300_000}, **{"buffer.memory": 1 << 20})], 1500.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    tables = {}
+    for records in ("all", "none"):
+        sim = Simulation(load_scenario({**s, "results.records": records}))
+        tables[records] = sim.workload.key.dtype
+        assert sim.run().summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+        tables[records] = (tables[records], [getattr(sim.batches, c).tobytes() for c in Batches.__slots__[:-3]])
+    assert tables["none"][0] == np.int8 and tables["all"][0] == np.int32
+    assert tables["none"][1] == tables["all"][1]
+
+
+@pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
+def test_an_application_thread_drops_the_records_it_sent_and_the_run_is_the_same(max_block_ms, monkeypatch):
+    """A taken-over producer's send order and arrivals (12-20 bytes a record it has left to send when it takes
+    over) drop the records it sent (application._forget): dropping at every send gives every number and table
+    of a run that never drops them, keyed records whose keys go with them (max.block.ms 5) included, and the
+    thread's arrays hold only what it has not sent (the production case's take-over keeps 12 bytes a record)."""
+    import kafkamodel.sim.clients.application as application
+    from kafkamodel.sim.clients.slots import SendOrder
+    from snapshot import capture
+
+    held = []  # after each forget: records the order's arrays still hold, records the order has left to send
+    forget = SendOrder.forget
+
+    def spy(order, k):
+        forget(order, k)
+        held.append((len(order.parts), len(order) - k))
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "max.block.ms": max_block_ms, "keys": {"cardinality": 500}}], 3000.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    monkeypatch.setattr(application, "FORGET", 1 << 62)
+    kept = capture(simulate(s))
+    monkeypatch.setattr(application, "FORGET", 1)
+    monkeypatch.setattr(SendOrder, "forget", spy)
+    assert capture(simulate(s)) == kept
+    assert len(held) >= 2  # (each time once it had sent half of what its arrays held)
+    assert all(h == left for h, left in held)
+    assert kept["summary"]["producer_buffer_wait_ms"] > 300.0  # the application thread took over
+
+
+def test_a_send_order_that_forgot_its_first_records_gives_the_rest_as_before():
+    """SendOrder.forget(k): the partitions and keys of records from k on are the ones it gave before; counting
+    from the first record is refused (those are gone)."""
+    from kafkamodel.sim.clients.slots import SendOrder
+
+    rng = np.random.default_rng(11)
+    parts, keys = rng.integers(0, 7, 1000).astype(np.int32), rng.integers(0, 50, 1000)
+    order, whole = SendOrder.of_arrays(parts, keys), SendOrder.of_arrays(parts.copy(), keys.copy())
+    for k in (0, 1, 400, 999):
+        order.forget(k)
+        for lo, hi in ((k, k + 1), (k, 1000), (999, 1000)):
+            assert np.array_equal(order.partitions(lo, hi), whole.partitions(lo, hi))
+            assert np.array_equal(order.keys(lo, hi), whole.keys(lo, hi))
+        assert len(order.parts) == 1000 - k
+    with pytest.raises(ValueError, match="forgotten"):
+        order.counts(1000, 7)
+
+
 @pytest.mark.parametrize("version,partitioner", [("2.6", None), ("4.1", None), ("2.0", None), ("3.0", "round_robin")])
 def test_a_closed_loop_send_order_is_the_partitioners_choice_record_by_record(version, partitioner):
     """The send order made as runs or a cycle (slots.SendOrder) gives each record the partition Kafka's partitioner

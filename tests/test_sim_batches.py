@@ -9,7 +9,7 @@ from array import array
 import numpy as np
 import pytest
 
-from kafkamodel.sim.batches import _FEW_KEYS, Batches, RecordFormat
+from kafkamodel.sim.batches import _FEW_KEYS, Batches, RecordFormat, key_digits
 from kafka_format import legacy_record, v2_batch, v2_record
 
 
@@ -28,28 +28,32 @@ def test_keys_and_timestamp_deltas_count_as_kafka_counts_them():
     assert g.batch_bytes(0, 7) == v2_batch(7, 100, timestamp_deltas=[math.floor(t) - base for t in times])
 
 
+@pytest.mark.parametrize("digits", [False, True])
 @pytest.mark.parametrize("n", [1, 2, _FEW_KEYS, _FEW_KEYS + 1, 40])
-def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(n):
+def test_keyed_batches_on_both_sides_of_the_python_numpy_switch_are_kafkas_size(n, digits):
+    """(`digits`: the format holds each key's digits, as a run without a records table keeps them, not its index.)"""
     rng = np.random.default_rng(n)
     keys = rng.integers(0, 10 ** rng.integers(1, 8, n), dtype=np.int64)
     keys[0] = 0  # key-0: one digit
+    held = key_digits(keys) if digits else keys
     times = array("d", sorted(rng.uniform(0.0, 200.0, n).tolist()))
     v2 = RecordFormat(2, 100, 10 ** 8, "none", 1 << 20)
-    v2.attach(times, keys)
+    v2.attach(times, held)
     base = math.floor(times[0])
     assert v2.batch_bytes(0, n) == 61 + sum(v2_record(i, math.floor(t) - base, f"key-{k}".encode(), 100)
                                             for i, (t, k) in enumerate(zip(times, keys.tolist())))
     for magic in (0, 1):
         legacy = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
-        legacy.attach(times, keys)
+        legacy.attach(times, held)
         assert legacy.batch_bytes(0, n) == sum(legacy_record(magic, f"key-{k}".encode(), 100) for k in keys.tolist())
 
 
+@pytest.mark.parametrize("digits", [False, True])
 @pytest.mark.parametrize("sizes", [[1, 2], [1] * _FEW_KEYS, [2, 1, 3] * 20, [40, 1, 7]])
-def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one_by_one(sizes):
+def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one_by_one(sizes, digits):
     """A drain's batches (ranges of several partitions' records, apart in the records' layout) sized at once, on
     both sides of the Python / NumPy switch (a few keys in all, or more), are each Kafka's size; made at once, their
-    rows are those the same batches made one by one get."""
+    rows are those the same batches made one by one get. (`digits`: the keys held as their digits.)"""
     rng = np.random.default_rng(len(sizes))
     records = 4 * sum(sizes)
     keys = rng.integers(-1, 10 ** rng.integers(1, 8, records), dtype=np.int64)
@@ -58,7 +62,7 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
     los = [4 * sum(sizes[:i]) + i % 3 for i in range(len(sizes))]  # gaps between the ranges
     for magic in (0, 2):
         f = RecordFormat(magic, 100, 10 ** 8, "none", 1 << 20)
-        f.attach(times, keys)
+        f.attach(times, key_digits(keys) if digits else keys)
         got = f.batches_bytes(los, sizes)
         for lo, n, nbytes in zip(los, sizes, got):
             ks, ts = keys[lo:lo + n].tolist(), times[lo:lo + n]

@@ -100,33 +100,44 @@ def _key_digits(keys: np.ndarray) -> np.ndarray:
 
 
 _POW10 = np.array([10 ** i for i in range(1, 19)], dtype=np.int64)
+DIGITS = np.int8  # a key array of this type holds each key's digits, not its index: all a record format reads of it
+#                   (a run without a records table keeps only that: workload.build_workload)
+
+
+def key_digits(keys: np.ndarray) -> np.ndarray:
+    """Each key index's digits as the DIGITS array a record format reads instead of the indexes (-1: a null key)."""
+    return np.where(keys < 0, -1, _key_digits(keys)).astype(DIGITS)
 _FEW_KEYS = 16  # batches of at most this many keyed records count their key bytes in Python (NumPy's calls cost more)
 
 
-def _key_bytes(keys: np.ndarray, lo: int, n: int) -> int:
-    """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i>."""
+def _key_bytes(keys: np.ndarray, lo: int, n: int, digits: bool = False) -> int:
+    """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i> (`digits`:
+    `keys` holds the digits, ``DIGITS``)."""
     if n <= _FEW_KEYS:  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives it 2)
         ks = keys[lo:lo + n].tolist()
+        if digits:
+            return 4 * n + sum(ks)
         return 4 * n + sum(map(len, map(str, ks))) - ks.count(-1)
-    return _keys_bytes(keys, (lo,), (n,))[0]
+    return _keys_bytes(keys, (lo,), (n,), digits)[0]
 
 
-def _keys_bytes(keys: np.ndarray, los, ns) -> list[int]:
+def _keys_bytes(keys: np.ndarray, los, ns, digits: bool = False) -> list[int]:
     """``_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all, else in NumPy at once."""
     if sum(ns) <= _FEW_KEYS:
-        return list(map(_key_bytes, repeat(keys), los, ns))
+        return list(map(_key_bytes, repeat(keys), los, ns, repeat(digits)))
     counts = np.asarray(ns, dtype=np.int64)
     ends = np.cumsum(counts)
     starts = ends - counts  # range i's keys in the gathered array: from where the earlier ones end
     index = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(np.asarray(los, dtype=np.int64) - starts, counts)
-    return (4 * counts + np.add.reduceat(_key_digits(keys[index]), starts)).tolist()
+    each = keys[index].astype(np.int64) if digits else _key_digits(keys[index])
+    return (4 * counts + np.add.reduceat(each, starts)).tolist()
 
 
 class RecordFormat:
     """One producer's records as Kafka's message format lays them out: a batch's bytes, and how many records
     batch.size holds."""
 
-    __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys",
+    __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys", "digits",
                  "records_per_batch", "record_bytes", "record_size", "max_batch_bytes")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
@@ -137,7 +148,8 @@ class RecordFormat:
         self.ratio = CODECS[codec].ratio
         self.decompress_ms = decompress_ms_per_byte(codec)  # per uncompressed byte
         self.times: array | None = None  # every record's time in the accumulator, for timestamp deltas (attach)
-        self.keys: np.ndarray | None = None  # every record's key index (-1: null)
+        self.keys: np.ndarray | None = None  # every record's key index (-1: null), or its digits (``DIGITS``)
+        self.digits = False  # `keys` holds the digits
         if magic >= 2:
             self.header = RECORD_BATCH_OVERHEAD
             # attributes 1, null key length 1, value length, value, header count 1 (then + timestamp and offset
@@ -184,6 +196,7 @@ class RecordFormat:
         """The records' times in the accumulator (read as they are when a batch is cut) and key indexes."""
         self.times = times
         self.keys = keys
+        self.digits = keys is not None and keys.dtype == DIGITS
 
     def batch_bytes(self, lo: int, n: int, keys: int | None = None) -> int:
         """Bytes of the batch of records [lo, lo + n) on the wire and on disk (`keys`: what its keys add, if known:
@@ -191,7 +204,7 @@ class RecordFormat:
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n) if keys is None else keys
+                records += _key_bytes(self.keys, lo, n, self.digits) if keys is None else keys
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -207,7 +220,7 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n) if keys is None else keys
+                records += _key_bytes(self.keys, lo, n, self.digits) if keys is None else keys
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records
@@ -215,7 +228,7 @@ class RecordFormat:
     def batches_bytes(self, los: list[int], ns: list[int]) -> list[int]:
         """``batch_bytes`` of each batch of records [lo, lo + n) (`los`, `ns`), their keys' bytes counted at once."""
         if self.keyed and (self.legacy or self.vbody):
-            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns)))
+            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns, self.digits)))
         return list(map(self.batch_bytes, los, ns))
 
     def _exact(self, lo: int, n: int) -> int:
@@ -223,7 +236,8 @@ class RecordFormat:
         t = np.floor(np.asarray(self.times[lo:lo + n], dtype=np.float64))
         body = self.static + _varint_sizes((t - t[0]).astype(np.int64)) + _varint_sizes(np.arange(n, dtype=np.int64))
         if self.keyed:
-            body = body + 4 + _key_digits(self.keys[lo:lo + n])  # key length varint 1 + key bytes, less the null's 1
+            keys = self.keys[lo:lo + n]  # key length varint 1 + key bytes, less the null's 1
+            body = body + 4 + (keys if self.digits else _key_digits(keys))
         return int((body + _varint_sizes(body)).sum())
 
 

@@ -37,7 +37,7 @@ from .slots import SendOrder
 class ApplicationThread:
     """One producer's application thread and its BufferPool, from when the pool matters."""
 
-    __slots__ = ("order", "covered", "arrivals", "k", "filled", "free_at", "used", "unit", "limit", "cost",
+    __slots__ = ("order", "covered", "arrivals", "base", "k", "filled", "free_at", "used", "unit", "limit", "cost",
                  "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
 
     def __init__(self, order: SendOrder, covered: int, lo: np.ndarray, cost_ms: float, unit: float,
@@ -45,6 +45,7 @@ class ApplicationThread:
         self.order = order  # partition (global index) and key of each record, in the order the application sends them
         self.covered = covered  # records of the order its partitions' slots are for (a send beyond grows them)
         self.arrivals = arrivals  # an open-loop producer's: when the application calls each send() at the earliest
+        self.base = 0  # arrivals[0] is its base-th record's (``_forget``: the ones before were sent)
         self.k = 0  # next record the application sends
         self.filled = lo.copy()  # partition -> its next free slot (global record index)
         self.free_at = start_ms  # when the thread can call send() again
@@ -73,8 +74,8 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
             app.k += 1
             app.blocked_at += app.max_block
             app.free_at = app.blocked_at
-            if app.arrivals is not None and app.k < len(app.order) and app.arrivals[app.k] > app.blocked_at:
-                app.blocked_at = float(app.arrivals[app.k])  # the next send() is called later
+            if app.arrivals is not None and app.k < len(app.order) and app.arrivals[app.k - app.base] > app.blocked_at:
+                app.blocked_at = float(app.arrivals[app.k - app.base])  # the next send() is called later
         if app.blocked_at >= app.end_ms:
             app.blocked_at = -1.0
             return None, None
@@ -97,7 +98,7 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     if m <= 0:
         if room <= 0 and left > 0:
             if app.blocked_at < 0:
-                app.blocked_at = max(start, float(app.arrivals[lo])) if app.arrivals is not None else start
+                app.blocked_at = max(start, float(app.arrivals[lo - app.base])) if app.arrivals is not None else start
             return None, app.blocked_at + app.max_block
         return None, None
     if lo + m > app.covered:
@@ -125,12 +126,30 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     app.k = lo + m
     app.used += m * app.unit
     app.free_at = float(done[-1])
+    _forget(app)
     if m == room and m < left:  # the pool is full: the next send() blocks from when the thread gets to it
         app.blocked_at = app.free_at
-        if app.arrivals is not None and app.arrivals[app.k] > app.blocked_at:
-            app.blocked_at = float(app.arrivals[app.k])
+        if app.arrivals is not None and app.arrivals[app.k - app.base] > app.blocked_at:
+            app.blocked_at = float(app.arrivals[app.k - app.base])
         return touched, app.blocked_at + app.max_block
     return touched, None
+
+
+FORGET = 1 << 16  # records sent before the thread's per-record arrays drop them (at least)
+
+
+def _forget(app: ApplicationThread) -> None:
+    """The records the thread has sent are read no more: once they are at least FORGET and half of what its
+    arrays hold (so each record is copied about once), the send order's arrays and the arrivals drop them. Only
+    when its slots cover its whole order (a taken-over open-loop producer's; a closed-loop one's at its bound):
+    growing the slots counts the order from its first record."""
+    gone = app.k - app.base
+    if gone < FORGET or 2 * gone < len(app.order) - app.base or app.covered < len(app.order):
+        return
+    app.order.forget(app.k)
+    if app.arrivals is not None:
+        app.arrivals = app.arrivals[gone:].copy()
+    app.base = app.k
 
 
 def _returns(app: ApplicationThread, lo: int, m: int, start: float) -> np.ndarray:
@@ -139,7 +158,7 @@ def _returns(app: ApplicationThread, lo: int, m: int, start: float) -> np.ndarra
     cost = app.cost
     if app.arrivals is None:
         return start + cost * np.arange(1, m + 1, dtype=np.float64)
-    a = app.arrivals[lo:lo + m].copy()
+    a = app.arrivals[lo - app.base:lo - app.base + m].copy()
     if a[0] < start:
         a[0] = start
     steps = cost * np.arange(m, dtype=np.float64)

@@ -65,7 +65,8 @@ class ProducerState:
         self.metadata = [-1] * partitions  # partition -> leader as this producer last learned it
         self.conns = [Connection(b) for b in range(brokers)]
         self.heaps: list[list] = [[] for _ in range(brokers)]  # broker -> (key, partition, stamp) of queues with data
-        self.ready: list[list] = [[] for _ in range(brokers)]  # broker -> (ready time, partition, stamp) of those queues
+        self.ready: list[list] = [[] for _ in range(brokers)]  # broker -> (ready time, partition, stamp) of those
+        #                                                        ready before linger.ms after their first record
         self.wake = [INF] * brokers  # broker -> when the Sender next looks at it (its wake-up's time; INF: none)
         self.no_leader: set[int] = set()  # partitions with data and no known leader
         self.refresh_armed = False  # a metadata refresh is scheduled or in flight
@@ -350,12 +351,36 @@ class ProducerClient:
             return
         q.node = node
         heappush(ps.heaps[node], (key, p, stamp))
-        if at != INF:
-            heappush(ps.ready[node], (at, p, stamp))
-            if at < ps.wake[node]:
-                cfg = ps.config
-                if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
-                    self._wake_at(ps, node, at)
+        if at < key + ps.acc.linger:  # ready before linger.ms after its first record (full, or a resend): filed by
+            heappush(ps.ready[node], (at, p, stamp))  # its ready time too (else _first_ready has it from its key)
+        if at < ps.wake[node]:
+            cfg = ps.config
+            if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
+                self._wake_at(ps, node, at)
+
+    @staticmethod
+    def _first_ready(ps: ProducerState, node: int) -> float:
+        """When the first of `node`'s filed queues is ready (INF: none is filed). A queue is ready linger.ms after
+        its first record unless it is filed by an earlier ready time as well (``_arm``), so the first is the least
+        of the drain heap's first key plus linger.ms and the ready heap's first time. Entries filed again since
+        (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
+        queues = ps.acc.queues
+        heap = ps.heaps[node]
+        while heap:
+            entry = heap[0]
+            if queues[entry[1]].stamp == entry[2]:
+                break
+            heappop(heap)
+        ready = ps.ready[node]
+        while ready:
+            entry = ready[0]
+            if queues[entry[1]].stamp == entry[2]:
+                break
+            heappop(ready)
+        at = heap[0][0] + ps.acc.linger if heap else INF
+        if ready and ready[0][0] < at:
+            at = ready[0][0]
+        return at
 
     def _wake_at(self, ps: ProducerState, node: int, at: float) -> None:
         """Schedule the Sender's wake-up for `node` at `at` (never in the past); one scheduled before for later is
@@ -374,18 +399,11 @@ class ProducerClient:
             if ps.wake[node] != at:
                 return
             ps.wake[node] = INF
-        ready = ps.ready[node]
-        queues = ps.acc.queues
-        while ready:
-            at, p, stamp = ready[0]
-            if queues[p].stamp != stamp:  # filed again since
-                heappop(ready)
-                continue
-            if at <= self.kernel.now:
-                self._drain(ps, node)
-            elif at < ps.wake[node]:
-                self._wake_at(ps, node, at)
-            return
+        at = self._first_ready(ps, node)
+        if at <= self.kernel.now:
+            self._drain(ps, node)
+        elif at < ps.wake[node]:
+            self._wake_at(ps, node, at)
 
     def _drain(self, ps: ProducerState, node: int) -> None:
         """Send one request to `node` with a batch of every partition that has one, if the connection can; then
@@ -457,14 +475,10 @@ class ProducerClient:
         ps.wake[node] = INF
         if cfg.acks and len(conn.inflight) >= cfg.max_in_flight:
             return  # an answer looks again
-        ready = ps.ready[node]
-        while ready:  # the first ready time of its queues
-            at, p, stamp = ready[0]
-            if queues[p].stamp == stamp:
-                ps.wake[node] = at = at if at > now else now  # (_wake_at inline: once per request)
-                heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
-                break
-            heappop(ready)
+        at = self._first_ready(ps, node)
+        if at != INF:
+            ps.wake[node] = at = at if at > now else now  # (_wake_at inline: once per request)
+            heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
 
     def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
                    room: int, heap: list) -> int:

@@ -28,7 +28,7 @@ class SendOrder:
     """A producer's records in the order its application thread sends them: each one's partition (global index)
     and key (None: null keys), for its first ``len`` records."""
 
-    __slots__ = ("n", "ends", "choice", "cycle", "first", "parts", "key")
+    __slots__ = ("n", "ends", "choice", "cycle", "first", "parts", "key", "base")
 
     def __init__(self, n: int, ends=None, choice=None, cycle: int = 0, first: int = 0, parts=None, key=None):
         self.n = n  # records it can give
@@ -38,6 +38,7 @@ class SendOrder:
         self.first = first  # the topic's first global partition
         self.parts = parts  # every record's partition (int32, global), when not runs nor a cycle
         self.key = key  # every record's key index (int64), None for null keys
+        self.base = 0  # the arrays hold records from this one on (``forget``: the ones before it were sent)
 
     @classmethod
     def of_runs(cls, lengths: np.ndarray, choice: np.ndarray) -> SendOrder:
@@ -59,7 +60,7 @@ class SendOrder:
     def partitions(self, lo: int, hi: int) -> np.ndarray:
         """Partitions of records [lo, hi) (int32)."""
         if self.parts is not None:
-            return self.parts[lo:hi]
+            return self.parts[lo - self.base:hi - self.base]
         if self.cycle:
             return (np.arange(lo, hi, dtype=np.int64) % self.cycle + self.first).astype(np.int32)
         ends = self.ends
@@ -72,11 +73,24 @@ class SendOrder:
         return np.repeat(self.choice[r0:r1], stops - starts)
 
     def keys(self, lo: int, hi: int) -> np.ndarray | None:
-        return None if self.key is None else self.key[lo:hi]
+        return None if self.key is None else self.key[lo - self.base:hi - self.base]
+
+    def forget(self, k: int) -> None:
+        """Records before the k-th are sent and never read again: the arrays drop them (runs and a cycle hold no
+        per-record array). ``counts`` then no longer answers (it reads from the first record)."""
+        if self.parts is None or k <= self.base:
+            return
+        drop = k - self.base
+        self.parts = self.parts[drop:].copy()
+        if self.key is not None:
+            self.key = self.key[drop:].copy()
+        self.base = k
 
     def counts(self, k: int, partitions: int) -> np.ndarray:
         """Records of each partition (global index, `partitions` of them) among the first k (int64)."""
         if self.parts is not None:
+            if self.base:
+                raise ValueError("SendOrder.counts: the records before the order's base were forgotten")
             return np.bincount(self.parts[:k], minlength=partitions).astype(np.int64)
         out = np.zeros(partitions, dtype=np.int64)
         if self.cycle:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...config.settings import ProducerSettings, Settings, nic_ms_per_byte
-from ..batches import compress_ms_per_byte, record_format
+from ..batches import DIGITS, compress_ms_per_byte, key_digits, record_format
 from .partitioner import partition_for_keys
 from .slots import SendOrder, resize
 
@@ -30,7 +30,8 @@ class Workload:
     # and the ranges below (``producer`` and ``partition``, made when asked for)
     send_ms: np.ndarray  # float64: when the application called send()
     key: np.ndarray | None  # int32 (int64 if a key cardinality needs it): key index (key-<i>), -1 for a null key;
-    #                         None once the run is over if no records table is kept (results.records: none)
+    #                         without a records table (results.records: none) only its digits (batches.DIGITS,
+    #                         int8: all the record format reads of it), and None once the run is over
     # per producer and partition: its records are [lo, hi)
     lo: np.ndarray  # int64 (producers, partitions)
     hi: np.ndarray  # int64 (producers, partitions)
@@ -251,16 +252,17 @@ def assign_partitions(p: ProducerSettings, key: np.ndarray, times: np.ndarray, p
     return out
 
 
-def closed_loop_order(p: ProducerSettings, n: int, gap: float, partitions: int, first: int,
-                      rng: np.random.Generator, custom=None, cap: int | None = None) -> SendOrder:
+def closed_loop_order(p: ProducerSettings, n: int, gap: float, partitions: int, first: int, rng: np.random.Generator,
+                      custom=None, cap: int | None = None, digits: bool = False) -> SendOrder:
     """A closed-loop producer's n records in send order, as ``assign_partitions`` places them were they sent
-    `gap` apart from start.ms: null keys as runs or a cycle, without a per-record array."""
+    `gap` apart from start.ms: null keys as runs or a cycle, without a per-record array (`digits`: keys kept as
+    their digits, ``batches.key_digits``)."""
     name = p.partitioner if isinstance(p.partitioner, str) else "default"
     if p.key_cardinality is not None or custom is not None:
         key = rng.integers(0, p.key_cardinality, n).astype(np.int64) if p.key_cardinality is not None else None
         local = assign_partitions(p, key if key is not None else np.full(n, -1, dtype=np.int64), None, partitions,
                                   rng, custom, cap)
-        return SendOrder.of_arrays(local + first, key)
+        return SendOrder.of_arrays(local + first, key_digits(key) if digits and key is not None else key)
     if name in ("legacy", "round_robin"):  # every record to the next partition
         return SendOrder.of_cycle(n, partitions, first)
     lengths = _sticky_runs(_Evenly(p.start_ms, gap, n), cap or p.records_per_batch,
@@ -287,7 +289,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     producers = len(settings.producers)
     wide = any(p.key_cardinality is not None and p.key_cardinality > np.iinfo(np.int32).max
                for p in settings.producers)
-    key_type = np.int64 if wide else np.int32
+    digits = settings.results_records == "none"  # (no records table: a key's digits are all the run reads of it)
+    key_type = DIGITS if digits else np.int64 if wide else np.int32
     # first each open-loop producer's arrival times (what decides how many records there are), then, producer after
     # producer, its records' keys, partitions and times, straight into their places
     arrivals, closed, returns = [], {}, {}
@@ -297,7 +300,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
             cap = record_format(settings, p).records_per_batch
             n, gap = closed_loop_records(settings, p, i)
-            order = closed_loop_order(p, n, gap, partitions, first, streams(f"producers[{i}].keys"), partitioner, cap)
+            order = closed_loop_order(p, n, gap, partitions, first, streams(f"producers[{i}].keys"), partitioner, cap,
+                                      digits)
             covered = min(n, FIRST_SLOTS)
             closed[i] = (order, covered)
             counts[i] = order.counts(covered, n_partitions)
@@ -343,6 +347,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         counts[i] = np.bincount(local + first, minlength=n_partitions)
         del local
         if p.key_cardinality is not None:  # (null keys read the same in any order)
+            if digits:
+                k = key_digits(k)
             key[at:end] = k if by is None else k[by]
         else:
             key[at:end] = -1
