@@ -29,7 +29,6 @@ class LeaderRole:
         self.kernel = sim.kernel
         self.timer = sim.transport.timer
         self.replicas = sim.replicas
-        self.partitions = sim.partitions
         self.replicas_of = sim.replicas_of  # broker -> its replicas, in partitions_of's order
         self.batches = sim.batches
         self.mode = sim.mode

@@ -84,6 +84,17 @@ class ProducerState:
         self.sender_free = 0.0  # when its Sender thread is done with every request so far
 
 
+def _first_live(heap: list, queues: list) -> float:
+    """The first key or time among a Sender heap's live entries (INF: none); the entries at its top filed again
+    since (stale) are dropped on the way."""
+    while heap:
+        entry = heap[0]
+        if queues[entry[1]].stamp == entry[2]:
+            return entry[0]
+        heappop(heap)
+    return INF
+
+
 class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
@@ -365,22 +376,9 @@ class ProducerClient:
         of the drain heap's first key plus linger.ms and the ready heap's first time. Entries filed again since
         (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
         queues = ps.acc.queues
-        heap = ps.heaps[node]
-        while heap:
-            entry = heap[0]
-            if queues[entry[1]].stamp == entry[2]:
-                break
-            heappop(heap)
-        ready = ps.ready[node]
-        while ready:
-            entry = ready[0]
-            if queues[entry[1]].stamp == entry[2]:
-                break
-            heappop(ready)
-        at = heap[0][0] + ps.acc.linger if heap else INF
-        if ready and ready[0][0] < at:
-            at = ready[0][0]
-        return at
+        at = _first_live(ps.heaps[node], queues) + ps.acc.linger
+        first = _first_live(ps.ready[node], queues)
+        return first if first < at else at
 
     def _wake_at(self, ps: ProducerState, node: int, at: float) -> None:
         """Schedule the Sender's wake-up for `node` at `at` (never in the past); one scheduled before for later is
