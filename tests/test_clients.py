@@ -225,7 +225,7 @@ def test_a_drain_fills_its_request_up_to_max_request_size_and_leaves_the_rest_fo
 
     def record(self, ps, conn, taken, nbytes):
         b = self.batches
-        sent.append((self.kernel.now, nbytes, [(b.partition[i], b.bytes[i], b.create_ms[i]) for i in taken]))
+        sent.append((self.kernel.now, nbytes, [(b.partition[i], b.bytes[i], self.times[b.lo[i]]) for i in taken]))
         return send(self, ps, conn, taken, nbytes)
 
     monkeypatch.setattr(ProducerClient, "_send_request", record)

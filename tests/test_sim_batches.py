@@ -75,8 +75,8 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
     parts = list(range(len(sizes)))
     one, many = Batches([f]), Batches([f])
     for lo, n, p in zip(los, sizes, parts):
-        one.new(lo, n, p, 0, times[lo])
-    first = many.new_many(los, sizes, parts, 0, [times[lo] for lo in los], f.batches_bytes(los, sizes))
+        one.new(lo, n, p, 0)
+    first = many.new_many(los, sizes, parts, 0, f.batches_bytes(los, sizes))
     assert first == 0 and len(many) == len(sizes)
     for column in Batches.__slots__[:-3]:
         assert getattr(many, column).tobytes() == getattr(one, column).tobytes(), column
@@ -111,12 +111,12 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     assert Batches([small], 2**31).lo.typecode == "q"
     batches = Batches([small], 2**31 - 1)
     assert batches.lo.typecode == "i" and batches.seq.typecode == "i"
-    batches.new(2**31 - 2, 1, 0, 0, 0.0, 200)
+    batches.new(2**31 - 2, 1, 0, 0, 200)
     batches.fit_records(2**31 - 1)
     assert batches.lo.typecode == "i"
     batches.fit_records(2**31)
     assert batches.lo.typecode == "q" and batches.lo.tolist() == [2**31 - 2]
-    batches.new(2**31, 1, 0, 0, 0.0, 200)
+    batches.new(2**31, 1, 0, 0, 200)
     assert batches.lo.tolist() == [2**31 - 2, 2**31]
     # partitions int16 up to 32,767 of them; a batch's records int16 while no format's batch takes more
     assert Batches([small], 0, 2**15 - 1).partition.typecode == "h"
@@ -125,5 +125,5 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     assert many.records_per_batch > 2**15 - 1
     assert Batches([small]).count.typecode == "h" and Batches([small, many]).count.typecode == "i"
     wide = Batches([many])
-    wide.new(0, many.records_per_batch, 0, 0, 0.0, 1 << 20)
+    wide.new(0, many.records_per_batch, 0, 0, 1 << 20)
     assert wide.count.tolist() == [many.records_per_batch]

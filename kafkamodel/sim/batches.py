@@ -258,7 +258,7 @@ def index_type(records: int) -> str:
 
 
 class Batches:
-    __slots__ = ("lo", "partition", "producer", "count", "bytes", "create_ms", "state", "attempt", "ack_ms", "error",
+    __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "ack_ms", "error",
                  "visible_ms", "committed", "epoch", "seq", "formats", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
@@ -273,7 +273,6 @@ class Batches:
         # bytes on the wire and on disk: int32, as Kafka's sizeInBytes, unless some producer's largest batch
         # (``RecordFormat.max_batch_bytes``) could pass it
         self.bytes = array("i" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
-        self.create_ms = array("d")  # its first record's send time (delivery.timeout.ms counts from here)
         self.state = array("b")  # PENDING, INFLIGHT, ACKED or FAILED
         self.attempt = array("i")  # sends so far
         self.ack_ms = array("d")  # when the producer learned of success
@@ -288,14 +287,15 @@ class Batches:
                         self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
-    def new(self, lo: int, count: int, partition: int, producer: int, create_ms: float, nbytes: int = -1) -> int:
-        """A batch of records [lo, lo + count) (`nbytes`: its bytes, if known: ``batch_bytes``); returns its id."""
+    def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
+        """A batch of records [lo, lo + count) (`nbytes`: its bytes, if known: ``batch_bytes``); returns its id. When
+        it was created (Kafka's ProducerBatch.createdMs, from which delivery.timeout.ms counts) is its first record's
+        time in the accumulator (``Accumulator.times`` at its ``lo``, which moves with it): not kept here."""
         self.lo.append(lo)
         self.partition.append(partition)
         self.producer.append(producer)
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
-        self.create_ms.append(create_ms)
         state, attempt, ack_ms, error, visible_ms, committed, epoch, seq = _NEW_ROW
         self.state.append(state)
         self.attempt.append(attempt)
@@ -307,7 +307,7 @@ class Batches:
         self.seq.append(seq)
         return len(self.lo) - 1
 
-    def new_many(self, los, counts, partitions, producer: int, creates, sizes) -> int:
+    def new_many(self, los, counts, partitions, producer: int, sizes) -> int:
         """A batch of records [lo, lo + count) of each partition (`sizes`: their bytes, ``batches_bytes``), made in
         this order; returns the first one's id (the others follow it)."""
         first = len(self.lo)
@@ -316,7 +316,6 @@ class Batches:
         self.partition.extend(partitions)
         self.count.extend(counts)
         self.bytes.extend(sizes)
-        self.create_ms.extend(creates)
         for column, row in zip(self._filled, self._new_rows):
             column.extend(row * k)
         self.producer.extend(array("h", (producer,)) * k)

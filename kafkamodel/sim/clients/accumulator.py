@@ -96,7 +96,7 @@ class Accumulator:
         if later is not None:
             later.append((q, lo, hi))
             return -1
-        return self.batches.new(lo, hi - lo, q.p, self.producer, times[lo])
+        return self.batches.new(lo, hi - lo, q.p, self.producer)
 
     def cut_expired(self, q: PartitionQueue, now: float, timeout: float) -> list[int]:
         """Batches of records that waited delivery.timeout.ms without being sent (they fail)."""
@@ -106,5 +106,5 @@ class Accumulator:
             lo = q.next
             hi = min(lo + self.cap, q.end, bisect_right(times, now - timeout, lo, q.end))
             q.next = hi
-            out.append(self.batches.new(lo, hi - lo, q.p, self.producer, times[lo]))
+            out.append(self.batches.new(lo, hi - lo, q.p, self.producer))
         return out

@@ -456,7 +456,7 @@ class ProducerClient:
             touched.append(q)
             while True:
                 b = acc.take(q, now)
-                if b < 0 or now - batches.create_ms[b] < timeout:
+                if b < 0 or now - acc.times[batches.lo[b]] < timeout:
                     break
                 if q.probe == b:
                     q.probe = -1
@@ -496,13 +496,11 @@ class ProducerClient:
                 break
             size += nbytes
         if k:
-            times = ps.acc.times
             parts = []
             for q, _, _ in cuts[:k]:
                 touched.append(q)
                 parts.append(q.p)
-            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, [times[lo] for lo in los[:k]],
-                                          sizes[:k])
+            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, sizes[:k])
             taken.extend(range(first, first + k))
         return size
 
@@ -742,7 +740,7 @@ class ProducerClient:
             if leaders is not None or ps.metadata[p] < 0:
                 ps.metadata[p] = leaders[p] if leaders is not None else -1
                 self._skip_backoff(ps, q, ps.metadata[p], now)
-            while q.retry and now - self.batches.create_ms[q.retry[0]] >= cfg.delivery_timeout_ms:
+            while q.retry and now - self.times[self.batches.lo[q.retry[0]]] >= cfg.delivery_timeout_ms:
                 self._fail(ps, q.retry.pop(0), DELIVERY_TIMEOUT)
             for b in acc.cut_expired(q, now, cfg.delivery_timeout_ms):
                 self._fail(ps, b, DELIVERY_TIMEOUT)
