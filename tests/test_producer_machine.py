@@ -225,6 +225,65 @@ def test_an_application_thread_drops_the_records_it_sent_and_the_run_is_the_same
     assert kept["summary"]["producer_buffer_wait_ms"] > 300.0  # the application thread took over
 
 
+@pytest.mark.parametrize("max_block_ms", [60000.0, 5.0])
+def test_an_application_thread_sends_a_few_records_in_python_as_numpy_would(max_block_ms, monkeypatch):
+    """A call of the application thread that sends at most application.FEW records goes record by record in Python
+    (the usual call once the pool is full), a larger one in NumPy: a keyed open-loop producer taken over (its keys
+    moving with its records when send()s fail) and a closed-loop one give every number and table alike with every
+    call in Python and with every call in NumPy."""
+    import kafkamodel.sim.clients.application as application
+    from snapshot import capture
+
+    calls = {"few": 0, "many": 0}
+    place, place_few = application._place, application._place_few
+
+    def count(name, f):
+        def spy(*args):
+            calls[name] += 1
+            return f(*args)
+        return spy
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 18,
+                   "max.block.ms": max_block_ms, "keys": {"cardinality": 500}},
+                  closed(**{"buffer.memory": 1 << 20, "max.block.ms": max_block_ms})], 1500.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 100, "replication.factor": 1}])
+    monkeypatch.setattr(application, "_place", count("many", place))
+    monkeypatch.setattr(application, "_place_few", count("few", place_few))
+    both = capture(simulate(s))
+    assert calls["few"] > 100 and calls["many"] > 0  # (the default mixes them)
+    monkeypatch.setattr(application, "FEW", 0)
+    numpy = capture(simulate(s))
+    monkeypatch.setattr(application, "FEW", 1 << 62)
+    python = capture(simulate(s))
+    assert numpy == both and python == both
+    assert both["summary"]["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+    assert (both["summary"]["buffer_exhausted_records"] > 0) == (max_block_ms < 1500.0)
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_an_application_threads_send_calls_return_one_cost_after_the_later_of_the_last_return_and_the_arrival(few):
+    """application._returns, in either form: send() k returns at max(a_k, e_k-1) + cost (back to back from the
+    thread's free time for a closed-loop producer), the recurrence computed here record by record."""
+    from kafkamodel.sim.clients.application import FEW, ApplicationThread, _returns
+    from kafkamodel.sim.clients.slots import SendOrder
+
+    rng = np.random.default_rng(3)
+    m = FEW if few else 5 * FEW
+    arrivals = np.sort(rng.uniform(10.0, 10.0 + 0.8 * m, 3 * m))
+    for arr in (arrivals, None):
+        app = ApplicationThread(SendOrder.of_cycle(3 * m, 4, 0), 3 * m, np.zeros(4, dtype=np.int64), 1.0, 100.0,
+                                1 << 20, 60000.0, 0.0, 1e9, arr)
+        for lo, start in ((0, 0.0), (m, 20.0), (2 * m, 1e3)):
+            got = _returns(app, lo, m, start)
+            assert isinstance(got, list) == few
+            e, want = start, []
+            for k in range(lo, lo + m):
+                e = (max(arr[k], e) if arr is not None else e) + 1.0
+                want.append(e)
+            assert np.allclose(got, want, rtol=0, atol=1e-9)
+
+
 def test_a_send_order_that_forgot_its_first_records_gives_the_rest_as_before():
     """SendOrder.forget(k): the partitions and keys of records from k on are the ones it gave before; counting
     from the first record is refused (those are gone)."""

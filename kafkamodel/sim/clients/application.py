@@ -29,6 +29,8 @@ ones too).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from .slots import SendOrder
@@ -65,7 +67,7 @@ class ApplicationThread:
 def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
     (the accumulator's `times`, the workload's `send_ms` and `key`; `grow(app, k)` first if the slots hold fewer
-    than k of its records); returns the partitions that got records (a NumPy array), and the time its send() blocks
+    than k of its records); returns the partitions that got records (a list, in increasing order), and the time its send() blocks
     until (None: not blocked, or nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
@@ -88,13 +90,21 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
         left = 0
     m = min(room, left)
     lo = app.k
+    few = m <= FEW  # (``_returns`` gives lists)
     if m > 0:
         done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
-        called = done - app.cost
-        if app.arrivals is not None:  # none called after the end
-            m = int(np.searchsorted(called, app.end_ms))
-            done, called = done[:m], called[:m]
-            left = m if m < room else left
+        if few:
+            called = [t - app.cost for t in done]
+            if app.arrivals is not None:  # none called after the end
+                m = bisect_left(called, app.end_ms)
+                del done[m:], called[m:]
+                left = m if m < room else left
+        else:
+            called = done - app.cost
+            if app.arrivals is not None:  # none called after the end
+                m = int(np.searchsorted(called, app.end_ms))
+                done, called = done[:m], called[:m]
+                left = m if m < room else left
     if m <= 0:
         if room <= 0 and left > 0:
             if app.blocked_at < 0:
@@ -110,19 +120,11 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
             called[0] = app.blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
-    # slots: the j-th record of partition p in this run takes p's next free slot + j
-    by_part = np.argsort(parts, kind="stable")
-    sorted_parts = parts[by_part]
-    touched, first, counts = np.unique(sorted_parts, return_index=True, return_counts=True)
-    rank = np.arange(m, dtype=np.int64) - np.repeat(first, counts)
-    slots = np.empty(m, dtype=np.int64)
-    slots[by_part] = app.filled[sorted_parts] + rank
-    app.filled[touched] += counts
-    np.frombuffer(times, dtype=np.float64)[slots] = done
-    workload.send_ms[slots] = called
     keys = app.order.keys(lo, lo + m)
-    if keys is not None:
-        workload.key[slots] = keys
+    if few:
+        touched = _place_few(app, parts.tolist(), done, called, keys, times, workload)
+    else:
+        touched = _place(app, parts, done, called, keys, times, workload)
     app.k = lo + m
     app.used += m * app.unit
     app.free_at = float(done[-1])
@@ -133,6 +135,52 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
             app.blocked_at = float(app.arrivals[app.k - app.base])
         return touched, app.blocked_at + app.max_block
     return touched, None
+
+
+# A call that sends at most FEW records (the usual one once the pool is full: each completed batch frees its own
+# records) goes record by record in Python: NumPy's cost per call is most of the work for a few records. The two
+# forms take the same steps, in the same floating-point operations (tests/test_producer_machine.py runs a
+# taken-over producer both ways and compares every number and table).
+FEW = 16
+
+
+def _place(app: ApplicationThread, parts: np.ndarray, done, called, keys, times, workload) -> list[int]:
+    """The records sent, of `parts` in send order, take their slots: the j-th record of partition p in this call
+    takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`), its call
+    time (the workload's `send_ms`) and its key. Returns the partitions that got records, in increasing order."""
+    m = len(parts)
+    by_part = np.argsort(parts, kind="stable")
+    sorted_parts = parts[by_part]
+    touched, first, counts = np.unique(sorted_parts, return_index=True, return_counts=True)
+    rank = np.arange(m, dtype=np.int64) - np.repeat(first, counts)
+    slots = np.empty(m, dtype=np.int64)
+    slots[by_part] = app.filled[sorted_parts] + rank
+    app.filled[touched] += counts
+    np.frombuffer(times, dtype=np.float64)[slots] = done
+    workload.send_ms[slots] = called
+    if keys is not None:
+        workload.key[slots] = keys
+    return touched.tolist()
+
+
+def _place_few(app: ApplicationThread, parts: list, done: list, called: list, keys, times, workload) -> list[int]:
+    """``_place`` record by record (a few records)."""
+    filled = app.filled
+    send_ms = workload.send_ms
+    key = workload.key if keys is not None else None
+    nxt: dict = {}  # partition -> its next free slot
+    for j, p in enumerate(parts):
+        slot = nxt.get(p)
+        if slot is None:
+            slot = int(filled[p])
+        nxt[p] = slot + 1
+        times[slot] = done[j]
+        send_ms[slot] = called[j]
+        if key is not None:
+            key[slot] = keys[j]
+    for p, slot in nxt.items():
+        filled[p] = slot
+    return sorted(nxt)
 
 
 FORGET = 1 << 16  # records sent before the thread's per-record arrays drop them (at least)
@@ -152,10 +200,25 @@ def _forget(app: ApplicationThread) -> None:
     app.base = app.k
 
 
-def _returns(app: ApplicationThread, lo: int, m: int, start: float) -> np.ndarray:
+def _returns(app: ApplicationThread, lo: int, m: int, start: float):
     """When the next m send() calls return, the thread free from `start`: back to back (closed loop), or each no
-    earlier than its arrival (e_k = max(a_k, e_k-1) + cost)."""
+    earlier than its arrival (e_k = max(a_k, e_k-1) + cost, as e_k = max over i <= k of (a_i - i cost) + k cost +
+    cost). A list for at most FEW records (record by record, the same operations), else an array."""
     cost = app.cost
+    if m <= FEW:
+        if app.arrivals is None:
+            return [start + cost * j for j in range(1, m + 1)]
+        out = []
+        top = -np.inf
+        for j, a in enumerate(app.arrivals[lo - app.base:lo - app.base + m].tolist()):
+            if j == 0 and a < start:
+                a = start
+            step = cost * j
+            a -= step
+            if a > top:
+                top = a
+            out.append(top + step + cost)
+        return out
     if app.arrivals is None:
         return start + cost * np.arange(1, m + 1, dtype=np.float64)
     a = app.arrivals[lo - app.base:lo - app.base + m].copy()

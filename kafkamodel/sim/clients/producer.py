@@ -179,7 +179,7 @@ class ProducerClient:
         touched, until = send_records(app, self.kernel.now, self.times, w, self._grow)
         if touched is not None:
             queues = ps.acc.queues
-            for p in touched.tolist():
+            for p in touched:
                 self._arm(ps, queues[p])
         if until is not None:
             app.stamp += 1  # (voids the timer of a send() blocked before)
