@@ -81,59 +81,66 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
         if app.blocked_at >= app.end_ms:
             app.blocked_at = -1.0
             return None, None
+    arrivals = app.arrivals
     start = app.free_at if app.free_at > now else now
     room = int((app.limit - app.used) // app.unit)
-    left = len(app.order) - app.k
-    if app.arrivals is None and app.cost > 0:
+    lo = app.k
+    n = len(app.order)
+    left = n - lo
+    if arrivals is None and app.cost > 0:
         left = min(left, max(0, int((app.end_ms - start) / app.cost)))
     elif start >= app.end_ms:
         left = 0
-    m = min(room, left)
-    lo = app.k
+    m = room if room < left else left
     few = m <= FEW  # (``_returns`` gives lists)
     if m > 0:
         done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
+        cost = app.cost
         if few:
-            called = [t - app.cost for t in done]
-            if app.arrivals is not None:  # none called after the end
+            called = [t - cost for t in done]
+            if arrivals is not None and called[-1] >= app.end_ms:  # none called after the end
                 m = bisect_left(called, app.end_ms)
                 del done[m:], called[m:]
                 left = m if m < room else left
         else:
-            called = done - app.cost
-            if app.arrivals is not None:  # none called after the end
+            called = done - cost
+            if arrivals is not None:  # none called after the end
                 m = int(np.searchsorted(called, app.end_ms))
                 done, called = done[:m], called[:m]
                 left = m if m < room else left
     if m <= 0:
         if room <= 0 and left > 0:
             if app.blocked_at < 0:
-                app.blocked_at = max(start, float(app.arrivals[lo - app.base])) if app.arrivals is not None else start
+                app.blocked_at = max(start, float(arrivals[lo - app.base])) if arrivals is not None else start
             return None, app.blocked_at + app.max_block
         return None, None
-    if lo + m > app.covered:
-        grow(app, lo + m)
-    parts = app.order.partitions(lo, lo + m)
-    if app.blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
-        if now > app.blocked_at:
-            app.wait_ms += now - app.blocked_at
-            called[0] = app.blocked_at
+    k = lo + m
+    if k > app.covered:
+        grow(app, k)
+    blocked_at = app.blocked_at
+    if blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
+        if now > blocked_at:
+            app.wait_ms += now - blocked_at
+            called[0] = blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
-    keys = app.order.keys(lo, lo + m)
+    order = app.order
     if few:
-        touched = _place_few(app, parts.tolist(), done, called, keys, times, workload)
+        touched = _place_few(app, order.partitions(lo, k).tolist(), done, called, order.keys(lo, k), times, workload)
     else:
-        touched = _place(app, parts, done, called, keys, times, workload)
-    app.k = lo + m
+        touched = _place(app, order.partitions(lo, k), done, called, order.keys(lo, k), times, workload)
+    app.k = k
     app.used += m * app.unit
-    app.free_at = float(done[-1])
-    _forget(app)
+    free_at = app.free_at = float(done[-1])
+    if k - app.base >= FORGET:
+        _forget(app)
     if m == room and m < left:  # the pool is full: the next send() blocks from when the thread gets to it
-        app.blocked_at = app.free_at
-        if app.arrivals is not None and app.arrivals[app.k - app.base] > app.blocked_at:
-            app.blocked_at = float(app.arrivals[app.k - app.base])
-        return touched, app.blocked_at + app.max_block
+        if arrivals is not None:
+            arrivals = app.arrivals  # (``_forget`` may have dropped the records sent)
+            if arrivals[k - app.base] > free_at:
+                free_at = float(arrivals[k - app.base])
+        app.blocked_at = free_at
+        return touched, free_at + app.max_block
     return touched, None
 
 
