@@ -66,8 +66,9 @@ class ApplicationThread:
 
 def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
-    (the accumulator's `times`, the workload's `send_ms` and `key`; `grow(app, k)` first if the slots hold fewer
-    than k of its records); returns the partitions that got records (a list, in increasing order), and the time its send() blocks
+    (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
+    blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
+    returns the partitions that got records (a list, in increasing order), and the time its send() blocks
     until (None: not blocked, or nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
@@ -95,19 +96,14 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     few = m <= FEW  # (``_returns`` gives lists)
     if m > 0:
         done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
-        cost = app.cost
-        if few:
-            called = [t - cost for t in done]
-            if arrivals is not None and called[-1] >= app.end_ms:  # none called after the end
-                m = bisect_left(called, app.end_ms)
-                del done[m:], called[m:]
-                left = m if m < room else left
-        else:
-            called = done - cost
-            if arrivals is not None:  # none called after the end
-                m = int(np.searchsorted(called, app.end_ms))
-                done, called = done[:m], called[:m]
-                left = m if m < room else left
+        if arrivals is not None and done[-1] - app.cost >= app.end_ms:  # none called after the end
+            if few:
+                m = bisect_left([t - app.cost for t in done], app.end_ms)
+                del done[m:]
+            else:
+                m = int(np.searchsorted(done - app.cost, app.end_ms))
+                done = done[:m]
+            left = m if m < room else left
     if m <= 0:
         if room <= 0 and left > 0:
             if app.blocked_at < 0:
@@ -117,18 +113,20 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     k = lo + m
     if k > app.covered:
         grow(app, k)
+    early = -1.0  # when the first one called send(), if before its return less the cost
     blocked_at = app.blocked_at
     if blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > blocked_at:
             app.wait_ms += now - blocked_at
-            called[0] = blocked_at
+            if blocked_at != float(done[0]) - app.cost:  # (Workload.send_times computes the others alike)
+                early = blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
     order = app.order
     if few:
-        touched = _place_few(app, order.partitions(lo, k).tolist(), done, called, order.keys(lo, k), times, workload)
+        touched = _place_few(app, order.partitions(lo, k).tolist(), done, early, order.keys(lo, k), times, workload)
     else:
-        touched = _place(app, order.partitions(lo, k), done, called, order.keys(lo, k), times, workload)
+        touched = _place(app, order.partitions(lo, k), done, early, order.keys(lo, k), times, workload)
     app.k = k
     app.used += m * app.unit
     free_at = app.free_at = float(done[-1])
@@ -151,10 +149,11 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
 FEW = 16
 
 
-def _place(app: ApplicationThread, parts: np.ndarray, done, called, keys, times, workload) -> list[int]:
+def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, times, workload) -> list[int]:
     """The records sent, of `parts` in send order, take their slots: the j-th record of partition p in this call
-    takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`), its call
-    time (the workload's `send_ms`) and its key. Returns the partitions that got records, in increasing order."""
+    takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`; its send()
+    was called its cost before, but the first's at `early` if that is not -1) and its key. Returns the partitions
+    that got records, in increasing order."""
     m = len(parts)
     by_part = np.argsort(parts, kind="stable")
     sorted_parts = parts[by_part]
@@ -164,16 +163,16 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, called, keys, times,
     slots[by_part] = app.filled[sorted_parts] + rank
     app.filled[touched] += counts
     np.frombuffer(times, dtype=np.float64)[slots] = done
-    workload.send_ms[slots] = called
+    if early >= 0:
+        workload.keep_called(int(slots[0]), early)
     if keys is not None:
         workload.key[slots] = keys
     return touched.tolist()
 
 
-def _place_few(app: ApplicationThread, parts: list, done: list, called: list, keys, times, workload) -> list[int]:
+def _place_few(app: ApplicationThread, parts: list, done: list, early: float, keys, times, workload) -> list[int]:
     """``_place`` record by record (a few records)."""
     filled = app.filled
-    send_ms = workload.send_ms
     key = workload.key if keys is not None else None
     nxt: dict = {}  # partition -> its next free slot
     for j, p in enumerate(parts):
@@ -182,9 +181,10 @@ def _place_few(app: ApplicationThread, parts: list, done: list, called: list, ke
             slot = int(filled[p])
         nxt[p] = slot + 1
         times[slot] = done[j]
-        send_ms[slot] = called[j]
         if key is not None:
             key[slot] = keys[j]
+    if early >= 0:
+        workload.keep_called(int(filled[parts[0]]), early)
     for p, slot in nxt.items():
         filled[p] = slot
     return sorted(nxt)
