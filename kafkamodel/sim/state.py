@@ -78,8 +78,12 @@ class LeaderState:
 
     def set_isr(self, isr) -> None:
         """The ISR as the leader now believes it (its own broker included); its followers' states are kept with it."""
-        self.isr = set(isr)
-        self.isr_followers = [self.follower(f) for f in self.isr if f != self.broker]
+        self.isr = members = set(isr)
+        me, states = self.broker, []
+        for f in members:
+            if f != me:
+                states.append(self.follower(f))
+        self.isr_followers = states
 
     def follower(self, f: int) -> FollowerState:
         """Follower f's state, new (caught up and fetched when this leader began, no offset reported) if it has none."""
