@@ -20,37 +20,24 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
-from ..state import FollowerState, LeaderState, Replica
+from ..state import Replica
 
 _by_key = attrgetter("key")
-
-
-class CachedPartition:
-    """What a fetch session keeps of one of its partitions (Kafka's FetchSession.CachedPartition): one small record,
-    so a fetch of the partition finds the leader's replica and what it keeps of the follower without a lookup."""
-
-    __slots__ = ("replica", "lead", "follower_state", "fetch_offset", "high_watermark")
-
-    def __init__(self, replica: Replica, lead: LeaderState, follower_state: FollowerState):
-        self.replica = replica  # the leader's replica of the partition
-        self.lead = lead  # its LeaderState when the follower_state was taken (a new one: taken again)
-        self.follower_state = follower_state  # what that LeaderState keeps of the session's follower
-        self.fetch_offset = -1  # the fetch offset the follower last reported
-        self.high_watermark = -1  # the HW last sent to the follower (-1: none yet)
 
 
 class FetchSession:
     """A follower fetcher's session at one leader broker."""
 
-    __slots__ = ("key", "leader", "follower", "parts", "dirty", "parked", "parked_at", "timer_armed",
+    __slots__ = ("key", "leader", "follower", "offsets", "dirty", "hw_sent", "parked", "parked_at", "timer_armed",
                  "last_fetch_ms", "errors", "retry_expand")
 
     def __init__(self, key: tuple, leader: int, follower: int):
         self.key = key  # (leader, follower, fetcher id)
         self.leader = leader
         self.follower = follower
-        self.parts: dict[int, CachedPartition] = {}  # partition -> what the session keeps of it
+        self.offsets: dict[int, int] = {}  # partition -> the fetch offset the follower last reported
         self.dirty: dict[int, bool] = {}  # partitions to read at the next answer (records beyond the offset, new HW)
+        self.hw_sent: dict[int, int] = {}  # partition -> the HW last sent to the follower
         self.parked = 0  # the request id of a fetch waiting for records (0: none)
         self.parked_at = 0.0
         self.timer_armed = False
@@ -105,13 +92,13 @@ class SessionManager:
         s = self.sessions.get(key)
         if s is None or full:
             if s is not None:
-                self._drop(s, list(s.parts))
+                self._drop(s, list(s.offsets))
             s = self.sessions[key] = FetchSession(key, leader, follower)
         now = self.kernel.now
         s.last_fetch_ms = now
         if forgotten:
             self._drop(s, forgotten)
-        replicas, dirty, parts = self.replicas, s.dirty, s.parts
+        replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
         fetch_counts, advance, expand = self.fetch_counts, self.leader_advance_high_watermark, self.leader_expand_isr
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
@@ -120,21 +107,21 @@ class SessionManager:
         data = False  # some partition of the request has records beyond its offset
         news = False  # 2.4-2.5 (followerNeedsHwUpdate): some partition has a HW the follower lacks
         for p, offset, epoch in entries:
-            cp = parts.get(p)
-            rep = replicas[p][leader] if cp is None else cp.replica
+            rep = replicas[p][leader]
             log = rep.log
             leo = log.log_end_offset
             if offset > leo or offset < log.log_start_offset or not rep.is_leader or epoch != rep.leader_epoch:
                 self._refuse(s, rep, offset, epoch)
                 continue
+            offsets[p] = offset
             lead = rep.lead
-            if cp is None or cp.lead is not lead:  # new in the session, or its replica leads anew
-                cp = self._cache(s, rep, lead, cp)
-            cp.fetch_offset = offset
+            lead.sessions[follower] = s
             # Kafka's Partition.updateFollowerFetchState: the follower's LEO is the offset it asks for; when it was
             # last caught up moves (at this fetch if it has everything; at its previous read if it has what was
             # there then); the HW may advance, or the follower rejoin the ISR (inline: it runs at every fetch)
-            fs = cp.follower_state
+            fs = lead.followers.get(follower)
+            if fs is None:
+                fs = lead.follower(follower)
             if offset >= leo:
                 fs.last_caught_up_ms = now
             elif offset >= fs.last_fetch_leader_leo:
@@ -153,7 +140,7 @@ class SessionManager:
                     dirty[p] = True  # throttled, its allowance spent: not data that answers the fetch before its wait
                 else:
                     dirty[p] = data = True
-            elif cp.high_watermark != rep.high_watermark:
+            elif hw_sent.get(p) != rep.high_watermark:
                 dirty[p] = True
                 news = self.hw_news
             else:
@@ -168,17 +155,6 @@ class SessionManager:
             if not s.timer_armed:
                 s.timer_armed = True
                 self.timer(leader, self.wait_ms, self._wait_expired, s)
-
-    def _cache(self, s: FetchSession, rep: Replica, lead: LeaderState, cp: CachedPartition | None) -> CachedPartition:
-        """The partition enters the session (or its replica leads anew): the leader's state of the follower, and the
-        leader finds the session through it."""
-        lead.sessions[s.follower] = s
-        fs = lead.follower(s.follower)
-        if cp is None:
-            cp = s.parts[rep.partition] = CachedPartition(rep, lead, fs)
-        else:
-            cp.lead, cp.follower_state = lead, fs
-        return cp
 
     def _refuse(self, s: FetchSession, rep: Replica, offset: int, epoch: int) -> None:
         """The partition is left out of the session, with the error its next answer carries."""
@@ -196,8 +172,7 @@ class SessionManager:
         name the partition (an incremental fetch leaves out partitions without news)."""
         for p in sorted(retry):
             rep = self.replicas[p][s.leader]
-            cp = s.parts.get(p)
-            offset = None if cp is None else cp.fetch_offset
+            offset = s.offsets.get(p)
             if rep.is_leader and offset is not None and s.follower not in rep.lead.isr \
                     and offset >= rep.high_watermark and offset >= rep.lead.epoch_start_offset:
                 self.leader_expand_isr(rep, s.follower)
@@ -214,14 +189,12 @@ class SessionManager:
             return True
         got = 0
         throttled = self.quotas.throttled
-        parts = s.parts
         for p in s.dirty:
-            cp = parts[p]
-            rep = cp.replica
+            rep = self.replicas[p][s.leader]
             if throttled and self._held(p, s.leader, s.follower, rep.lead):
                 continue
             log = rep.log
-            offset, leo = cp.fetch_offset, log.log_end_offset
+            offset, leo = s.offsets[p], log.log_end_offset
             if leo <= offset:
                 continue
             if need <= 1:
@@ -235,14 +208,14 @@ class SessionManager:
         return False
 
     def _drop(self, s: FetchSession, parts: list) -> None:
-        follower, cached = s.follower, s.parts
+        replicas, leader, follower = self.replicas, s.leader, s.follower
         for p in parts:
-            cp = cached.pop(p, None)
-            if cp is not None:
-                lead = cp.replica.lead
+            if s.offsets.pop(p, None) is not None:
+                lead = replicas[p][leader].lead
                 if lead is not None and lead.sessions.get(follower) is s:
                     del lead.sessions[follower]
             s.dirty.pop(p, None)
+            s.hw_sent.pop(p, None)
 
     # ---- answers ---------------------------------------------------------------------------------------------------
 
@@ -252,7 +225,8 @@ class SessionManager:
         s.parked = 0
         now = self.kernel.now
         leader, follower = s.leader, s.follower
-        dirty, cached = s.dirty, s.parts
+        replicas = self.replicas
+        dirty, offsets, hw_sent = s.dirty, s.offsets, s.hw_sent
         parts, s.errors = s.errors, []
         budget, partition_max = self.response_max_bytes, self.partition_max_bytes
         total = uncached = 0
@@ -262,11 +236,10 @@ class SessionManager:
         again = []
         quotas = self.quotas if self.quotas.throttled else None
         for p in list(dirty):
-            cp = cached[p]
-            rep = cp.replica
+            rep = replicas[p][leader]
             log = rep.log
             leo = log.log_end_offset
-            offset = cp.fetch_offset
+            offset = offsets[p]
             allowance = None if quotas is None else quotas.allowance(p, leader, follower, rep.lead.isr)
             if allowance is not None and allowance <= 0:
                 continue  # throttled and spent: left out of this response
@@ -277,8 +250,7 @@ class SessionManager:
                 i, j, size = log.read(offset, leo, cap, not total)
                 if allowance is not None:
                     quotas.took(p, leader, follower, size, rep.lead.isr)
-                lead = rep.lead
-                fs = cp.follower_state if cp.lead is lead else lead.follower(follower)
+                fs = rep.lead.follower(follower)
                 fs.last_fetch_leader_leo = leo
                 fs.last_fetch_ms = now
                 if j > i:  # records (and the HW): the partition goes to the end of the session's order (below)
@@ -287,14 +259,14 @@ class SessionManager:
                         budget -= size
                         if log.append_ms[i] < cut:
                             uncached += log.bytes_written_before(i, j, cut)
-                    cp.high_watermark = hw = rep.high_watermark
+                    hw_sent[p] = hw = rep.high_watermark
                     # one batch as its fields (the usual answer), several as slices
                     parts.append((p, NONE, hw, log.chunk(i, j), -1, -1))
                     again.append(p)
                     continue
             hw = rep.high_watermark
-            if hw != cp.high_watermark:  # no records: the HW alone, if the follower lacks it
-                cp.high_watermark = hw
+            if hw != hw_sent.get(p):  # no records: the HW alone, if the follower lacks it
+                hw_sent[p] = hw
                 parts.append((p, NONE, hw, (), -1, -1))
             if leo <= offset:
                 del dirty[p]
@@ -340,8 +312,7 @@ class SessionManager:
         for s in rep.lead.sessions.values():
             dirty = s.dirty
             if p not in dirty:  # (a session already to read it, the usual case under load, changes nothing)
-                cp = s.parts.get(p)
-                if cp is not None and cp.fetch_offset >= old:  # it had everything before this append: caught up until now
+                if s.offsets.get(p, -1) >= old:  # it had everything before this append: caught up until now
                     fs = rep.lead.followers[s.follower]  # (the session's follower: its key in lead.sessions)
                     if s.last_fetch_ms > fs.last_caught_up_ms:
                         fs.last_caught_up_ms = s.last_fetch_ms
