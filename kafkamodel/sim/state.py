@@ -79,10 +79,11 @@ class LeaderState:
     def set_isr(self, isr) -> None:
         """The ISR as the leader now believes it (its own broker included); its followers' states are kept with it."""
         self.isr = members = set(isr)
-        me, states = self.broker, []
+        me, followers, states = self.broker, self.followers, []
         for f in members:
             if f != me:
-                states.append(self.follower(f))
+                fs = followers.get(f)
+                states.append(fs if fs is not None else self.follower(f))
         self.isr_followers = states
 
     def follower(self, f: int) -> FollowerState:

@@ -69,10 +69,10 @@ class ReplicaManager:
                 if b == part.leader:
                     rep.is_leader = True
                     lead = rep.start_leading(now)
-                    lead.set_isr(part.isr)
                     for f in part.replicas:
                         if f != b:  # caught up and fetched now, at offset 0
                             lead.follower(f).log_end_offset = 0
+                    lead.set_isr(part.isr)
             for b, rep in self.replicas[part.index].items():
                 if b != part.leader:
                     self.follower.start_fetching(rep)
