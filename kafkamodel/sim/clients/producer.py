@@ -84,17 +84,6 @@ class ProducerState:
         self.sender_free = 0.0  # when its Sender thread is done with every request so far
 
 
-def _first_live(heap: list, queues: list) -> float:
-    """The first key or time among a Sender heap's live entries (INF: none); the entries at its top filed again
-    since (stale) are dropped on the way."""
-    while heap:
-        entry = heap[0]
-        if queues[entry[1]].stamp == entry[2]:
-            return entry[0]
-        heappop(heap)
-    return INF
-
-
 class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
@@ -373,12 +362,24 @@ class ProducerClient:
     def _first_ready(ps: ProducerState, node: int) -> float:
         """When the first of `node`'s filed queues is ready (INF: none is filed). A queue is ready linger.ms after
         its first record unless it is filed by an earlier ready time as well (``_arm``), so the first is the least
-        of the drain heap's first key plus linger.ms and the ready heap's first time. Entries filed again since
-        (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
+        of the drain heap's first live key plus linger.ms and the ready heap's first live time. Entries filed again
+        since (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
         queues = ps.acc.queues
-        at = _first_live(ps.heaps[node], queues) + ps.acc.linger
-        first = _first_live(ps.ready[node], queues)
-        return first if first < at else at
+        at = INF
+        heap = ps.heaps[node]
+        while heap:
+            key, p, stamp = heap[0]
+            if queues[p].stamp == stamp:
+                at = key + ps.acc.linger
+                break
+            heappop(heap)
+        heap = ps.ready[node]  # (empty but for full queues and resends)
+        while heap:
+            first, p, stamp = heap[0]
+            if queues[p].stamp == stamp:
+                return first if first < at else at
+            heappop(heap)
+        return at
 
     def _wake_at(self, ps: ProducerState, node: int, at: float) -> None:
         """Schedule the Sender's wake-up for `node` at `at` (never in the past); one scheduled before for later is
@@ -424,6 +425,8 @@ class ProducerClient:
         timeout = cfg.delivery_timeout_ms
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
+        times = acc.times  # (the same array for the whole run: moved in place)
+        metadata = ps.metadata
         taken, touched, size = [], [], 0
         cuts: list | None
         filed: list | None
@@ -437,8 +440,8 @@ class ProducerClient:
                 continue
             if taken:  # after the request's first batch: new batches are made at once, below
                 lo = q.next
-                if ps.metadata[p] == node and not q.retry and lo < q.end and acc.times[lo] <= now \
-                        and now - acc.times[lo] < timeout:
+                if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now \
+                        and now - times[lo] < timeout:
                     if cuts is None:
                         cuts, filed = [], []
                     acc.take(q, now, cuts)
@@ -450,17 +453,16 @@ class ProducerClient:
                 if size > room:  # the request is full: the rest wait for the next one
                     heappush(heap, entry)  # (as if not taken out)
                     break
-            if ps.metadata[p] != node:
+            if metadata[p] != node:
                 self._arm(ps, q)
                 continue
             touched.append(q)
-            while True:
-                b = acc.take(q, now)
-                if b < 0 or now - acc.times[batches.lo[b]] < timeout:
-                    break
+            b = acc.take(q, now)
+            while b >= 0 and now - times[batches.lo[b]] >= timeout:  # it waited delivery.timeout.ms: it fails
                 if q.probe == b:
                     q.probe = -1
                 self._fail(ps, b, DELIVERY_TIMEOUT)
+                b = acc.take(q, now)
             if b >= 0:
                 taken.append(b)
                 size += batches.bytes[b]
@@ -525,27 +527,29 @@ class ProducerClient:
         entries = []
         attempts, states, partition_of = batches.attempt, batches.state, batches.partition
         idempotent = cfg.enable_idempotence
+        epochs, seqs, epoch_of, next_seq = batches.epoch, batches.seq, ps.epoch, ps.next_seq
         for b in taken:
             p = partition_of[b]
             attempt = attempts[b] = attempts[b] + 1
-            if idempotent and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
-                batches.epoch[b] = ps.epoch[p]
-                batches.seq[b] = ps.next_seq[p]
-                ps.next_seq[p] += 1
+            if idempotent and epochs[b] != epoch_of[p]:  # first send in this epoch: a sequence
+                epochs[b] = epoch_of[p]
+                seqs[b] = next_seq[p]
+                next_seq[p] += 1
             entries.append((b, attempt))
             if answered:
                 states[b] = INFLIGHT
                 queues[p].inflight += 1
+        n = len(entries)
         counters = self.counters
         counters.produce_requests += 1
-        counters.produce_batches += len(taken)
-        node = conn.node
+        counters.produce_batches += n
+        node, epoch, index = conn.node, conn.epoch, ps.index
         req = ps.next_request = ps.next_request + 1
-        handler_args = (node, ps.index, conn.epoch, req, entries)
-        key = (ps.index, conn.epoch, node)  # the broker's side of this connection (muted while it handles one)
+        handler_args = (node, index, epoch, req, entries)
+        key = (index, epoch, node)  # the broker's side of this connection (muted while it handles one)
         # its client machine: the Sender thread builds it (per request and per batch), then its NIC sends it after
         # the requests before it
-        at = (ps.sender_free if ps.sender_free > now else now) + self.request_ms + self.batch_ms * len(taken)
+        at = (ps.sender_free if ps.sender_free > now else now) + self.request_ms + self.batch_ms * n
         ps.sender_free = at
         if self.nic_ms_per_byte:
             at = (ps.nic_free if ps.nic_free > at else at) + nbytes * self.nic_ms_per_byte
@@ -559,31 +563,26 @@ class ProducerClient:
             if ps.pooled:  # the batches complete once the NIC has sent them (Kafka: written to the socket)
                 self.kernel.schedule(at, self._written, ps, taken)
             self.send(ps.node, node, self.server_produce,
-                      (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes,
-                      delay=delay)
+                      (node, key, self.leader_handle_produce, handler_args, n, nbytes), nbytes=nbytes, delay=delay)
             return
         conn.inflight[req] = entries
         conn.sent_ms[req] = now
-        self.send(ps.node, node, self.server_produce,
-                  (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
+        self.send(ps.node, node, self.server_produce, (node, key, self.leader_handle_produce, handler_args, n, nbytes),
                   False, self.on_refused, nbytes, 0, delay)  # (positional: a call CPython specialises)
-        self.network.sent(ps, conn, now)
+        if not conn.timer_armed:  # (else its request.timeout.ms check is scheduled already)
+            self.network.sent(ps, conn, now)
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
-        """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it."""
+        """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
+        request's order: acked, or retried (``_batch_failed``)."""
         ps = self.states[pi]
         conn = ps.conns[node]
-        full = len(conn.inflight) >= ps.config.max_in_flight  # (no wake-up was scheduled while it was)
-        if conn.epoch != epoch or conn.inflight.pop(req, None) is None:
+        inflight = conn.inflight
+        full = len(inflight) >= ps.config.max_in_flight  # (no wake-up was scheduled while it was)
+        if conn.epoch != epoch or inflight.pop(req, None) is None:
             return  # an answer on a connection closed since
         del conn.sent_ms[req]
         conn.failures = 0
-        self._batches_answered(ps, results)
-        if full:  # a slot is free again: the Sender looks
-            self._run_once(ps, node)
-
-    def _batches_answered(self, ps: ProducerState, results: list) -> None:
-        """Each batch's answer, (batch, attempt, error, base offset), in the request's order: acked, or retried."""
         batches = self.batches
         attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
         queues = ps.acc.queues
@@ -604,6 +603,8 @@ class ProducerClient:
                     self._completed(ps, b)
             else:
                 self._batch_failed(ps, b, q, error, base)
+        if full:  # a slot is free again: the Sender looks
+            self._run_once(ps, node)
 
     def _batch_failed(self, ps: ProducerState, b: int, q: PartitionQueue, error: int, base: int) -> None:
         """A batch's answer is an error: it is retried (after new metadata, or at the leader the answer names), or
