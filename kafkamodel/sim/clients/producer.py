@@ -23,9 +23,10 @@ flight, does not.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Iterator
 from heapq import heappop, heappush
+from itertools import accumulate
 
 import numpy as np
 
@@ -428,10 +429,8 @@ class ProducerClient:
         times = acc.times  # (the same array for the whole run: moved in place)
         metadata = ps.metadata
         taken, touched, size = [], [], 0
-        cuts: list | None
-        filed: list | None
-        cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
-        #                      and their queues' heap entries
+        cuts: tuple | None = None  # new batches cut and not made yet, in order: their queues, first records, record
+        #                            counts, partitions, and their queues' heap entries (``_take_cuts``)
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             _, p, stamp = entry
@@ -443,12 +442,15 @@ class ProducerClient:
                 if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now \
                         and now - times[lo] < timeout:
                     if cuts is None:
-                        cuts, filed = [], []
-                    acc.take(q, now, cuts)
+                        cuts = qs, los, counts, parts, filed = [], [], [], [], []
+                    acc.take(q, now, counts)
+                    qs.append(q)
+                    los.append(lo)
+                    parts.append(p)
                     filed.append(entry)
                     continue
                 if cuts:  # anything else: the batches cut before it first
-                    size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+                    size = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
                     cuts = None
                 if size > room:  # the request is full: the rest wait for the next one
                     heappush(heap, entry)  # (as if not taken out)
@@ -467,7 +469,7 @@ class ProducerClient:
                 taken.append(b)
                 size += batches.bytes[b]
         if cuts:
-            size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+            size = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -480,31 +482,29 @@ class ProducerClient:
             ps.wake[node] = at = at if at > now else now  # (_wake_at inline: once per request)
             heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
 
-    def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
-                   room: int, heap: list) -> int:
-        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``), made at once
-        while the request's bytes so far are at most `room`; those that do not fit go back to their queues and their
-        entries `filed` to the heap, as they were. Returns the request's bytes (past `room`: it is full)."""
-        los = [lo for _, lo, _ in cuts]
-        counts = [hi - lo for _, lo, hi in cuts]
+    def _take_cuts(self, ps: ProducerState, cuts: tuple, taken: list[int], touched: list, size: int, room: int,
+                   heap: list) -> int:
+        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``: their queues,
+        first records, record counts, partitions and heap entries), made at once while the request's bytes so far
+        are at most `room`; those that do not fit go back to their queues and their entries to the heap, as they
+        were. Returns the request's bytes (past `room`: it is full)."""
+        qs, los, counts, parts, filed = cuts
         sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
-        k = len(cuts)
-        for i, nbytes in enumerate(sizes):
-            if size > room:
-                for (q, lo, _), entry in zip(cuts[i:], filed[i:]):
-                    q.next = lo
-                    heappush(heap, entry)
-                k = i
-                break
-            size += nbytes
+        n = len(sizes)
+        sums = list(accumulate(sizes, initial=size))  # the request's bytes before each (batch sizes are positive)
+        k = bisect_right(sums, room)  # the first that finds more than `room` before it, and those after, wait
+        if k < n:
+            for q, lo, entry in zip(qs[k:], los[k:], filed[k:]):
+                q.next = lo
+                heappush(heap, entry)
+            del qs[k:], los[k:], counts[k:], parts[k:], sizes[k:]
+        else:
+            k = n
         if k:
-            parts = []
-            for q, _, _ in cuts[:k]:
-                touched.append(q)
-                parts.append(q.p)
-            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, sizes[:k])
+            touched.extend(qs)
+            first = self.batches.new_many(los, counts, parts, ps.index, sizes)
             taken.extend(range(first, first + k))
-        return size
+        return sums[k]
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
@@ -569,8 +569,7 @@ class ProducerClient:
         conn.sent_ms[req] = now
         self.send(ps.node, node, self.server_produce, (node, key, self.leader_handle_produce, handler_args, n, nbytes),
                   False, self.on_refused, nbytes, 0, delay)  # (positional: a call CPython specialises)
-        if not conn.timer_armed:  # (else its request.timeout.ms check is scheduled already)
-            self.network.sent(ps, conn, now)
+        self.network.sent(ps, conn, now)
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
