@@ -64,8 +64,9 @@ class ApplicationThread:
 
 def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
-    (the accumulator's `times`, the workload's `send_ms` and `key`; `grow(app, k)` first if the slots hold fewer
-    than k of its records); returns the partitions that got records (a NumPy array), and the time its send() blocks
+    (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
+    blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
+    returns the partitions that got records (a NumPy array), and the time its send() blocks
     until (None: not blocked, or nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
@@ -90,10 +91,9 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     lo = app.k
     if m > 0:
         done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
-        called = done - app.cost
         if app.arrivals is not None:  # none called after the end
-            m = int(np.searchsorted(called, app.end_ms))
-            done, called = done[:m], called[:m]
+            m = int(np.searchsorted(done - app.cost, app.end_ms))
+            done = done[:m]
             left = m if m < room else left
     if m <= 0:
         if room <= 0 and left > 0:
@@ -104,10 +104,12 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     if lo + m > app.covered:
         grow(app, lo + m)
     parts = app.order.partitions(lo, lo + m)
+    early = -1.0  # when the first one called send(), if before its return less the cost
     if app.blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > app.blocked_at:
             app.wait_ms += now - app.blocked_at
-            called[0] = app.blocked_at
+            if app.blocked_at != float(done[0]) - app.cost:  # (Workload.send_times computes the others alike)
+                early = app.blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
     # slots: the j-th record of partition p in this run takes p's next free slot + j
@@ -118,8 +120,9 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     slots = np.empty(m, dtype=np.int64)
     slots[by_part] = app.filled[sorted_parts] + rank
     app.filled[touched] += counts
-    np.frombuffer(times, dtype=np.float64)[slots] = done
-    workload.send_ms[slots] = called
+    np.frombuffer(times, dtype=np.float64)[slots] = done  # (each called its cost before, but the first if early)
+    if early >= 0:
+        workload.keep_called(int(slots[0]), early)
     keys = app.order.keys(lo, lo + m)
     if keys is not None:
         workload.key[slots] = keys

@@ -23,6 +23,7 @@ flight, does not.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right, insort
 from collections.abc import Iterator
 from heapq import heappop, heappush
@@ -47,7 +48,6 @@ from .accumulator import INF, Accumulator, PartitionQueue
 from .application import ApplicationThread, PoolWatch, release, send_records
 from .slots import SendOrder
 from .network_client import Connection
-from .workload import send_cost_ms
 
 
 class ProducerState:
@@ -128,7 +128,7 @@ class ProducerClient:
             fmt = sim.batches.formats[i]
             if w.closed and i in w.closed:
                 order, covered = w.closed[i]
-                ps.app = ApplicationThread(order, covered, w.lo[i], send_cost_ms(settings, config, fmt),
+                ps.app = ApplicationThread(order, covered, w.lo[i], w.cost_ms[i],
                                            fmt.record_bytes, config.buffer_memory, config.max_block_ms,
                                            config.start_ms, self._stop(config))
             elif w.returns and i in w.returns:
@@ -206,7 +206,7 @@ class ProducerClient:
         watch = ps.watch
         if watch is None or watch.stamp != stamp:
             return
-        cost = send_cost_ms(self.settings, ps.config, self.batches.formats[ps.index])
+        cost = self.workload.cost_ms[ps.index]
         k, at = watch.full_at(cost)
         now = self.kernel.now
         if at > now:  # later (or never): batches completed since
@@ -239,7 +239,6 @@ class ProducerClient:
         filled = w.hi[i] - counts  # a partition's remaining records are its last slots
         times[rest] = np.inf
         del times  # (no view of the accumulator's times outlives its use: slots may move)
-        w.send_ms[rest] = np.nan
         fmt = self.batches.formats[i]
         app = ps.app = ApplicationThread(SendOrder.of_arrays(parts, keys), len(parts), filled, cost, fmt.record_bytes,
                                          ps.config.buffer_memory, ps.config.max_block_ms, self.kernel.now,
@@ -320,10 +319,15 @@ class ProducerClient:
 
     def _release(self) -> None:
         """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
-        times (8 bytes a record; the results read the workload's send_ms), an application thread's send order and
-        arrivals (up to 16 bytes a record it took over), a pool watch's send() returns; without a records table
-        (results.records: none) the records' keys (4 bytes a record: the record formats were their only reader)."""
-        del self.times[:]  # (the same array the accumulators and record formats hold: emptied in place)
+        times become the workload's send_ms in place (``Workload.send_times``: 8 bytes a record, held once), an
+        application thread's send order and arrivals (up to 16 bytes a record it took over), a pool watch's send()
+        returns; without a records table (results.records: none) the records' keys (4 bytes a record: the record
+        formats were their only reader)."""
+        times, self.times = self.times, array("d")
+        for ps in self.states:
+            ps.acc.times = self.times
+        self.workload.send_ms = self.workload.send_times(np.frombuffer(times, dtype=np.float64))
+        del times  # (the send times' buffer now: nothing else holds it)
         if self.settings.results_records == "none":
             self.workload.key = None
         for f in self.batches.formats:

@@ -28,13 +28,18 @@ FIRST_SLOTS = 1 << 20  # a closed-loop producer's slots at first: for this many 
 class Workload:
     # per record, in (producer, partition, send time) order; a record's producer and partition follow from its index
     # and the ranges below (``producer`` and ``partition``, made when asked for)
-    send_ms: np.ndarray  # float64: when the application called send()
     key: np.ndarray | None  # int32 (int64 if a key cardinality needs it): key index (key-<i>), -1 for a null key;
     #                         without a records table (results.records: none) only its digits (batches.DIGITS,
     #                         int8: all the record format reads of it), and None once the run is over
     # per producer and partition: its records are [lo, hi)
     lo: np.ndarray  # int64 (producers, partitions)
     hi: np.ndarray  # int64 (producers, partitions)
+    cost_ms: list = field(default_factory=list)  # per producer: its application thread's time per send() (ms)
+    send_ms: np.ndarray | None = None  # float64 per record: when the application called send(); made when the run
+    #                                    ends (``send_times``) from the accumulator's times, not held during it
+    blocked: tuple = field(default_factory=lambda: (array("q"), array("d")))  # the records whose send() blocked
+    #   and was called before its return less the cost (``keep_called``): each one's (producer, partition) range
+    #   and rank in it (range << 32 | rank, which a relayout does not move) and when it was called
     ready_ms: array | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
     #                                is in the accumulator); the producer takes it over (None after)
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
@@ -46,7 +51,30 @@ class Workload:
 
     @property
     def records(self) -> int:
-        return len(self.send_ms)
+        return int(self.hi.ravel()[-1]) if self.hi.size else 0
+
+    def keep_called(self, record: int, called: float) -> None:
+        """The record's send() was called at `called`, not at its time in the accumulator less its producer's
+        send() cost (it blocked on a full pool first): kept aside for ``send_times``."""
+        cell = int(np.searchsorted(self.hi.ravel(), record, side="right"))  # (an empty range's hi is the next lo)
+        self.blocked[0].append(cell << 32 | (record - int(self.lo.ravel()[cell])))
+        self.blocked[1].append(called)
+
+    def send_times(self, times: np.ndarray) -> np.ndarray:
+        """Every record's send() call from its time in the accumulator (`times`, float64, turned into them in
+        place and returned): the time less its producer's send() cost, computed as the run computed it, but for the
+        records kept aside (``keep_called``). A record never sent stays +inf (its slot goes at the run's end)."""
+        ends = (self.hi - self.lo).sum(axis=1).cumsum().tolist()
+        start = 0
+        for end, cost in zip(ends, self.cost_ms):
+            if cost > 0:  # (as build_workload and application.send_records compute it)
+                times[start:end] -= cost
+            start = end
+        cells, called = self.blocked
+        if cells:
+            keys = np.frombuffer(cells, dtype=np.int64)
+            times[self.lo.ravel()[keys >> 32] + (keys & 0xFFFFFFFF)] = np.frombuffer(called, dtype=np.float64)
+        return times
 
     @property
     def producer(self) -> np.ndarray:
@@ -94,7 +122,8 @@ class Workload:
         the move of each range (new lo - old lo) and `move(array, fill)` for other arrays in the old layout."""
         old_lo = self.lo
         self.lo, self.hi, move = resize(self.lo, self.hi, sizes)
-        self.send_ms = move(self.send_ms, np.nan)
+        if self.send_ms is not None:
+            self.send_ms = move(self.send_ms, np.nan)
         if self.key is not None:
             self.key = move(self.key, -1)
         for holder, name, fill in self.tracked:
@@ -310,16 +339,15 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             arrivals.append(_arrivals(p, duration, streams(f"producers[{i}].arrivals")))
     sizes = [int(counts[i].sum()) if a is None else len(a) for i, a in enumerate(arrivals)]
     total = sum(sizes)
-    send_ms = np.empty(total)
     key = np.empty(total, dtype=key_type)
     ready = array("d", [0.0]) * total if total else array("d")
     ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    costs = [send_cost_ms(settings, p) for p in settings.producers]
     at = 0
     for i, p in enumerate(settings.producers):
         size = sizes[i]
         end = at + size
         if p.closed_loop:
-            send_ms[at:end] = np.nan
             ready_ms[at:end] = np.inf
             key[at:end] = -1
             at = end
@@ -335,8 +363,7 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         else:
             k = np.full(n, -1, dtype=np.int64)
         local = assign_partitions(p, k, times, partitions, keys_rng, partitioner, fmt.records_per_batch)
-        cost = send_cost_ms(settings, p, fmt)
-        done = _after_sends(times, cost)
+        done = _after_sends(times, costs[i])
         if n * fmt.record_bytes > p.buffer_memory:
             returns[i] = done
         del times  # (done is times without a send() cost)
@@ -355,14 +382,10 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         del k
         sent = done if by is None else done[by]  # when each send() returned (the accumulator's times)
         del done, by
-        ready_ms[at:end] = sent
-        if cost > 0:
-            np.subtract(sent, cost, out=send_ms[at:end])  # when each was called
-        else:
-            send_ms[at:end] = sent
+        ready_ms[at:end] = sent  # (each send() was called its cost before: ``Workload.send_times``)
         del sent
         at = end
     del ready_ms
     hi = np.cumsum(counts.ravel()).reshape(counts.shape)
-    return Workload(send_ms=send_ms, key=key, lo=hi - counts, hi=hi, ready_ms=ready, closed=closed or None,
+    return Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
                     returns=returns or None)
