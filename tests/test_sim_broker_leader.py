@@ -6,6 +6,8 @@
   leader's own rule is what acts.
 * LeaderIncHighWatermark (Partition.maybeIncrementLeaderHW): the HW is the smallest log end offset of the ISR, so a
   dead follower still in the ISR holds it; it moves when the ISR shrinks (maybeShrinkIsr increments the HW at once).
+  The mode's rule reads the ISR as the leader last set it (``LeaderState.set_isr`` keeps its followers' states),
+  held below min.insync.replicas from 3.7 (KAFKA-15583).
 * BecomeLeader (Partition.makeLeader): the new leader's epoch is the controller's, and its epoch starts at its log
   end offset (the first record it appends is there).
 """
@@ -14,8 +16,12 @@ from __future__ import annotations
 
 import math
 import re
+from types import SimpleNamespace
 
 from kafkamodel import simulate
+from kafkamodel.sim.rules.modes import IsrMode
+from kafkamodel.sim.state import Replica
+from kafkamodel.sim.storage.log import Log
 
 LAG = 2000.0  # replica.lag.time.max.ms
 CRASH = 3300.0  # the follower (broker 2) crashes; not on a multiple of LAG / 2
@@ -65,3 +71,30 @@ def test_a_new_leader_starts_its_epoch_at_its_log_end_offset():
     rec = r.records
     written = rec[(rec.ack_ms > became.time_ms) & (rec.offset >= 0)]  # acknowledged by broker 1, and kept
     assert len(written) > 0 and written.offset.min() == int(m[2])  # the epoch's first record lands at that LEO
+
+
+def test_the_hw_rule_reads_the_isr_as_the_leader_last_set_it():
+    # Partition.maybeIncrementLeaderHW: the smallest LEO over the ISR, the leader's own included; a follower out of
+    # the ISR does not hold it, and 3.7+ holds it while the ISR is below min.insync.replicas (KAFKA-15583)
+    log = Log(1 << 30, [100])
+    for offset in range(10):
+        log.append(offset, offset + 1, 0, 0, 0.0)
+    rep = Replica(0, 0, log)
+    rep.is_leader = True
+    lead = rep.start_leading(0.0)
+    lead.follower(1).log_end_offset, lead.follower(2).log_end_offset = 7, 4
+    part = SimpleNamespace(min_isr=2)
+    mode = IsrMode([part], None, None)
+    lead.set_isr((0, 1, 2))
+    assert mode.new_high_watermark(rep) == min(10, 7, 4)
+    lead.set_isr((0, 1))  # broker 2 left the ISR
+    assert mode.new_high_watermark(rep) == min(10, 7)
+    lead.follower(1).log_end_offset = 10  # caught up: the leader's own LEO is the smallest
+    assert mode.new_high_watermark(rep) == 10
+    lead.set_isr((0, 1, 2))  # broker 2 back, at its old offset
+    assert mode.new_high_watermark(rep) == 4
+    part.min_isr = 3
+    rep.high_watermark = 3
+    lead.set_isr((0, 1))
+    assert mode.new_high_watermark(rep) == 3  # held below min.insync.replicas
+    assert IsrMode([part], None, None, hw_held_below_min_isr=False).new_high_watermark(rep) == 10  # before 3.7

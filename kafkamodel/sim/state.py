@@ -62,16 +62,29 @@ class FollowerState:
 class LeaderState:
     """What a replica keeps only while it leads (Kafka's Partition leader state and its purgatories)."""
 
-    __slots__ = ("isr", "followers", "sessions", "pending", "consumer_parked", "epoch_start_offset", "since_ms")
+    __slots__ = ("broker", "isr", "isr_followers", "followers", "sessions", "pending", "consumer_parked",
+                 "epoch_start_offset", "since_ms")
 
-    def __init__(self, now: float = 0.0) -> None:
-        self.isr: set[int] = set()  # in-sync replicas as the leader believes (itself included)
+    def __init__(self, now: float = 0.0, broker: int = -1) -> None:
+        self.broker = broker  # the leader's broker
+        self.isr: set[int] = set()  # in-sync replicas as the leader believes (itself included): set by ``set_isr``
+        self.isr_followers: list[FollowerState] = []  # the ISR's followers' states, where the HW rule reads them
         self.followers: dict[int, FollowerState] = {}  # follower -> what the leader keeps of it (``follower``)
         self.sessions: dict = {}  # follower -> its fetch session that holds this partition
         self.pending: list = []  # acks=all produce requests waiting for the HW: (end, seq, DelayedProduce, index)
         self.consumer_parked: dict = {}  # consumer fetches waiting for the HW to move
         self.epoch_start_offset = 0  # LEO when its epoch began
         self.since_ms = now  # when it became leader
+
+    def set_isr(self, isr) -> None:
+        """The ISR as the leader now believes it (its own broker included); its followers' states are kept with it."""
+        self.isr = members = set(isr)
+        me, followers, states = self.broker, self.followers, []
+        for f in members:
+            if f != me:
+                fs = followers.get(f)
+                states.append(fs if fs is not None else self.follower(f))
+        self.isr_followers = states
 
     def follower(self, f: int) -> FollowerState:
         """Follower f's state, new (caught up and fetched when this leader began, no offset reported) if it has none."""
@@ -128,7 +141,7 @@ class Replica:
         self.lead: LeaderState | None = None  # as leader: what it keeps while it leads (new each time it leads)
 
     def start_leading(self, now: float) -> LeaderState:
-        self.lead = LeaderState(now)
+        self.lead = LeaderState(now, self.broker)
         return self.lead
 
     def stop_leading(self) -> None:

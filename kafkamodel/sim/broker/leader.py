@@ -157,7 +157,7 @@ class LeaderRole:
         rep.leader_epoch = epoch
         self.follower.stop_fetching(rep)
         lead = rep.start_leading(now)
-        lead.isr = set(isr)
+        lead.set_isr(isr)
         log = rep.log
         lead.epoch_start_offset = log.log_end_offset  # (its followers count as caught up and fetched now: since_ms)
         if self.mode.opens_epoch_with_marker:

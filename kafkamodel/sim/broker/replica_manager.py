@@ -69,10 +69,10 @@ class ReplicaManager:
                 if b == part.leader:
                     rep.is_leader = True
                     lead = rep.start_leading(now)
-                    lead.isr = set(part.isr)
                     for f in part.replicas:
                         if f != b:  # caught up and fetched now, at offset 0
                             lead.follower(f).log_end_offset = 0
+                    lead.set_isr(part.isr)
             for b, rep in self.replicas[part.index].items():
                 if b != part.leader:
                     self.follower.start_fetching(rep)
@@ -148,7 +148,7 @@ class ReplicaManager:
                 continue  # stale
             if leader == b:
                 if rep.is_leader and epoch == rep.leader_epoch:
-                    rep.lead.isr = set(isr)  # an ISR change made by the controller
+                    rep.lead.set_isr(isr)  # an ISR change made by the controller
                     self.leader.leader_advance_high_watermark(rep)
                     continue
                 self.leader.become_leader(rep, epoch, isr)

@@ -76,8 +76,8 @@ class Accumulator:
 
     def take(self, q: PartitionQueue, now: float, later: list | None = None) -> int:
         """The batch a drain takes from the queue now (-1: none): its oldest resend, else a new batch of
-        every record arrived so far, up to batch.size. `later`: a new batch is not made here but its records'
-        range, (queue, first record, one past its last), appended to it (the drain makes those at once)."""
+        every record arrived so far, up to batch.size. `later`: a new batch is not made here but its count of
+        records, from the queue's first record before the take, appended to it (the drain makes those at once)."""
         if q.retry:
             if now < q.backoff_until or (q.probing and q.probe >= 0):
                 return -1
@@ -94,7 +94,7 @@ class Accumulator:
             top = q.end
         hi = q.next = bisect_right(times, now, lo, top)
         if later is not None:
-            later.append((q, lo, hi))
+            later.append(hi - lo)
             return -1
         return self.batches.new(lo, hi - lo, q.p, self.producer)
 

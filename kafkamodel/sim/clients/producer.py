@@ -24,9 +24,10 @@ flight, does not.
 from __future__ import annotations
 
 from array import array
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Iterator
 from heapq import heappop, heappush
+from itertools import accumulate
 
 import numpy as np
 
@@ -82,17 +83,6 @@ class ProducerState:
         self.pooled = False  # app or watch: completed batches give their pool bytes back
         self.nic_free = 0.0  # when its client machine's NIC has sent every request so far
         self.sender_free = 0.0  # when its Sender thread is done with every request so far
-
-
-def _first_live(heap: list, queues: list) -> float:
-    """The first key or time among a Sender heap's live entries (INF: none); the entries at its top filed again
-    since (stale) are dropped on the way."""
-    while heap:
-        entry = heap[0]
-        if queues[entry[1]].stamp == entry[2]:
-            return entry[0]
-        heappop(heap)
-    return INF
 
 
 class ProducerClient:
@@ -377,12 +367,24 @@ class ProducerClient:
     def _first_ready(ps: ProducerState, node: int) -> float:
         """When the first of `node`'s filed queues is ready (INF: none is filed). A queue is ready linger.ms after
         its first record unless it is filed by an earlier ready time as well (``_arm``), so the first is the least
-        of the drain heap's first key plus linger.ms and the ready heap's first time. Entries filed again since
-        (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
+        of the drain heap's first live key plus linger.ms and the ready heap's first live time. Entries filed again
+        since (stale) are dropped from both heaps' tops on the way (a drain skips them anyway)."""
         queues = ps.acc.queues
-        at = _first_live(ps.heaps[node], queues) + ps.acc.linger
-        first = _first_live(ps.ready[node], queues)
-        return first if first < at else at
+        at = INF
+        heap = ps.heaps[node]
+        while heap:
+            key, p, stamp = heap[0]
+            if queues[p].stamp == stamp:
+                at = key + ps.acc.linger
+                break
+            heappop(heap)
+        heap = ps.ready[node]  # (empty but for full queues and resends)
+        while heap:
+            first, p, stamp = heap[0]
+            if queues[p].stamp == stamp:
+                return first if first < at else at
+            heappop(heap)
+        return at
 
     def _wake_at(self, ps: ProducerState, node: int, at: float) -> None:
         """Schedule the Sender's wake-up for `node` at `at` (never in the past); one scheduled before for later is
@@ -428,11 +430,11 @@ class ProducerClient:
         timeout = cfg.delivery_timeout_ms
         room = cfg.max_request_size - cfg.batch_size  # a batch joins the request (the first always) while its bytes
         #                                                so far leave batch.size of max.request.size
+        times = acc.times  # (the same array for the whole run: moved in place)
+        metadata = ps.metadata
         taken, touched, size = [], [], 0
-        cuts: list | None
-        filed: list | None
-        cuts = filed = None  # new batches cut and not made yet, in order, (queue, first record, one past its last),
-        #                      and their queues' heap entries
+        cuts: tuple | None = None  # new batches cut and not made yet, in order: their queues, first records, record
+        #                            counts, partitions, and their queues' heap entries (``_take_cuts``)
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             _, p, stamp = entry
@@ -441,35 +443,37 @@ class ProducerClient:
                 continue
             if taken:  # after the request's first batch: new batches are made at once, below
                 lo = q.next
-                if ps.metadata[p] == node and not q.retry and lo < q.end and acc.times[lo] <= now \
-                        and now - acc.times[lo] < timeout:
+                if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now \
+                        and now - times[lo] < timeout:
                     if cuts is None:
-                        cuts, filed = [], []
-                    acc.take(q, now, cuts)
+                        cuts = qs, los, counts, parts, filed = [], [], [], [], []
+                    acc.take(q, now, counts)
+                    qs.append(q)
+                    los.append(lo)
+                    parts.append(p)
                     filed.append(entry)
                     continue
                 if cuts:  # anything else: the batches cut before it first
-                    size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+                    size = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
                     cuts = None
                 if size > room:  # the request is full: the rest wait for the next one
                     heappush(heap, entry)  # (as if not taken out)
                     break
-            if ps.metadata[p] != node:
+            if metadata[p] != node:
                 self._arm(ps, q)
                 continue
             touched.append(q)
-            while True:
-                b = acc.take(q, now)
-                if b < 0 or now - acc.times[batches.lo[b]] < timeout:
-                    break
+            b = acc.take(q, now)
+            while b >= 0 and now - times[batches.lo[b]] >= timeout:  # it waited delivery.timeout.ms: it fails
                 if q.probe == b:
                     q.probe = -1
                 self._fail(ps, b, DELIVERY_TIMEOUT)
+                b = acc.take(q, now)
             if b >= 0:
                 taken.append(b)
                 size += batches.bytes[b]
         if cuts:
-            size = self._take_cuts(ps, cuts, filed, taken, touched, size, room, heap)
+            size = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
         for q in touched:
             self._arm(ps, q)
         if taken:
@@ -482,31 +486,29 @@ class ProducerClient:
             ps.wake[node] = at = at if at > now else now  # (_wake_at inline: once per request)
             heappush(self.heap, (at, next(self.seq), self.on_wake, (ps, node, at)))
 
-    def _take_cuts(self, ps: ProducerState, cuts: list, filed: list, taken: list[int], touched: list, size: int,
-                   room: int, heap: list) -> int:
-        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``), made at once
-        while the request's bytes so far are at most `room`; those that do not fit go back to their queues and their
-        entries `filed` to the heap, as they were. Returns the request's bytes (past `room`: it is full)."""
-        los = [lo for _, lo, _ in cuts]
-        counts = [hi - lo for _, lo, hi in cuts]
+    def _take_cuts(self, ps: ProducerState, cuts: tuple, taken: list[int], touched: list, size: int, room: int,
+                   heap: list) -> int:
+        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``: their queues,
+        first records, record counts, partitions and heap entries), made at once while the request's bytes so far
+        are at most `room`; those that do not fit go back to their queues and their entries to the heap, as they
+        were. Returns the request's bytes (past `room`: it is full)."""
+        qs, los, counts, parts, filed = cuts
         sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
-        k = len(cuts)
-        for i, nbytes in enumerate(sizes):
-            if size > room:
-                for (q, lo, _), entry in zip(cuts[i:], filed[i:]):
-                    q.next = lo
-                    heappush(heap, entry)
-                k = i
-                break
-            size += nbytes
+        n = len(sizes)
+        sums = list(accumulate(sizes, initial=size))  # the request's bytes before each (batch sizes are positive)
+        k = bisect_right(sums, room)  # the first that finds more than `room` before it, and those after, wait
+        if k < n:
+            for q, lo, entry in zip(qs[k:], los[k:], filed[k:]):
+                q.next = lo
+                heappush(heap, entry)
+            del qs[k:], los[k:], counts[k:], parts[k:], sizes[k:]
+        else:
+            k = n
         if k:
-            parts = []
-            for q, _, _ in cuts[:k]:
-                touched.append(q)
-                parts.append(q.p)
-            first = self.batches.new_many(los[:k], counts[:k], parts, ps.index, sizes[:k])
+            touched.extend(qs)
+            first = self.batches.new_many(los, counts, parts, ps.index, sizes)
             taken.extend(range(first, first + k))
-        return size
+        return sums[k]
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
@@ -529,27 +531,29 @@ class ProducerClient:
         entries = []
         attempts, states, partition_of = batches.attempt, batches.state, batches.partition
         idempotent = cfg.enable_idempotence
+        epochs, seqs, epoch_of, next_seq = batches.epoch, batches.seq, ps.epoch, ps.next_seq
         for b in taken:
             p = partition_of[b]
             attempt = attempts[b] = attempts[b] + 1
-            if idempotent and batches.epoch[b] != ps.epoch[p]:  # first send in this epoch: a sequence
-                batches.epoch[b] = ps.epoch[p]
-                batches.seq[b] = ps.next_seq[p]
-                ps.next_seq[p] += 1
+            if idempotent and epochs[b] != epoch_of[p]:  # first send in this epoch: a sequence
+                epochs[b] = epoch_of[p]
+                seqs[b] = next_seq[p]
+                next_seq[p] += 1
             entries.append((b, attempt))
             if answered:
                 states[b] = INFLIGHT
                 queues[p].inflight += 1
+        n = len(entries)
         counters = self.counters
         counters.produce_requests += 1
-        counters.produce_batches += len(taken)
-        node = conn.node
+        counters.produce_batches += n
+        node, epoch, index = conn.node, conn.epoch, ps.index
         req = ps.next_request = ps.next_request + 1
-        handler_args = (node, ps.index, conn.epoch, req, entries)
-        key = (ps.index, conn.epoch, node)  # the broker's side of this connection (muted while it handles one)
+        handler_args = (node, index, epoch, req, entries)
+        key = (index, epoch, node)  # the broker's side of this connection (muted while it handles one)
         # its client machine: the Sender thread builds it (per request and per batch), then its NIC sends it after
         # the requests before it
-        at = (ps.sender_free if ps.sender_free > now else now) + self.request_ms + self.batch_ms * len(taken)
+        at = (ps.sender_free if ps.sender_free > now else now) + self.request_ms + self.batch_ms * n
         ps.sender_free = at
         if self.nic_ms_per_byte:
             at = (ps.nic_free if ps.nic_free > at else at) + nbytes * self.nic_ms_per_byte
@@ -563,31 +567,25 @@ class ProducerClient:
             if ps.pooled:  # the batches complete once the NIC has sent them (Kafka: written to the socket)
                 self.kernel.schedule(at, self._written, ps, taken)
             self.send(ps.node, node, self.server_produce,
-                      (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes), nbytes=nbytes,
-                      delay=delay)
+                      (node, key, self.leader_handle_produce, handler_args, n, nbytes), nbytes=nbytes, delay=delay)
             return
         conn.inflight[req] = entries
         conn.sent_ms[req] = now
-        self.send(ps.node, node, self.server_produce,
-                  (node, key, self.leader_handle_produce, handler_args, len(entries), nbytes),
+        self.send(ps.node, node, self.server_produce, (node, key, self.leader_handle_produce, handler_args, n, nbytes),
                   False, self.on_refused, nbytes, 0, delay)  # (positional: a call CPython specialises)
         self.network.sent(ps, conn, now)
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
-        """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it."""
+        """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
+        request's order: acked, or retried (``_batch_failed``)."""
         ps = self.states[pi]
         conn = ps.conns[node]
-        full = len(conn.inflight) >= ps.config.max_in_flight  # (no wake-up was scheduled while it was)
-        if conn.epoch != epoch or conn.inflight.pop(req, None) is None:
+        inflight = conn.inflight
+        full = len(inflight) >= ps.config.max_in_flight  # (no wake-up was scheduled while it was)
+        if conn.epoch != epoch or inflight.pop(req, None) is None:
             return  # an answer on a connection closed since
         del conn.sent_ms[req]
         conn.failures = 0
-        self._batches_answered(ps, results)
-        if full:  # a slot is free again: the Sender looks
-            self._run_once(ps, node)
-
-    def _batches_answered(self, ps: ProducerState, results: list) -> None:
-        """Each batch's answer, (batch, attempt, error, base offset), in the request's order: acked, or retried."""
         batches = self.batches
         attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
         queues = ps.acc.queues
@@ -608,6 +606,8 @@ class ProducerClient:
                     self._completed(ps, b)
             else:
                 self._batch_failed(ps, b, q, error, base)
+        if full:  # a slot is free again: the Sender looks
+            self._run_once(ps, node)
 
     def _batch_failed(self, ps: ProducerState, b: int, q: PartitionQueue, error: int, base: int) -> None:
         """A batch's answer is an error: it is retried (after new metadata, or at the leader the answer names), or

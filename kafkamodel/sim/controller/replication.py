@@ -303,7 +303,7 @@ class ReplicationControl:
                                   lambda r: r == part.leader or r in live, unclean=part.unclean,
                                   elr_enabled=self.elr_enabled, min_isr=part.min_isr)
         part.isr, part.elr, part.last_known_elr = change.isr, change.elr, change.last_known_elr  # the leader stays
-        rep.lead.isr = set(part.isr)
+        rep.lead.set_isr(part.isr)
         self.health_changed(part)
         if self.reassigning:
             self.reassignment_progress(part)

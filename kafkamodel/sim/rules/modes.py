@@ -66,17 +66,12 @@ class IsrMode:
         """The HW the ISR's LEOs allow (their minimum, the leader's own included); at most the current HW while
         the ISR is below min.insync.replicas (3.7+), asked only when the minimum would move it."""
         lead = rep.lead
-        isr = lead.isr
         hw = rep.log.log_end_offset
-        followers = lead.followers
-        me = rep.broker
-        for f in isr:
-            if f != me:
-                fs = followers.get(f)
-                v = -1 if fs is None else fs.log_end_offset  # (-1: it has reported no offset yet)
-                if v < hw:
-                    hw = v
-        if self.hw_held and hw > rep.high_watermark and len(isr) < self.partitions[rep.partition].min_isr:
+        for fs in lead.isr_followers:
+            v = fs.log_end_offset  # (-1: it has reported no offset yet)
+            if v < hw:
+                hw = v
+        if self.hw_held and hw > rep.high_watermark and len(lead.isr) < self.partitions[rep.partition].min_isr:
             return rep.high_watermark
         return hw
 
