@@ -113,18 +113,25 @@ _FEW_KEYS = 16  # batches of at most this many keyed records count their key byt
 def _key_bytes(keys: np.ndarray, lo: int, n: int, digits: bool = False) -> int:
     """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i> (`digits`:
     `keys` holds the digits, ``DIGITS``)."""
-    if n <= _FEW_KEYS:  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives it 2)
-        ks = keys[lo:lo + n].tolist()
-        if digits:
-            return 4 * n + sum(ks)
-        return 4 * n + sum(map(len, map(str, ks))) - ks.count(-1)
+    if n <= _FEW_KEYS:
+        return _few_key_bytes(memoryview(keys), lo, n, digits)
     return _keys_bytes(keys, (lo,), (n,), digits)[0]
 
 
-def _keys_bytes(keys: np.ndarray, los, ns, digits: bool = False) -> list[int]:
-    """``_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all, else in NumPy at once."""
+def _few_key_bytes(view: memoryview, lo: int, n: int, digits: bool) -> int:
+    """``_key_bytes`` of a few keys (at most ``_FEW_KEYS``), read through a memoryview of the keys (a slice of it
+    costs less than a NumPy slice's)."""
+    ks = view[lo:lo + n].tolist()  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives 2)
+    if digits:
+        return 4 * n + sum(ks)
+    return 4 * n + sum(map(len, map(str, ks))) - ks.count(-1)
+
+
+def _keys_bytes(keys: np.ndarray, los, ns, digits: bool = False, view: memoryview | None = None) -> list[int]:
+    """``_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all (`view`: a
+    memoryview of `keys`, if made), else in NumPy at once."""
     if sum(ns) <= _FEW_KEYS:
-        return list(map(_key_bytes, repeat(keys), los, ns, repeat(digits)))
+        return list(map(_few_key_bytes, repeat(memoryview(keys) if view is None else view), los, ns, repeat(digits)))
     counts = np.asarray(ns, dtype=np.int64)
     ends = np.cumsum(counts)
     starts = ends - counts  # range i's keys in the gathered array: from where the earlier ones end
@@ -138,7 +145,7 @@ class RecordFormat:
     batch.size holds."""
 
     __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys", "digits",
-                 "records_per_batch", "record_bytes", "record_size", "max_batch_bytes")
+                 "view", "records_per_batch", "record_bytes", "record_size", "max_batch_bytes")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
         self.magic = magic
@@ -149,6 +156,7 @@ class RecordFormat:
         self.decompress_ms = decompress_ms_per_byte(codec)  # per uncompressed byte
         self.times: array | None = None  # every record's time in the accumulator, for timestamp deltas (attach)
         self.keys: np.ndarray | None = None  # every record's key index (-1: null), or its digits (``DIGITS``)
+        self.view: memoryview | None = None  # a memoryview of `keys` (a batch of a few keys reads them through it)
         self.digits = False  # `keys` holds the digits
         if magic >= 2:
             self.header = RECORD_BATCH_OVERHEAD
@@ -196,6 +204,7 @@ class RecordFormat:
         """The records' times in the accumulator (read as they are when a batch is cut) and key indexes."""
         self.times = times
         self.keys = keys
+        self.view = memoryview(keys) if keys is not None else None
         self.digits = keys is not None and keys.dtype == DIGITS
 
     def batch_bytes(self, lo: int, n: int, keys: int | None = None) -> int:
@@ -204,7 +213,10 @@ class RecordFormat:
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n, self.digits) if keys is None else keys
+                if keys is None:
+                    keys = (_few_key_bytes(self.view, lo, n, self.digits) if n <= _FEW_KEYS  # (``_key_bytes``)
+                            else _keys_bytes(self.keys, (lo,), (n,), self.digits)[0])
+                records += keys
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -220,7 +232,10 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                records += _key_bytes(self.keys, lo, n, self.digits) if keys is None else keys
+                if keys is None:
+                    keys = (_few_key_bytes(self.view, lo, n, self.digits) if n <= _FEW_KEYS  # (``_key_bytes``)
+                            else _keys_bytes(self.keys, (lo,), (n,), self.digits)[0])
+                records += keys
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records
@@ -228,7 +243,7 @@ class RecordFormat:
     def batches_bytes(self, los: list[int], ns: list[int]) -> list[int]:
         """``batch_bytes`` of each batch of records [lo, lo + n) (`los`, `ns`), their keys' bytes counted at once."""
         if self.keyed and (self.legacy or self.vbody):
-            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns, self.digits)))
+            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns, self.digits, self.view)))
         return list(map(self.batch_bytes, los, ns))
 
     def _exact(self, lo: int, n: int) -> int:
