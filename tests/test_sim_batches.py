@@ -9,7 +9,7 @@ from array import array
 import numpy as np
 import pytest
 
-from kafkamodel.sim.batches import _FEW_KEYS, Batches, RecordFormat, key_digits
+from kafkamodel.sim.batches import _FEW_KEYS, _FEW_LOOKED_UP, Batches, RecordFormat, _keys_bytes, key_digits
 from kafka_format import legacy_record, v2_batch, v2_record
 
 
@@ -80,6 +80,30 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
     assert first == 0 and len(many) == len(sizes)
     for column in Batches.__slots__[:-3]:
         assert getattr(many, column).tobytes() == getattr(one, column).tobytes(), column
+
+
+@pytest.mark.parametrize("digits", [False, True])
+@pytest.mark.parametrize("sizes", [[17, 17], [1] * 3, [_FEW_LOOKED_UP // 2, _FEW_LOOKED_UP // 2], [_FEW_LOOKED_UP, 1], [5, 300]])
+def test_keys_looked_up_in_python_count_what_numpy_counts(sizes, digits):
+    """A format whose keys' digits are a lookup (held as digits, or indexes of a cardinality small enough for its
+    ``digits_of`` list) counts a drain's key bytes in Python up to _FEW_LOOKED_UP keys in all: the same counts as
+    NumPy's, null keys (-1) included."""
+    rng = np.random.default_rng(sum(sizes))
+    keys = rng.integers(-1, 12_345, 4 * sum(sizes) + 10, dtype=np.int64)
+    keys[:3] = (-1, 0, 12_344)
+    held = key_digits(keys) if digits else keys.astype(np.int32)
+    times = array("d", sorted(rng.uniform(0.0, 300.0, len(keys)).tolist()))
+    f = RecordFormat(1, 100, 12_345, "none", 1 << 20)
+    f.attach(times, held)
+    assert (f.digits_of is None) == digits
+    los = [3 * sum(sizes[:i]) for i in range(len(sizes))]
+    expected = _keys_bytes(held, los, sizes, digits) if sum(sizes) > _FEW_KEYS else None
+    got = f.keys_bytes(los, sizes)
+    if expected is not None:
+        assert got == expected
+    assert got == [4 * n + sum(len(str(k)) - (k < 0) if k >= -1 else 0 for k in keys[lo:lo + n].tolist())
+                   if not digits else 4 * n + int(held[lo:lo + n].astype(np.int64).sum()) for lo, n in zip(los, sizes)]
+    assert [f.batch_bytes(lo, n) for lo, n in zip(los, sizes)] == f.batches_bytes(los, sizes)
 
 
 @pytest.mark.parametrize("magic,value,cardinality,batch_size", [

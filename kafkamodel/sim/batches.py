@@ -108,19 +108,15 @@ def key_digits(keys: np.ndarray) -> np.ndarray:
     """Each key index's digits as the DIGITS array a record format reads instead of the indexes (-1: a null key)."""
     return np.where(keys < 0, -1, _key_digits(keys)).astype(DIGITS)
 _FEW_KEYS = 16  # batches of at most this many keyed records count their key bytes in Python (NumPy's calls cost more)
-
-
-def _key_bytes(keys: np.ndarray, lo: int, n: int, digits: bool = False) -> int:
-    """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i> (`digits`:
-    `keys` holds the digits, ``DIGITS``)."""
-    if n <= _FEW_KEYS:
-        return _few_key_bytes(memoryview(keys), lo, n, digits)
-    return _keys_bytes(keys, (lo,), (n,), digits)[0]
+_FEW_LOOKED_UP = 256  # a drain's batches with at most this many keys in all count them in Python when each key's
+#                       digits are a lookup (held as digits, or a format's ``digits_of``): NumPy's calls cost more
+_DIGITS_OF_MOST = 1 << 20  # a format looks its keys' digits up in a list (8 bytes a key of the cardinality) up to this
 
 
 def _few_key_bytes(view: memoryview, lo: int, n: int, digits: bool) -> int:
-    """``_key_bytes`` of a few keys (at most ``_FEW_KEYS``), read through a memoryview of the keys (a slice of it
-    costs less than a NumPy slice's)."""
+    """The bytes records [lo, lo + n) add for their keys over null keys: 4 + the digits of i for key-<i> (`digits`:
+    the keys are held as digits, ``DIGITS``); for a few keys (at most ``_FEW_KEYS``), read through a memoryview of
+    the keys (a slice of it costs less than a NumPy slice's)."""
     ks = view[lo:lo + n].tolist()  # _key_digits, per key: the decimal digits of i (1 for 0, and for -1: str gives 2)
     if digits:
         return 4 * n + sum(ks)
@@ -128,7 +124,7 @@ def _few_key_bytes(view: memoryview, lo: int, n: int, digits: bool) -> int:
 
 
 def _keys_bytes(keys: np.ndarray, los, ns, digits: bool = False, view: memoryview | None = None) -> list[int]:
-    """``_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all (`view`: a
+    """``_few_key_bytes`` of each range [lo, lo + n) (`los`, `ns`): in Python for a few keys in all (`view`: a
     memoryview of `keys`, if made), else in NumPy at once."""
     if sum(ns) <= _FEW_KEYS:
         return list(map(_few_key_bytes, repeat(memoryview(keys) if view is None else view), los, ns, repeat(digits)))
@@ -145,7 +141,8 @@ class RecordFormat:
     batch.size holds."""
 
     __slots__ = ("magic", "value", "keyed", "codec", "ratio", "decompress_ms", "header", "static", "vbody", "per", "legacy", "times", "keys", "digits",
-                 "view", "records_per_batch", "record_bytes", "record_size", "max_batch_bytes")
+                 "view", "cardinality", "digits_of", "records_per_batch", "record_bytes", "record_size",
+                 "max_batch_bytes")
 
     def __init__(self, magic: int, value: int, key_cardinality: int | None, codec: str, batch_size: int):
         self.magic = magic
@@ -158,6 +155,10 @@ class RecordFormat:
         self.keys: np.ndarray | None = None  # every record's key index (-1: null), or its digits (``DIGITS``)
         self.view: memoryview | None = None  # a memoryview of `keys` (a batch of a few keys reads them through it)
         self.digits = False  # `keys` holds the digits
+        self.cardinality = key_cardinality
+        # key index i -> the decimal digits of i, and the last entry 1 (read at -1: a null key counts 1, as
+        # ``_few_key_bytes``): made when `keys` are indexes and the cardinality is at most _DIGITS_OF_MOST (``attach``)
+        self.digits_of: list[int] | None = None
         if magic >= 2:
             self.header = RECORD_BATCH_OVERHEAD
             # attributes 1, null key length 1, value length, value, header count 1 (then + timestamp and offset
@@ -206,17 +207,31 @@ class RecordFormat:
         self.keys = keys
         self.view = memoryview(keys) if keys is not None else None
         self.digits = keys is not None and keys.dtype == DIGITS
+        if keys is not None and not self.digits and self.digits_of is None and self.cardinality is not None \
+                and self.cardinality <= _DIGITS_OF_MOST:
+            self.digits_of = _key_digits(np.arange(max(1, self.cardinality), dtype=np.int64)).tolist() + [1]
+
+    def keys_bytes(self, los, ns) -> list[int]:
+        """``_few_key_bytes`` of each range [lo, lo + n) of the format's keys (`los`, `ns`): per range in Python while
+        the keys are few in all and each one's digits a lookup, else ``_keys_bytes``."""
+        view = self.view  # (a memoryview's slice costs less than a NumPy slice's)
+        if self.digits:
+            if sum(ns) <= _FEW_LOOKED_UP:
+                return [4 * n + sum(view[lo:lo + n].tolist()) for lo, n in zip(los, ns)]
+            return _keys_bytes(self.keys, los, ns, True, view)
+        digits_of = self.digits_of
+        if digits_of is not None and sum(ns) <= _FEW_LOOKED_UP:
+            get = digits_of.__getitem__
+            return [4 * n + sum(map(get, view[lo:lo + n].tolist())) for lo, n in zip(los, ns)]
+        return _keys_bytes(self.keys, los, ns, False, view)
 
     def batch_bytes(self, lo: int, n: int, keys: int | None = None) -> int:
         """Bytes of the batch of records [lo, lo + n) on the wire and on disk (`keys`: what its keys add, if known:
-        ``_key_bytes``)."""
+        ``keys_bytes``)."""
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                if keys is None:
-                    keys = (_few_key_bytes(self.view, lo, n, self.digits) if n <= _FEW_KEYS  # (``_key_bytes``)
-                            else _keys_bytes(self.keys, (lo,), (n,), self.digits)[0])
-                records += keys
+                records += self.keys_bytes((lo,), (n,))[0] if keys is None else keys
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -232,10 +247,7 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                if keys is None:
-                    keys = (_few_key_bytes(self.view, lo, n, self.digits) if n <= _FEW_KEYS  # (``_key_bytes``)
-                            else _keys_bytes(self.keys, (lo,), (n,), self.digits)[0])
-                records += keys
+                records += self.keys_bytes((lo,), (n,))[0] if keys is None else keys
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records
@@ -243,7 +255,7 @@ class RecordFormat:
     def batches_bytes(self, los: list[int], ns: list[int]) -> list[int]:
         """``batch_bytes`` of each batch of records [lo, lo + n) (`los`, `ns`), their keys' bytes counted at once."""
         if self.keyed and (self.legacy or self.vbody):
-            return list(map(self.batch_bytes, los, ns, _keys_bytes(self.keys, los, ns, self.digits, self.view)))
+            return list(map(self.batch_bytes, los, ns, self.keys_bytes(los, ns)))
         return list(map(self.batch_bytes, los, ns))
 
     def _exact(self, lo: int, n: int) -> int:
