@@ -342,6 +342,38 @@ def test_slots_that_grow_as_producers_send_give_the_run_slots_for_every_record_w
     assert whole["summary"]["records_sent"] > 64 * 100
 
 
+def test_slots_closed_up_in_place_at_the_runs_end_hold_what_a_new_array_would():
+    """At the run's end the slots never filled go (slots.resize with in_place: no range grows): each range moves down
+    inside the array itself, in layout order, and the array's first slots equal the copy a new array would be
+    (ranges that keep every slot, lose some, lose all, and move over their own old place); a range that grows is
+    refused, since in place it would overwrite the next one."""
+    from kafkamodel.sim.clients.slots import resize
+
+    rng = np.random.default_rng(11)
+    counts = rng.integers(0, 40, (3, 7))
+    counts[0, 0] = 0
+    hi = np.cumsum(counts.ravel()).reshape(counts.shape)
+    lo = hi - counts
+    sizes = np.minimum(counts, rng.integers(0, 40, counts.shape))
+    sizes[1] = counts[1]  # a producer that keeps every slot
+    sizes[2, 3] = 0
+    records = rng.random(int(hi.ravel()[-1]))
+    new_lo, new_hi, copy = resize(lo, hi, sizes)
+    expected = copy(records, np.nan)
+    kept = records.copy()
+    lo_in_place, hi_in_place, close_up = resize(lo, hi, sizes, in_place=True)
+    closed = close_up(kept, np.nan)
+    assert np.array_equal(lo_in_place, new_lo) and np.array_equal(hi_in_place, new_hi)
+    assert np.array_equal(closed, expected)
+    assert np.shares_memory(closed, kept)  # no second array
+    for p, q in zip(lo.ravel().tolist(), new_lo.ravel().tolist()):
+        assert q <= p
+    grown = sizes.copy()
+    grown[0, 1] = counts[0, 1] + 1
+    with pytest.raises(ValueError, match="no range may grow"):
+        resize(lo, hi, grown, in_place=True)
+
+
 def test_a_brokers_decompression_of_a_batch_is_its_uncompressed_bytes_at_the_codecs_speed():
     """lzbench 1.7.1: lz4 1.7.5 decompresses 2,244 MB/s (10^6 bytes/s); none costs nothing."""
     b = batches_of(scenario([burst(100, 1000, **{"compression.type": "lz4"})]))

@@ -49,6 +49,8 @@ from .application import ApplicationThread, PoolWatch, release, send_records
 from .slots import SendOrder
 from .network_client import Connection
 
+BLOCK = 1 << 20  # batches whose first record a relayout moves at a time (its temporaries: 8-16 bytes a batch of a block)
+
 
 class ProducerState:
     """What one producer client tracks while it runs."""
@@ -274,10 +276,11 @@ class ProducerClient:
 
     def _relayout(self, sizes: np.ndarray, times: bool = True) -> None:
         """The workload's slots take `sizes` per producer and partition (``slots.resize``); every record index held
-        moves with its range: the accumulator's times (unless `times` is False: released, the run is over) and
-        queues, the application threads' next free slots, the batches' first records."""
+        moves with its range: the accumulator's times (unless `times` is False: released, the run is over, and no
+        range grows, so the per-record arrays are closed up in place) and queues, the application threads' next free
+        slots, the batches' first records (a block of the batch table at a time: the run's end is where it peaks)."""
         w = self.workload
-        shift, move = w.resize(sizes)
+        shift, move = w.resize(sizes, in_place=not times)
         if times:
             view = np.frombuffer(self.times, dtype=np.float64)
             moved = move(view, np.inf)
@@ -291,10 +294,14 @@ class ProducerClient:
         batches = self.batches
         batches.fit_records(w.records)
         if batches.lo:
-            cell = np.asarray(batches.producer, dtype=np.int64) * shift.shape[1] + np.asarray(batches.partition)
-            lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)  # a view: moved in place
-            lo += flat[cell]
-            del lo
+            lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)  # views: moved in place
+            producer = np.frombuffer(batches.producer, dtype=batches.producer.typecode)
+            partition = np.frombuffer(batches.partition, dtype=batches.partition.typecode)
+            width = shift.shape[1]
+            for a in range(0, len(lo), BLOCK):
+                cell = producer[a:a + BLOCK].astype(np.int64) * width + partition[a:a + BLOCK]
+                lo[a:a + BLOCK] += flat[cell]
+            del lo, producer, partition
         for ps in self.states:
             moves, ends = shift[ps.index].tolist(), w.hi[ps.index].tolist()
             for q in ps.acc.queues:

@@ -106,10 +106,13 @@ class SendOrder:
         return out
 
 
-def resize(lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray):
+def resize(lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray, in_place: bool = False):
     """New ranges of `sizes` slots per (producer, partition), laid out as before (producer after producer, partition
     after partition). Returns the new lo and hi, and `move(array, fill)`: a new array of the new layout, each range's
-    first min(old, new size) slots as they were, the rest `fill`."""
+    first min(old, new size) slots as they were, the rest `fill`. `in_place` (no range grows: the run's end drops
+    the slots never filled): `move` closes the ranges up inside `array` itself, each range to an index at or below
+    its old one, in layout order (so no range is overwritten before it has moved), and returns its first slots, a
+    view: no second array of the records is made."""
     sizes = np.asarray(sizes, dtype=np.int64)
     new_hi = np.cumsum(sizes.ravel()).reshape(sizes.shape)
     new_lo = new_hi - sizes
@@ -117,8 +120,15 @@ def resize(lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray):
     old = np.minimum(hi - lo, sizes).ravel()
     cells = [(a, b, n, m) for a, b, n, m in zip(lo.ravel().tolist(), new_lo.ravel().tolist(), old.tolist(),
                                                   sizes.ravel().tolist()) if m]
+    if in_place and any(n < m for _, _, n, m in cells):
+        raise ValueError("slots.resize: in place, no range may grow")
 
     def move(array: np.ndarray, fill) -> np.ndarray:
+        if in_place:
+            for a, b, n, _ in cells:
+                if a != b:
+                    array[b:b + n] = array[a:a + n]  # (b < a: NumPy copies an overlapping slice as if buffered)
+            return array[:total]
         out = np.empty(total, dtype=array.dtype)  # (each slot written once: kept, or filled)
         for a, b, n, m in cells:
             out[b:b + n] = array[a:a + n]

@@ -117,11 +117,12 @@ class Workload:
         """`holder.name` is a per-record array: it moves with the slots, new slots get `fill`."""
         self.tracked.append((holder, name, fill))
 
-    def resize(self, sizes: np.ndarray):
+    def resize(self, sizes: np.ndarray, in_place: bool = False):
         """Every (producer, partition) range gets `sizes` slots (its records so far kept, new slots empty); returns
-        the move of each range (new lo - old lo) and `move(array, fill)` for other arrays in the old layout."""
+        the move of each range (new lo - old lo) and `move(array, fill)` for other arrays in the old layout.
+        `in_place` (no range grows): the per-record arrays are closed up in themselves (``slots.resize``)."""
         old_lo = self.lo
-        self.lo, self.hi, move = resize(self.lo, self.hi, sizes)
+        self.lo, self.hi, move = resize(self.lo, self.hi, sizes, in_place)
         if self.send_ms is not None:
             self.send_ms = move(self.send_ms, np.nan)
         if self.key is not None:
