@@ -126,6 +126,19 @@ def test_partition_for_keys_matches_kafka_python(partitions):
     assert got.min() >= 0 and got.max() < partitions
 
 
+@pytest.mark.parametrize("partitions", [1, 6, 1000])
+def test_partition_for_keys_of_a_small_cardinality_hashes_each_key_once_and_matches_kafka_python(partitions):
+    """Key indexes within a few times the records' count (a scenario's cardinality) are hashed once each, found by
+    their index: the partitions Kafka's partitioner gives, as with wide indexes (the test above)."""
+    rng = np.random.default_rng(partitions)
+    key_index = np.concatenate([rng.integers(0, 3000, 4000), [0, 2999, 9, 10, 99, 100]]).astype(np.int64)
+    got = partition_for_keys(key_index, partitions)
+    assert got.dtype == np.int32 and got.shape == key_index.shape
+    expected = np.array([kp_partition(f"key-{i}".encode(), partitions) for i in key_index.tolist()])
+    assert np.array_equal(got, expected)
+    assert partition_for_keys(np.empty(0, dtype=np.int64), partitions).shape == (0,)
+
+
 def test_partition_of_a_kafka_vector():
     # toPositive(-790332482) = 1357151166, and 1357151166 % 50 = 16
     assert (murmur2(b"foobar") & 0x7FFFFFFF) == 1357151166

@@ -92,5 +92,15 @@ def murmur2_keys(indices: np.ndarray) -> np.ndarray:
 
 def partition_for_keys(key_index: np.ndarray, partitions: int) -> np.ndarray:
     """Kafka's default partition of each keyed record (key_index >= 0)."""
+    if not len(key_index):
+        return np.empty(0, dtype=np.int32)
+    top = int(key_index.max())
+    if top < 4 * len(key_index) + 65536:  # each key present hashed once, found by its index (no sort)
+        present = np.zeros(top + 1, dtype=bool)
+        present[key_index] = True
+        unique = np.flatnonzero(present)
+        of_key = np.zeros(top + 1, dtype=np.int32)
+        of_key[unique] = murmur2_keys(unique) % partitions
+        return of_key[key_index]
     unique, inverse = np.unique(key_index, return_inverse=True)
     return (murmur2_keys(unique) % partitions)[inverse].astype(np.int32)
