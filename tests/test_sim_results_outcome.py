@@ -13,7 +13,7 @@ import pytest
 
 from kafkamodel.sim.results.histogram import ABSOLUTE_ERROR_MS, RELATIVE_ERROR
 from kafkamodel.sim.results.measures import TABLES
-from kafkamodel.sim.results.outcome import SAMPLE_RECORDS, _divergence, sample_indices
+from kafkamodel.sim.results.outcome import SAMPLE_RECORDS, _divergence, _key_categories, sample_indices
 from kafkamodel.sim.storage.log import Log
 
 from shipped import SCENARIOS, run
@@ -157,3 +157,24 @@ def test_disagreeing_committed_prefixes_count_each_offset_once():
     committed, uncommitted = _divergence(end, part)
     assert committed == 20  # 10-20 (all three pairs) and 20-30 (leader vs third)
     assert uncommitted == 0  # nothing above both HWs with the leader that is not already committed
+
+
+@pytest.mark.parametrize("cardinality", [1, 10, 10_000, 10**9, 2**40])
+@pytest.mark.parametrize("null_share", [0.0, 0.3, 1.0])
+def test_key_categories_are_np_uniques_with_the_null_key_missing(cardinality, null_share):
+    """The records table's key column: the codes and names np.unique gives (sorted keys present; the null key -1
+    coded -1, not named), whether the keys present are marked in an array (a cardinality within a few times the
+    records) or sorted (a wide one)."""
+    rng = np.random.default_rng(cardinality)
+    key = rng.integers(0, cardinality, 5000, dtype=np.int64)
+    key[rng.random(5000) < null_share] = -1
+    for held in (key, key.astype(np.int32)) if cardinality < 2**31 else (key,):
+        codes, names = _key_categories(held)
+        unique, inverse = np.unique(held, return_inverse=True)
+        expected = inverse.astype(np.int32) - (1 if unique[0] < 0 else 0)
+        if unique[-1] < 0:
+            expected = np.full(len(held), -1, dtype=np.int32)
+        assert codes.dtype == np.int32 and np.array_equal(codes, expected)
+        assert names == [f"key-{k}" for k in unique.tolist() if k >= 0]
+    codes, names = _key_categories(np.empty(0, dtype=np.int32))
+    assert len(codes) == 0 and names == []

@@ -477,8 +477,22 @@ def group_row(end: RunEnd, g, account: BatchAccount, latency: tuple) -> dict:
 
 
 def _key_categories(key: np.ndarray):
-    if not len(key) or key.max() < 0:
+    """The records' keys as categories: each record's code (-1: the null key) and the names of the keys present, in
+    the order of their indexes."""
+    if not len(key):
+        return np.full(0, -1, dtype=np.int32), []
+    top = int(key.max())
+    if top < 0:
         return np.full(len(key), -1, dtype=np.int32), []
+    if top < 4 * len(key) + 65536:  # the indexes present marked in an array (no sort): np.unique's, in O(n + top)
+        shifted = key.astype(np.int64) + 1  # (the null key -1 at 0)
+        present = np.zeros(top + 2, dtype=bool)
+        present[shifted] = True
+        code_of = np.cumsum(present, dtype=np.int64) - 1  # a present index's place among those present
+        if present[0]:
+            code_of -= 1  # the null key becomes -1 (missing)
+        unique = np.flatnonzero(present[1:])
+        return code_of[shifted].astype(np.int32), [f"key-{k}" for k in unique.tolist()]
     unique, inverse = np.unique(key, return_inverse=True)
     names = [f"key-{k}" for k in unique.tolist() if k >= 0]
     codes = inverse.astype(np.int32)
