@@ -8,7 +8,9 @@ the producer's BufferPool has room. Each record takes its share of a batch's
 completes (acked or failed). With the pool full, send() blocks until a batch
 completes; after ``max.block.ms`` it fails that record (Kafka's
 TimeoutException: the record is never sent) and the application goes on with
-the next one.
+the next one. The thread wakes once for all the batches the Sender completes
+at one instant (a produce response's, freed in one loop on the Sender's
+thread), and sends what their memory lets it.
 
 The records are decided before the run (``slots.SendOrder``: their partitions
 and keys, in the order the application sends them) and each producer
@@ -40,7 +42,7 @@ class ApplicationThread:
     """One producer's application thread and its BufferPool, from when the pool matters."""
 
     __slots__ = ("order", "covered", "arrivals", "base", "k", "filled", "free_at", "used", "unit", "limit", "cost",
-                 "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted")
+                 "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted", "signalled")
 
     def __init__(self, order: SendOrder, covered: int, lo: np.ndarray, cost_ms: float, unit: float,
                  limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None):
@@ -62,14 +64,16 @@ class ApplicationThread:
         self.end_ms = end_ms  # no send() after this (stop.ms or the run's end)
         self.wait_ms = 0.0  # time send() spent blocked on the pool
         self.exhausted = 0  # records whose send() failed after max.block.ms
+        self.signalled = False  # completed batches freed pool bytes and the thread's wake-up is scheduled
 
 
 def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
     (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
     blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
-    returns the partitions that got records (a list, in increasing order), and the time its send() blocks
-    until (None: not blocked, or nothing left to send)."""
+    returns the partitions that got records (a list, in the order of their first record sent: the Sender's
+    wake-ups they ask for come in time order), and the time its send() blocks until (None: not blocked, or
+    nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
             app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
@@ -142,10 +146,10 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     return touched, None
 
 
-# A call that sends at most FEW records (the usual one once the pool is full: each completed batch frees its own
-# records) goes record by record in Python: NumPy's cost per call is most of the work for a few records. The two
-# forms take the same steps, in the same floating-point operations (tests/test_producer_machine.py runs a
-# taken-over producer both ways and compares every number and table).
+# A call that sends at most FEW records (a response that completed a few small batches) goes record by record in
+# Python: NumPy's cost per call is most of the work for a few records. The two forms take the same steps, in the
+# same floating-point operations (tests/test_producer_machine.py runs a taken-over producer both ways and compares
+# every number and table).
 FEW = 16
 
 
@@ -153,7 +157,7 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, 
     """The records sent, of `parts` in send order, take their slots: the j-th record of partition p in this call
     takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`; its send()
     was called its cost before, but the first's at `early` if that is not -1) and its key. Returns the partitions
-    that got records, in increasing order."""
+    that got records, in the order of their first record sent."""
     m = len(parts)
     by_part = np.argsort(parts, kind="stable")
     sorted_parts = parts[by_part]
@@ -167,7 +171,7 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, 
         workload.keep_called(int(slots[0]), early)
     if keys is not None:
         workload.key[slots] = keys
-    return touched.tolist()
+    return touched[np.argsort(by_part[first])].tolist()
 
 
 def _place_few(app: ApplicationThread, parts: list, done: list, early: float, keys, times, workload) -> list[int]:
@@ -187,7 +191,7 @@ def _place_few(app: ApplicationThread, parts: list, done: list, early: float, ke
         workload.keep_called(int(filled[parts[0]]), early)
     for p, slot in nxt.items():
         filled[p] = slot
-    return sorted(nxt)
+    return list(nxt)
 
 
 FORGET = 1 << 16  # records sent before the thread's per-record arrays drop them (at least)

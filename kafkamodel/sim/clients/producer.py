@@ -91,7 +91,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_run_once", "_reconnect", "_block_timeout", "_pool_full", "_written")
+    TIMERS = ("_run_once", "_reconnect", "_block_timeout", "_pool_full", "_written", "_signalled")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -190,12 +190,23 @@ class ProducerClient:
         return min(config.stop_ms, end) if config.stop_ms is not None else end
 
     def _completed(self, ps: ProducerState, b: int) -> None:
-        """A batch completed (acked or failed for good): its bytes go back to the producer's pool."""
-        if ps.app is not None:
-            release(ps.app, self.batches.count[b])
-            self._application(ps)
+        """A batch completed (acked or failed for good): its bytes go back to the producer's pool. The application
+        thread runs once the Sender's work of this instant is done (``_signalled``), not once per batch."""
+        app = ps.app
+        if app is not None:
+            release(app, self.batches.count[b])
+            if not app.signalled:
+                app.signalled = True
+                self.kernel.schedule(self.kernel.now, self._signalled, ps)
         else:
             ps.watch.released += self.batches.count[b]
+
+    def _signalled(self, ps: ProducerState) -> None:
+        """The application thread blocked in BufferPool.allocate wakes up: the Sender has freed every batch it
+        completed in this instant (Kafka's Sender frees a whole produce response's batches in one completeBatch loop
+        on its own thread, each deallocate signalling the waiter), so the thread sends once for all of them."""
+        ps.app.signalled = False
+        self._application(ps)
 
     def _written(self, ps: ProducerState, taken: list[int]) -> None:
         """An acks=0 request left the client's NIC: its batches are done, their pool bytes go back."""
