@@ -151,3 +151,37 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     wide = Batches([many])
     wide.new(0, many.records_per_batch, 0, 0, 1 << 20)
     assert wide.count.tolist() == [many.records_per_batch]
+
+
+def test_a_batchs_sends_are_int16_and_widen_at_the_32768th(monkeypatch):
+    """``attempt`` is int16; a batch sent a 32,768th time (retries at their default, Integer.MAX_VALUE, and no backoff
+    can get there) widens it to int32 in the producer's send loop, every other batch's count kept, and the run goes on
+    as it would have: batches made with 32,767 sends already take the widened path at their first send here."""
+    import kafkamodel.sim.batches as batches_module
+    from kafkamodel import load_scenario
+    from kafkamodel.sim.simulation import Simulation
+
+    s = {"name": "attempts", "seed": 3, "duration.ms": 200.0, "brokers": 1,
+         "topics": [{"name": "t", "partitions": 2, "replication.factor": 1}],
+         "producers": [{"topic": "t", "rate.per.s": 2000, "acks": 1, "linger.ms": 1}]}
+
+    def run():
+        sim = Simulation(load_scenario(s))
+        return sim, sim.run().summary
+
+    batches = Batches([RecordFormat(2, 100, None, "none", 16384)])
+    batches.new(0, 1, 0, 0, 200)
+    column = batches.widen_attempt()
+    assert column is batches.attempt and column.typecode == "i" and column.tolist() == [0]
+    batches.new_many([1, 2], [1, 1], [0, 1], 0, [200, 200])
+    assert batches.attempt.tolist() == [0, 0, 0]
+    plain, expected = run()
+    assert plain.batches.attempt.typecode == "h" and set(plain.batches.attempt.tolist()) == {1}
+    row = list(batches_module._NEW_ROW)
+    row[1] = 2**15 - 1  # (state, attempt, ...): every new batch as if already sent 32,767 times
+    monkeypatch.setattr(batches_module, "_NEW_ROW", tuple(row))
+    wide, summary = run()
+    assert wide.batches.attempt.typecode == "i"
+    assert set(wide.batches.attempt.tolist()) == {2**15}
+    assert wide.batches.attempt is wide.batches._filled[1]  # new batches extend the widened column
+    assert summary == expected

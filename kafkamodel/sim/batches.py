@@ -4,7 +4,7 @@ A batch is a contiguous range ``[lo, lo + count)`` of one producer's records
 for one partition, made by the producer's accumulator when the sender drains
 it (``accumulator``). Its identity and size never change; the producer
 (``state``, ``attempt``, ``ack_ms``, ``error``, ``epoch``, ``seq``) and the
-leaders (``committed``, ``visible_ms``) fill in the rest. Each column is an
+leaders (``visible_ms``, which also says whether it is committed) fill in the rest. Each column is an
 ``array.array`` of the field's type: a cell of 1-8 bytes, where a Python
 list would take an 8-byte slot and, for an int past 256 or a float of its
 own, an object of 24-32 bytes (the batch table grows with the run: a
@@ -274,8 +274,8 @@ def record_format(settings, producer) -> RecordFormat:
                         producer.compression_type, producer.batch_size)
 
 
-# a new batch's state, attempt, ack_ms, error, visible_ms, committed, epoch and seq (Batches._filled)
-_NEW_ROW = (PENDING, 0, np.nan, NONE, np.nan, 0, -1, -1)
+# a new batch's state, attempt, ack_ms, error, visible_ms, epoch and seq (Batches._filled)
+_NEW_ROW = (PENDING, 0, np.nan, NONE, np.nan, -1, -1)
 INT16_MAX, INT32_MAX = 2**15 - 1, 2**31 - 1
 
 
@@ -286,7 +286,7 @@ def index_type(records: int) -> str:
 
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "ack_ms", "error",
-                 "visible_ms", "committed", "epoch", "seq", "formats", "_filled", "_new_rows")
+                 "visible_ms", "epoch", "seq", "formats", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -301,17 +301,19 @@ class Batches:
         # (``RecordFormat.max_batch_bytes``) could pass it
         self.bytes = array("i" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
         self.state = array("b")  # PENDING, INFLIGHT, ACKED or FAILED
-        self.attempt = array("i")  # sends so far
+        # sends so far: int16 (a batch is rarely sent more than a few times; ``widen_attempt`` makes it int32, Kafka's
+        # int, at a 32,768th send, which retries at their default and no backoff can reach)
+        self.attempt = array("h")
         self.ack_ms = array("d")  # when the producer learned of success
         self.error = array("h")  # the error a failed batch ended with (Kafka's error codes are int16)
-        self.visible_ms = array("d")  # first time a leader's HW covered it
-        self.committed = array("b")  # some leader's HW covered it (1) or not yet (0)
+        # first time a leader's HW covered it; NaN while none has: a batch is committed (some leader's HW covered
+        # it) exactly when this is set (``committed``), so no column of its own says so
+        self.visible_ms = array("d")
         self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
         # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
         # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
         self.seq = array("i")
-        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.committed, self.epoch,
-                        self.seq)
+        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
@@ -323,13 +325,12 @@ class Batches:
         self.producer.append(producer)
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
-        state, attempt, ack_ms, error, visible_ms, committed, epoch, seq = _NEW_ROW
+        state, attempt, ack_ms, error, visible_ms, epoch, seq = _NEW_ROW
         self.state.append(state)
         self.attempt.append(attempt)
         self.ack_ms.append(ack_ms)
         self.error.append(error)
         self.visible_ms.append(visible_ms)
-        self.committed.append(committed)
         self.epoch.append(epoch)
         self.seq.append(seq)
         return len(self.lo) - 1
@@ -350,6 +351,19 @@ class Batches:
 
     def __len__(self) -> int:
         return len(self.lo)
+
+    def committed(self, b: int) -> bool:
+        """Some leader's HW covered batch b (its ``visible_ms`` is set)."""
+        v = self.visible_ms[b]
+        return v == v  # (NaN: not yet)
+
+    def widen_attempt(self) -> array:
+        """A batch is being sent a 32,768th time: ``attempt`` becomes int32 (the producer's send loop takes the new
+        column, which it returns)."""
+        self.attempt = array("i", self.attempt)
+        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.epoch, self.seq)
+        self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
+        return self.attempt
 
     def fit_records(self, records: int) -> None:
         """The workload now holds `records` records: ``lo`` widens to int64 if they no longer fit int32 (its readers

@@ -183,7 +183,7 @@ class FollowerRole:
             return 0
         i = log.entry_index(offset)
         committed, count = self.batches.committed, self.batches.count
-        gone = sum(count[b] for b in log.batch_ids[i:log.rows] if b >= 0 and committed[b])
+        gone = sum(count[b] for b in log.batch_ids[i:log.rows] if b >= 0 and committed(b))
         removed = rep.truncate_to(offset)
         self.counters.truncated_offsets += removed
         detail = f"{why}: removed {removed} offsets, LEO now {log.log_end_offset}"

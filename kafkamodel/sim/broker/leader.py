@@ -75,13 +75,12 @@ class LeaderRole:
         if i >= 0 and bases[i] < hw:
             ids = log.batch_ids
             batches = self.batches
-            committed = batches.committed
+            visible = batches.visible_ms  # (NaN until committed: Batches.committed)
             now = self.kernel.now
             while True:
                 b = ids[i]
-                if b >= 0 and not committed[b]:
-                    committed[b] = True
-                    batches.visible_ms[b] = now
+                if b >= 0 and visible[b] != visible[b]:
+                    visible[b] = now
                 i += 1
                 if i == n or bases[i] >= hw:
                     break

@@ -552,7 +552,12 @@ class ProducerClient:
         epochs, seqs, epoch_of, next_seq = batches.epoch, batches.seq, ps.epoch, ps.next_seq
         for b in taken:
             p = partition_of[b]
-            attempt = attempts[b] = attempts[b] + 1
+            attempt = attempts[b] + 1
+            try:
+                attempts[b] = attempt
+            except OverflowError:  # its 32,768th send: the column widens (Batches.widen_attempt)
+                attempts = batches.widen_attempt()
+                attempts[b] = attempt
             if idempotent and epochs[b] != epoch_of[p]:  # first send in this epoch: a sequence
                 epochs[b] = epoch_of[p]
                 seqs[b] = next_seq[p]

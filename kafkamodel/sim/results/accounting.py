@@ -139,9 +139,8 @@ class BatchAccount:
     producer: np.ndarray  # int16
     lo: np.ndarray  # its first record (workload index): the batch table's type
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
-    committed: np.ndarray  # bool
     ack_ms: np.ndarray  # float64: when acknowledged (read it through ``ack_ms_of``: NaN where not acknowledged)
-    visible_ms: np.ndarray  # float64
+    visible_ms: np.ndarray  # float64: when some leader's HW first covered it (NaN: none has, so not committed)
     error: np.ndarray  # int16 (Kafka's error codes)
     undrained: int  # records no batch took
     logs: FinalLogs
@@ -152,7 +151,7 @@ class BatchAccount:
         count, lo, producer = _view(b.count), _view(b.lo), _view(b.producer)
         undrained = end.workload.records - int(count.sum(dtype=np.int64))
         return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
-                   committed=_view(b.committed, bool), ack_ms=_view(b.ack_ms), visible_ms=_view(b.visible_ms),
+                   ack_ms=_view(b.ack_ms), visible_ms=_view(b.visible_ms),
                    error=_view(b.error), undrained=undrained, logs=FinalLogs(end, lo, count, producer))
 
     def ack_ms_of(self, rows: np.ndarray) -> np.ndarray:
@@ -169,6 +168,11 @@ class BatchAccount:
     def waiting(self) -> np.ndarray:
         """Sent by the application, not answered yet (in the accumulator or in flight)."""
         return (self.state == PENDING) | (self.state == INFLIGHT)
+
+    @property
+    def committed(self) -> np.ndarray:
+        """Some leader's HW covered it (``visible_ms`` is set)."""
+        return ~np.isnan(self.visible_ms)
 
     @property
     def failed(self) -> np.ndarray:
