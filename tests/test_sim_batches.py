@@ -103,6 +103,7 @@ def test_keys_looked_up_in_python_count_what_numpy_counts(sizes, digits):
         assert got == expected
     assert got == [4 * n + sum(len(str(k)) - (k < 0) if k >= -1 else 0 for k in keys[lo:lo + n].tolist())
                    if not digits else 4 * n + int(held[lo:lo + n].astype(np.int64).sum()) for lo, n in zip(los, sizes)]
+    assert [f.key_bytes(lo, n) for lo, n in zip(los, sizes)] == got
     assert [f.batch_bytes(lo, n) for lo, n in zip(los, sizes)] == f.batches_bytes(los, sizes)
 
 

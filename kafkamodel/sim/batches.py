@@ -211,6 +211,17 @@ class RecordFormat:
                 and self.cardinality <= _DIGITS_OF_MOST:
             self.digits_of = _key_digits(np.arange(max(1, self.cardinality), dtype=np.int64)).tolist() + [1]
 
+    def key_bytes(self, lo: int, n: int) -> int:
+        """``_key_bytes`` of the format's records [lo, lo + n) (one batch: ``keys_bytes`` without its lists)."""
+        keys = self.keys
+        if n <= _FEW_LOOKED_UP:
+            if self.digits:
+                return 4 * n + sum(keys[lo:lo + n].tolist())
+            digits_of = self.digits_of
+            if digits_of is not None:
+                return 4 * n + sum(map(digits_of.__getitem__, keys[lo:lo + n].tolist()))
+        return _key_bytes(keys, lo, n, self.digits)
+
     def keys_bytes(self, los, ns) -> list[int]:
         """``_few_key_bytes`` of each range [lo, lo + n) of the format's keys (`los`, `ns`): per range in Python while
         the keys are few in all and each one's digits a lookup, else ``_keys_bytes``."""
@@ -231,7 +242,7 @@ class RecordFormat:
         if self.legacy:
             records = n * self.per
             if self.keyed:
-                records += self.keys_bytes((lo,), (n,))[0] if keys is None else keys
+                records += self.key_bytes(lo, n) if keys is None else keys
         elif not self.vbody:
             records = self._exact(lo, n)
         else:
@@ -247,7 +258,7 @@ class RecordFormat:
                     break
                 records += hi - bisect_left(times, first + step, lo, hi)
             if self.keyed:
-                records += self.keys_bytes((lo,), (n,))[0] if keys is None else keys
+                records += self.key_bytes(lo, n) if keys is None else keys
         if self.ratio != 1.0:
             records = math.ceil(records / self.ratio)
         return self.header + records
