@@ -28,7 +28,8 @@ from .results.measures import (
 class FaultInjector:
     """Every scheduled fault: ``fire`` starts one (``START``), ``END`` ends it after its duration.ms."""
 
-    TIMERS = ("fire", "fault_restart", "logs_loaded", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
+    TIMERS = ("fire", "fault_step", "fault_restart", "logs_loaded", "fault_end_isolate", "fault_end_pause",
+              "fault_end_slow")
 
     def __init__(self, sim, *, producer_network, leader, follower, sessions, server, replica_manager, controller,
                  consumer):
@@ -57,9 +58,27 @@ class FaultInjector:
                        "isolate": self.fault_end_isolate,
                        "pause": self.fault_end_pause, "slow": self.fault_end_slow}
 
+    def starts(self) -> list[float]:
+        """When the broker faults start (``start`` schedules them; the transport expects them)."""
+        return [max(f.at_ms, self.kernel.now) for f in self.faults if not f.consumer]
+
     def start(self) -> None:
         for i, f in enumerate(self.faults):
-            self.kernel.schedule(f.at_ms, self.fire, i)
+            if f.consumer:
+                self.kernel.schedule(f.at_ms, self.fire, i)
+            else:  # (its time is among ``starts``)
+                self.kernel.schedule(f.at_ms, self.fault_step, self.fire, (i,))
+
+    def _step_at(self, at: float, action, *args) -> None:
+        """A broker fault's next step, action(*args) at `at`: the transport expects it (``Transport.expect``)."""
+        at = max(at, self.kernel.now)  # (as Kernel.schedule)
+        self.transport.expect(at)
+        self.kernel.schedule(at, self.fault_step, action, args)
+
+    def fault_step(self, action, args: tuple) -> None:
+        """A broker fault's step: it runs, then the transport knows it has."""
+        action(*args)
+        self.transport.arrived()
 
     def _resolve(self, target) -> int:
         if isinstance(target, int):
@@ -87,7 +106,7 @@ class FaultInjector:
             hit.add(b)
             self.start_of[kind](b, f)
             if f.duration_ms is not None and kind in self.end_of:
-                self.kernel.schedule(self.kernel.now + f.duration_ms, self.end_of[kind], b, f)
+                self._step_at(self.kernel.now + f.duration_ms, self.end_of[kind], b, f)
 
     def _consumer_fault(self, f: FaultSettings) -> None:
         """consumer_crash (restarts as a new member after duration.ms, if given), consumer_leave, consumer_join,
@@ -223,7 +242,7 @@ class FaultInjector:
         if held_from is None and broker.unclean_shutdown:
             ms, nbytes, segments = self.recovery.recover(b, self.kernel.now)
             self.loading.add(b)
-            self.kernel.schedule(self.kernel.now + ms, self.logs_loaded, b, f, ms, nbytes, segments)
+            self._step_at(self.kernel.now + ms, self.logs_loaded, b, f, ms, nbytes, segments)
             return
         self._register(b, f, held_from)
 
@@ -240,7 +259,7 @@ class FaultInjector:
             return
         until = self.controller.old_session_until(b) if held_from is None else None  # held once: expired by now
         if until is not None:
-            self.kernel.schedule(until, self.fault_restart, b, f, self.kernel.now if held_from is None else held_from)
+            self._step_at(until, self.fault_restart, b, f, self.kernel.now if held_from is None else held_from)
             return
         broker.up = True
         self.transport.refresh()

@@ -210,7 +210,7 @@ class Simulation:
         if settings.debug_invariants:
             self.kernel.after_event = self._debug_check
             self.check_handlers(declared_handlers(self.actors))
-        self.transport.start(broker_faults=any(not f.consumer for f in settings.faults) or bool(settings.operations))
+        self.transport.start(None if settings.operations else self.faults.starts())
         self.replica_manager.start()
         self.replication.start()
         self.producer.start()

@@ -46,7 +46,7 @@ class Server:
         self.allocate = sim.cpu.allocate  # the JVM's heap: what a request reads into it
         # (its usual case, inline in ``request``: Cpu keeps these lists and numbers for the run)
         self.allocated, self.young_bytes, self.request_bytes = sim.cpu.allocated, sim.cpu.young_bytes, sim.cpu.request_bytes
-        self.heap, self.seq = sim.kernel.events()  # (``request``'s timer, when nothing can hold it: transport.direct)
+        self.heap, self.seq = sim.kernel.events()  # (``request``'s timer, when nothing can hold it: transport.direct_until)
         self.transport = sim.transport
         self.send = sim.transport.send
         self.timer = sim.transport.timer
@@ -101,8 +101,9 @@ class Server:
             self.io_busy_ms[broker] += end - start
             runs = end if when_done else start
             if runs > now:
-                if transport.direct:  # transport.timer's direct case inline (the same time and order; runs > now)
-                    heappush(self.heap, (now + (runs - now), next(self.seq), self.on_run, (end, handler, args)))
+                at = now + (runs - now)
+                if at < transport.direct_until:  # transport.timer's direct case inline (the same time and order)
+                    heappush(self.heap, (at, next(self.seq), self.on_run, (end, handler, args)))
                 else:
                     self.timer(broker, runs - now, self.on_run, end, handler, args)
                 return

@@ -13,7 +13,10 @@
   while it is paused.
 * In a run with no broker fault (``start``) neither check can ever fail, so
   messages and timers go onto the kernel's heap as their handlers
-  themselves: the same times, the same order, less work per event.
+  themselves: the same times, the same order, less work per event. In a run
+  whose broker faults are all scheduled ahead (no operations), the same holds
+  for a message or timer due before the next fault's start or end while every
+  broker is up, running and reachable (``expect``).
 * ``Streams``: one random stream per source of randomness, found by name.
 """
 
@@ -21,12 +24,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heapify, heappop, heappush
 
 import numpy as np
 
 from ...config.distributions import Sampler
 from ..protocol import CLIENT
+
+INF = float("inf")
 
 
 class Streams:
@@ -75,7 +80,7 @@ class Transport:
     """Message delivery and broker timers over the kernel."""
 
     __slots__ = ("kernel", "heap", "seq", "brokers", "draws", "links", "slow", "ms_per_byte",
-                 "egress_free", "ingress_free", "cuts", "calm", "check", "direct", "deliver", "fire")
+                 "egress_free", "ingress_free", "cuts", "calm", "check", "direct_until", "changes", "deliver", "fire")
 
     def __init__(self, kernel, brokers, draws: tuple, latency: tuple, offset: int, ms_per_byte: float):
         self.kernel = kernel
@@ -93,15 +98,45 @@ class Transport:
         self.cuts: dict[tuple[int, int], int] = {}  # (from, to) -> active partial isolations dropping that link
         self.calm = True  # no broker down, paused or isolated, no link cut: messages need no checks
         self.check: Callable | None = None  # debug: called with each action delivered or fired (the handlers' check)
-        self.direct = False  # nothing can drop or hold a message or timer: each goes on the heap as its handler (start)
+        # a message or timer due before this goes on the heap as its handler: nothing can drop or hold it by then
+        self.direct_until = -INF  # (start, expect)
+        # when the broker faults scheduled so far start or end (a heap); None: the run's faults cannot be foreseen
+        self.changes: list[float] | None = None
         self.deliver = self._deliver  # what every message runs on arrival (bound once: it goes on the heap per message)
         self.fire = self._fire  # what every timer runs when due (likewise)
 
-    def start(self, broker_faults: bool) -> None:
-        """The run begins. With no broker fault scheduled (and no check of the handlers), no broker goes down,
-        pauses or is cut off, so nothing can drop, refuse or hold a message or a timer: each goes onto the
-        kernel's heap as its handler itself, at the same time and in the same order, without the checks."""
-        self.direct = not broker_faults and self.check is None
+    def start(self, changes: list[float] | None) -> None:
+        """The run begins; `changes`: when its broker faults start (None: a broker may go down, pause or be cut off
+        at a time not scheduled ahead, as an operation's steps do). With no broker fault (and no check of the
+        handlers), nothing can drop, refuse or hold a message or a timer: each goes onto the kernel's heap as its
+        handler itself, at the same time and in the same order, without the checks. With faults, the same holds
+        while every broker is up, running and reachable, for what is due before the next fault's start or end
+        (the fault's steps tell: ``expect``, ``arrived``)."""
+        if changes is not None and self.check is None:
+            self.changes = list(changes)
+            heapify(self.changes)
+        self._settle()
+
+    def expect(self, at: float) -> None:
+        """A fault's step (its start or end) is scheduled at `at`: what is due from then on goes through the
+        checks until it has run."""
+        if self.changes is not None:
+            heappush(self.changes, at)
+            self._settle()
+
+    def arrived(self) -> None:
+        """The earliest fault step expected has run."""
+        if self.changes:
+            heappop(self.changes)
+            self._settle()
+
+    def _settle(self) -> None:
+        """Until when a message or timer may skip the checks (-INF: none may; INF: all may)."""
+        changes = self.changes
+        if changes is None or not self.calm:
+            self.direct_until = -INF
+        else:
+            self.direct_until = changes[0] if changes else INF
 
     # ---- links ------------------------------------------------------------------------------------------
 
@@ -177,7 +212,7 @@ class Transport:
         if at < link.last:  # in order, as sent
             at = link.last
         link.last = at
-        if self.direct:
+        if at < self.direct_until:
             heappush(self.heap, (at, next(self.seq), action, args))
         else:
             heappush(self.heap, (at, next(self.seq), self.deliver, (src, dst, action, args, refused, conn)))
@@ -207,6 +242,7 @@ class Transport:
     def refresh(self) -> None:
         """After a broker's process, pause or isolation changed: is every broker up, running and reachable?"""
         self.calm = not self.cuts and all(b.up and not b.paused and not b.isolated for b in self.brokers)
+        self._settle()
 
     # ---- timers and held messages ---------------------------------------------------------------------------
 
@@ -215,7 +251,7 @@ class Transport:
         now = self.kernel.now
         at = now + delay
         at = at if at > now else now  # never in the past (as Kernel.schedule)
-        if self.direct:
+        if at < self.direct_until:
             heappush(self.heap, (at, next(self.seq), action, args))
         else:
             heappush(self.heap, (at, next(self.seq), self.fire, (broker, self.brokers[broker].incarnation, action, args)))
