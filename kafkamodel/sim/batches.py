@@ -336,14 +336,15 @@ class Batches:
         self.producer.append(producer)
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
-        state, attempt, ack_ms, error, visible_ms, epoch, seq = _NEW_ROW
-        self.state.append(state)
-        self.attempt.append(attempt)
-        self.ack_ms.append(ack_ms)
-        self.error.append(error)
-        self.visible_ms.append(visible_ms)
-        self.epoch.append(epoch)
-        self.seq.append(seq)
+        # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
+        state, attempt, ack_ms, error, visible_ms, epoch, seq = self._new_rows
+        self.state.extend(state)
+        self.attempt.extend(attempt)
+        self.ack_ms.extend(ack_ms)
+        self.error.extend(error)
+        self.visible_ms.extend(visible_ms)
+        self.epoch.extend(epoch)
+        self.seq.extend(seq)
         return len(self.lo) - 1
 
     def new_many(self, los, counts, partitions, producer: int, sizes) -> int:
