@@ -212,15 +212,17 @@ class RecordFormat:
             self.digits_of = _key_digits(np.arange(max(1, self.cardinality), dtype=np.int64)).tolist() + [1]
 
     def key_bytes(self, lo: int, n: int) -> int:
-        """``_key_bytes`` of the format's records [lo, lo + n) (one batch: ``keys_bytes`` without its lists)."""
-        keys = self.keys
+        """``_few_key_bytes`` of the format's records [lo, lo + n) (one batch: ``keys_bytes`` without its lists)."""
+        view = self.view
         if n <= _FEW_LOOKED_UP:
             if self.digits:
-                return 4 * n + sum(keys[lo:lo + n].tolist())
+                return 4 * n + sum(view[lo:lo + n].tolist())
             digits_of = self.digits_of
             if digits_of is not None:
-                return 4 * n + sum(map(digits_of.__getitem__, keys[lo:lo + n].tolist()))
-        return _key_bytes(keys, lo, n, self.digits)
+                return 4 * n + sum(map(digits_of.__getitem__, view[lo:lo + n].tolist()))
+        if n <= _FEW_KEYS:
+            return _few_key_bytes(view, lo, n, self.digits)
+        return _keys_bytes(self.keys, (lo,), (n,), self.digits, view)[0]
 
     def keys_bytes(self, los, ns) -> list[int]:
         """``_few_key_bytes`` of each range [lo, lo + n) of the format's keys (`los`, `ns`): per range in Python while
