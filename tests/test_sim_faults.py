@@ -120,3 +120,20 @@ def test_a_power_loss_keeps_only_what_was_fsynced(flush):
         assert len(cut) == 1 and f"removed {removed} offsets, LEO now 0;" in cut.detail.iloc[0]
         assert acked_before > 0 and removed >= acked_before
     assert r.summary["acked_records_lost"] == 0  # the other two replicas held every record
+
+
+@pytest.mark.parametrize("name", ["acks1-leader-crash", "jepsen-2013", "quorum-paused-leader-resumes",
+                                  "slow-follower-isr", "kip101-double-power-loss-divergence", "last-replica-standing"])
+def test_messages_skip_the_fault_checks_only_when_nothing_can_change(name, monkeypatch):
+    """Between broker faults' steps (while every broker is up and reachable), messages and timers due before the next
+    step go onto the heap as their handlers (``Transport.expect``): the run is the same as one that sends every
+    message and timer through the checks."""
+    from kafkamodel.sim.engine.transport import Transport
+
+    scenario = load_scenario(scenario_path(name))
+    fast = simulate(scenario)
+    checked = Transport.start
+    monkeypatch.setattr(Transport, "start", lambda self, changes: checked(self, None))  # never skip the checks
+    slow = simulate(scenario)
+    assert fast.summary == slow.summary
+    assert fast.events.equals(slow.events)
