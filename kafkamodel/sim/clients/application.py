@@ -71,9 +71,8 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
     (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
     blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
-    returns the partitions that got records (a list, in the order of their first record sent: the Sender's
-    wake-ups they ask for come in time order), and the time its send() blocks until (None: not blocked, or
-    nothing left to send)."""
+    returns the partitions that got records (a list, in increasing order), and the time its send() blocks
+    until (None: not blocked, or nothing left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
             app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
@@ -157,7 +156,7 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, 
     """The records sent, of `parts` in send order, take their slots: the j-th record of partition p in this call
     takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`; its send()
     was called its cost before, but the first's at `early` if that is not -1) and its key. Returns the partitions
-    that got records, in the order of their first record sent."""
+    that got records, in increasing order."""
     m = len(parts)
     by_part = np.argsort(parts, kind="stable")
     sorted_parts = parts[by_part]
@@ -171,7 +170,7 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, 
         workload.keep_called(int(slots[0]), early)
     if keys is not None:
         workload.key[slots] = keys
-    return touched[np.argsort(by_part[first])].tolist()
+    return touched.tolist()
 
 
 def _place_few(app: ApplicationThread, parts: list, done: list, early: float, keys, times, workload) -> list[int]:
@@ -191,7 +190,7 @@ def _place_few(app: ApplicationThread, parts: list, done: list, early: float, ke
         workload.keep_called(int(filled[parts[0]]), early)
     for p, slot in nxt.items():
         filled[p] = slot
-    return list(nxt)
+    return sorted(nxt)
 
 
 FORGET = 1 << 16  # records sent before the thread's per-record arrays drop them (at least)
