@@ -28,8 +28,8 @@ from .results.measures import (
 class FaultInjector:
     """Every scheduled fault: ``fire`` starts one (``START``), ``END`` ends it after its duration.ms."""
 
-    TIMERS = ("fire", "fault_step", "fault_restart", "logs_loaded", "fault_end_isolate", "fault_end_pause",
-              "fault_end_slow")
+    # (a broker fault's steps arrive inside ``fault_step``, an envelope as the transport's are: Simulation.check_handlers)
+    TIMERS = ("fire", "fault_restart", "logs_loaded", "fault_end_isolate", "fault_end_pause", "fault_end_slow")
 
     def __init__(self, sim, *, producer_network, leader, follower, sessions, server, replica_manager, controller,
                  consumer):
@@ -76,7 +76,11 @@ class FaultInjector:
         self.kernel.schedule(at, self.fault_step, action, args)
 
     def fault_step(self, action, args: tuple) -> None:
-        """A broker fault's step: it runs, then the transport knows it has."""
+        """A broker fault's step: it runs (checked as the transport checks what its envelopes carry), then the
+        transport knows it has."""
+        check = self.transport.check
+        if check is not None:
+            check(action)
         action(*args)
         self.transport.arrived()
 

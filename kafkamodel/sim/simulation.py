@@ -243,9 +243,10 @@ class Simulation:
 
     def check_handlers(self, check) -> None:
         """Run `check(action)` before every action the run performs: each event the kernel runs, and, inside the
-        transport's envelopes (a message's delivery, a broker timer's firing), the handler each one carries."""
+        transport's envelopes (a message's delivery, a broker timer's firing) and a broker fault's step, the handler
+        each one carries."""
         transport = self.transport
-        envelopes = (transport.deliver, transport.fire)
+        envelopes = (transport.deliver, transport.fire, self.faults.fault_step)
         transport.check = check
         self.kernel.check = lambda action: action in envelopes or check(action)
 
