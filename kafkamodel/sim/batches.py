@@ -225,18 +225,11 @@ class RecordFormat:
         return _keys_bytes(self.keys, (lo,), (n,), self.digits, view)[0]
 
     def keys_bytes(self, los, ns) -> list[int]:
-        """``_few_key_bytes`` of each range [lo, lo + n) of the format's keys (`los`, `ns`): per range in Python while
-        the keys are few in all and each one's digits a lookup, else ``_keys_bytes``."""
-        view = self.view  # (a memoryview's slice costs less than a NumPy slice's)
-        if self.digits:
-            if sum(ns) <= _FEW_LOOKED_UP:
-                return [4 * n + sum(view[lo:lo + n].tolist()) for lo, n in zip(los, ns)]
-            return _keys_bytes(self.keys, los, ns, True, view)
-        digits_of = self.digits_of
-        if digits_of is not None and sum(ns) <= _FEW_LOOKED_UP:
-            get = digits_of.__getitem__
-            return [4 * n + sum(map(get, view[lo:lo + n].tolist())) for lo, n in zip(los, ns)]
-        return _keys_bytes(self.keys, los, ns, False, view)
+        """``_few_key_bytes`` of each range [lo, lo + n) of the format's keys (`los`, `ns`): ``key_bytes`` per range
+        while the keys are few in all and each one's digits a lookup, else ``_keys_bytes``."""
+        if sum(ns) <= _FEW_LOOKED_UP and (self.digits or self.digits_of is not None):
+            return list(map(self.key_bytes, los, ns))
+        return _keys_bytes(self.keys, los, ns, self.digits, self.view)
 
     def batch_bytes(self, lo: int, n: int, keys: int | None = None) -> int:
         """Bytes of the batch of records [lo, lo + n) on the wire and on disk (`keys`: what its keys add, if known:
