@@ -12,9 +12,15 @@ truncate (KIP-101, KIP-279). The threads themselves, and their requests, are
 
 from __future__ import annotations
 
+from array import array
+from itertools import repeat
+
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
+from ..storage.log import ONE_RUN
+
+_NO_IDS = array("i")  # an empty batch-id column, copied
 
 
 class FollowerRole:
@@ -69,6 +75,7 @@ class FollowerRole:
         bytes_of = self.batches.bytes
         mine, changed = f.parts, f.changed
         retention_on, flush_messages = self.retention_on, self.flush_messages
+        taken = _NO_IDS.__copy__()  # the batches of the several-batch answers
         for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
             rep = mine.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
@@ -79,11 +86,21 @@ class FollowerRole:
             log = rep.log
             if chunk:
                 bases, epochs, ids, end = chunk  # a log.Chunk
+                r = log.rows
                 if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
                     if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
                         changed[p] = True
                         continue
-                    log.append(bases, end, epochs, ids, now)
+                    own = log.bases
+                    # the row its leader wrote in the table their logs share (Log.append's check, inline: the usual
+                    # case), so only taken; else Log.append writes it
+                    if r < len(own) and own[r] == bases and log.batch_ids[r] == ids and log.epoch_rows[-1] <= r \
+                            and log.leader_epochs[-1] == epochs:
+                        log.rows = r + 1
+                        log.append_ms.append(now)
+                        log.log_end_offset = end
+                    else:
+                        log.append(bases, end, epochs, ids, now)
                     if ids >= 0:
                         size += bytes_of[ids]
                     if retention_on:
@@ -92,10 +109,18 @@ class FollowerRole:
                     if bases[0] != log.log_end_offset:
                         changed[p] = True
                         continue
-                    log.extend(chunk, now)
-                    for b in ids:
-                        if b >= 0:
-                            size += bytes_of[b]
+                    n = len(bases)
+                    starts, run_epochs = epochs
+                    # rows of one epoch its leader wrote in the table their logs share (Log.extend's check, inline:
+                    # the usual case), so only taken; else Log.extend writes them
+                    if starts is ONE_RUN and log.bases[r:r + n] == bases and log.epoch_rows[-1] <= r \
+                            and run_epochs[0] == log.leader_epochs[-1] and log.batch_ids[r:r + n] == ids:
+                        log.rows = r + n
+                        log.append_ms.extend(repeat(now, n))
+                        log.log_end_offset = end
+                    else:
+                        log.extend(chunk, now)
+                    taken += ids
                     if retention_on:
                         for base, b in zip(bases, ids):
                             log.segment_append(base, b, now)
@@ -109,6 +134,9 @@ class FollowerRole:
             else:
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
+        if taken:  # the several-batch answers' bytes, summed once (a control record has none)
+            size += sum(map(bytes_of.__getitem__, taken)) if min(taken) >= 0 else sum(
+                bytes_of[b] for b in taken if b >= 0)
         # the thread reads the answer into its heap, writes the records into the page cache (throttled when too
         # much is dirty) and fsyncs what it must; then it goes on at once
         blocked = fsync
