@@ -47,7 +47,8 @@ class Fetcher:
         self.key = key  # (leader, follower, fetcher id): its session's name at the leader
         self.leader, self.follower, _ = key
         self.parts: dict[int, Replica] = {}  # partitions it fetches (or truncates), in the order added
-        self.changed: dict[int, bool] = {}  # partitions to put in the next request (new, or their offset moved)
+        self.changed: dict[int, Replica] = {}  # partitions to put in the next request (new, or their offset moved),
+        #                                        with their replicas (as in `parts`)
         self.truncating: dict[int, bool] = {}  # partitions to ask OffsetsForLeaderEpoch for first (not delayed)
         self.delayed: dict[int, float] = {}  # partitions held back after an error, until when
         self.forgotten: list[int] = []  # partitions to drop from the session with the next request
@@ -121,7 +122,7 @@ class ReplicaFetcherManager:
             f.truncating[p] = True
         else:
             f.truncating.pop(p, None)
-            f.changed[p] = True
+            f.changed[p] = rep
         self._kick_soon(f)
 
     def stop_fetching(self, rep: Replica) -> None:
@@ -201,12 +202,11 @@ class ReplicaFetcherManager:
         full = f.full
         # (protocol.FETCH_PARTITION) every partition it fetches (full), or the changed ones (each one it fetches: a
         # partition leaves `changed` as it leaves `parts`), but those held back
-        entries = []
-        for p in (parts if full else changed):
-            if delayed and p in delayed:
-                continue
-            rep = parts[p]
-            entries.append((p, rep.log.log_end_offset, rep.leader_epoch))
+        fetched = parts if full else changed  # p -> its replica, either way
+        if delayed:
+            wanted = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items() if p not in delayed]
+        else:
+            wanted = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items()]
         forgotten: Sequence[int]
         if f.forgotten:
             forgotten, f.forgotten = f.forgotten, []
@@ -217,7 +217,7 @@ class ReplicaFetcherManager:
         f.outstanding, f.sent_ms = req, depart
         self.counters.fetch_requests += 1
         self.send(f.follower, f.leader, self.server_request,
-                  (f.leader, None, self.sessions_handle_fetch, (f.key, req, entries, forgotten, full), len(entries), 0),
+                  (f.leader, None, self.sessions_handle_fetch, (f.key, req, wanted, forgotten, full), len(wanted), 0),
                   True, self.on_refused, 0, 0, delay)
 
     def _release_delayed(self, f: Fetcher, at: float) -> None:
@@ -231,7 +231,7 @@ class ReplicaFetcherManager:
                     if rep.truncating:
                         f.truncating[p] = True
                     else:
-                        f.changed[p] = True
+                        f.changed[p] = rep
 
     def refused(self, leader: int, conn, handler, args: tuple, partitions: int, nbytes: int) -> None:
         """The leader's process is down: every partition of the thread waits replica.fetch.backoff.ms."""

@@ -89,7 +89,7 @@ class FollowerRole:
                 r = log.rows
                 if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
                     if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
-                        changed[p] = True
+                        changed[p] = rep
                         continue
                     own = log.bases
                     # the row its leader wrote in the table their logs share (Log.append's check, inline: the usual
@@ -107,7 +107,7 @@ class FollowerRole:
                         log.segment_append(bases, ids, now)
                 else:
                     if bases[0] != log.log_end_offset:
-                        changed[p] = True
+                        changed[p] = rep
                         continue
                     n = len(bases)
                     starts, run_epochs = epochs
@@ -129,7 +129,7 @@ class FollowerRole:
                     log.flushed(log.begin_flush())  # the thread fsyncs before it fetches again
                     fsync += next(self.fsync)
                     flushed = True
-                changed[p] = True
+                changed[p] = rep
                 rep.high_watermark = hw if hw < end else end  # the LEO now (capped at ours)
             else:
                 leo = log.log_end_offset
@@ -161,11 +161,11 @@ class FollowerRole:
         """A partition of the answer came with an error instead of records."""
         if error == OFFSET_OUT_OF_RANGE:  # we have more than the leader: truncate to its LEO
             self.truncate(rep, log_end_offset, "offset out of range: to leader's log end offset")
-            f.changed[p] = True
+            f.changed[p] = rep
         elif error == LOG_START_MOVED:  # truncateFullyAndStartAt: the leader deleted what we need
             rep.restart_log_at(log_start_offset)
             self.event(TRUNCATION, p, rep.broker, f"below the leader's log start: log restarts at {log_start_offset}")
-            f.changed[p] = True
+            f.changed[p] = rep
         else:  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: wait, then try again
             self.fetchers.delay(f, rep, now)
 
@@ -188,7 +188,7 @@ class FollowerRole:
             if not rule.ask_again(rep, asked, epoch):  # KIP-279: else ask again with our new last epoch
                 rep.truncating = False
                 f.truncating.pop(p, None)
-                f.changed[p] = True
+                f.changed[p] = rep
         self.fetchers.request(f, self.response_ms)
 
     # ---- changes of role ---------------------------------------------------------------------------------------
