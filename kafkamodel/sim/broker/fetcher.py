@@ -204,9 +204,9 @@ class ReplicaFetcherManager:
         # partition leaves `changed` as it leaves `parts`), but those held back
         fetched = parts if full else changed  # p -> its replica, either way
         if delayed:
-            entries = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items() if p not in delayed]
+            wanted = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items() if p not in delayed]
         else:
-            entries = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items()]
+            wanted = [(p, rep.log.log_end_offset, rep.leader_epoch) for p, rep in fetched.items()]
         forgotten: Sequence[int]
         if f.forgotten:
             forgotten, f.forgotten = f.forgotten, []
@@ -217,7 +217,7 @@ class ReplicaFetcherManager:
         f.outstanding, f.sent_ms = req, depart
         self.counters.fetch_requests += 1
         self.send(f.follower, f.leader, self.server_request,
-                  (f.leader, None, self.sessions_handle_fetch, (f.key, req, entries, forgotten, full), len(entries), 0),
+                  (f.leader, None, self.sessions_handle_fetch, (f.key, req, wanted, forgotten, full), len(wanted), 0),
                   True, self.on_refused, 0, 0, delay)
 
     def _release_delayed(self, f: Fetcher, at: float) -> None:
