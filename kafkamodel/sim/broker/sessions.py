@@ -73,6 +73,8 @@ class SessionManager:
         self.server = None  # wired
         self.respond = self.follower_handle_response = None  # wired: the server's responses, where answers go
         self.fetch_counts = sim.mode.fetch_counts  # does a follower's fetch move the HW (else it may rejoin the ISR)?
+        # the HW is the ISR's minimum LEO (a fetch at or below it cannot move it) and fetch_counts is ISR membership
+        self.hw_is_isr_minimum: bool = sim.mode.hw_is_isr_minimum
         self.hw_news = sim.settings.kafka.hw_ends_follower_long_poll  # 2.4-2.5: a stale HW answers a fetch at once
         self.leader_advance_high_watermark = self.leader_expand_isr = None  # wired: the leader's
 
@@ -100,6 +102,7 @@ class SessionManager:
             self._drop(s, forgotten)
         replicas, dirty, offsets, hw_sent = self.replicas, s.dirty, s.offsets, s.hw_sent
         fetch_counts, advance, expand = self.fetch_counts, self.leader_advance_high_watermark, self.leader_expand_isr
+        isr_minimum = self.hw_is_isr_minimum
         retry = s.retry_expand  # refused expansions to ask again (below)
         if retry:
             s.retry_expand = set()
@@ -131,7 +134,20 @@ class SessionManager:
             fs.last_fetch_ms = now
             fs.last_fetch_leader_leo = leo
             fs.log_end_offset = offset
-            if fetch_counts(rep, follower):
+            if isr_minimum:  # (the ISR's rule, Kafka's: fetch_counts is ISR membership)
+                if follower in lead.isr:
+                    # the HW is the ISR's minimum LEO: it moves only when every ISR follower (this one included) and
+                    # the leader are past it; else new_high_watermark would give the HW back (a fetch's usual case)
+                    hw = rep.high_watermark
+                    if offset > hw:
+                        for other in lead.isr_followers:
+                            if other.log_end_offset <= hw:
+                                break
+                        else:
+                            advance(rep)
+                elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
+                    expand(rep, follower)
+            elif fetch_counts(rep, follower):
                 advance(rep)
             elif offset >= rep.high_watermark and offset >= lead.epoch_start_offset:
                 expand(rep, follower)
@@ -235,22 +251,50 @@ class SessionManager:
         cut = cache.cold_before if cache.written <= cache.capacity else cache.evicted_before()
         again = []
         quotas = self.quotas if self.quotas.throttled else None
+        allowance = None
         for p in list(dirty):
             rep = replicas[p][leader]
             log = rep.log
             leo = log.log_end_offset
             offset = offsets[p]
-            allowance = None if quotas is None else quotas.allowance(p, leader, follower, rep.lead.isr)
-            if allowance is not None and allowance <= 0:
-                continue  # throttled and spent: left out of this response
+            if quotas is not None:
+                allowance = quotas.allowance(p, leader, follower, rep.lead.isr)
+                if allowance is not None and allowance <= 0:
+                    continue  # throttled and spent: left out of this response
             if leo > offset and (budget > 0 or not total):
                 cap = budget if budget < partition_max else partition_max
-                if allowance is not None and allowance < cap:
-                    cap = int(allowance) or 1
-                i, j, size = log.read(offset, leo, cap, not total)
-                if allowance is not None:
-                    quotas.took(p, leader, follower, size, rep.lead.isr)
-                fs = rep.lead.follower(follower)
+                n = log.rows
+                bases = log.bases
+                if allowance is None and n:
+                    # Log.read to the LEO, without the call (every row's base is below the LEO): whole batches from
+                    # the one at the offset (usually one of the last two: found without a search) while their bytes
+                    # stay within the cap, the response's first batch even past it
+                    if bases[n - 1] == offset:
+                        i = n - 1
+                    elif n > 1 and bases[n - 2] == offset:
+                        i = n - 2
+                    else:
+                        i = log.entry_index(offset)
+                    ids, bytes_of = log.batch_ids, log.batch_bytes
+                    j, size = i, 0
+                    while j < n:
+                        b = ids[j]
+                        if b >= 0:
+                            grown = size + bytes_of[b]
+                            if grown > cap and (j > i or total):
+                                break
+                            size = grown
+                        j += 1
+                else:
+                    if allowance is not None and allowance < cap:
+                        cap = int(allowance) or 1
+                    i, j, size = log.read(offset, leo, cap, not total)
+                    if allowance is not None:
+                        quotas.took(p, leader, follower, size, rep.lead.isr)
+                lead = rep.lead
+                fs = lead.followers.get(follower)
+                if fs is None:
+                    fs = lead.follower(follower)
                 fs.last_fetch_leader_leo = leo
                 fs.last_fetch_ms = now
                 if j > i:  # records (and the HW): the partition goes to the end of the session's order (below)
@@ -260,8 +304,12 @@ class SessionManager:
                         if log.append_ms[i] < cut:
                             uncached += log.bytes_written_before(i, j, cut)
                     hw_sent[p] = hw = rep.high_watermark
-                    # one batch as its fields (the usual answer), several as slices
-                    parts.append((p, NONE, hw, log.chunk(i, j), -1, -1))
+                    if j == i + 1:  # one batch as its fields, the usual answer (Log.chunk's, without the call)
+                        parts.append((p, NONE, hw, (bases[i], log.leader_epochs[-1] if log.epoch_rows[-1] <= i
+                                                    else log.epoch_at(i), log.batch_ids[i],
+                                                    leo if j == n else bases[j]), -1, -1))
+                    else:  # several as slices
+                        parts.append((p, NONE, hw, log.chunk(i, j), -1, -1))
                     again.append(p)
                     continue
             hw = rep.high_watermark

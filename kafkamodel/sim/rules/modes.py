@@ -31,6 +31,9 @@ class IsrMode:
     opens_epoch_with_marker = False  # a new leader appends a control record first
     preferred_leader_rebalance = True  # auto.leader.rebalance.enable applies
     truncation = None  # a truncation it always uses (None: broker.truncation decides)
+    # the HW is the minimum LEO over the ISR and a fetch counts when its follower is in the ISR: a fetch at or below
+    # the HW cannot move it (a fetch's caller may skip asking, new_high_watermark's answer would be the HW)
+    hw_is_isr_minimum = True
 
     def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = False,
                  hw_held_below_min_isr: bool = True):
@@ -82,6 +85,7 @@ class QuorumMode:
     opens_epoch_with_marker = True  # KRaft-style: the leader's epoch starts with a control record
     preferred_leader_rebalance = False
     truncation = "leader_epoch"
+    hw_is_isr_minimum = False  # a majority's LEO, of the leader's epoch (new_high_watermark)
 
     def __init__(self, partitions: list[Partition], brokers, broker_settings, durable: bool = True,
                  hw_held_below_min_isr: bool = True):
