@@ -82,6 +82,30 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
         assert getattr(many, column).tobytes() == getattr(one, column).tobytes(), column
 
 
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+@pytest.mark.parametrize("keyed,digits", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("sizes", [[1] * 40, [1, 2] * 20, [2, 1, 3] * 20, [40, 1, 7] * 11, [70, 1] * 16, [9000, 1] * 2])
+def test_a_drains_batches_sized_in_numpy_are_the_sizes_batch_bytes_gives(sizes, keyed, digits, codec):
+    """``batches_bytes_array`` (a drain of many batches, in NumPy at once) gives each batch ``batch_bytes``'s size: one
+    record each or more, timestamps spanning 64 ms and more (some batches) or not, more than 64 and 8,192 records,
+    keys or none (indexes or digits), every magic, compressed or not."""
+    rng = np.random.default_rng(len(sizes) + sum(sizes))
+    records = 2 * sum(sizes) + 10
+    keys = rng.integers(0, 10 ** rng.integers(1, 6, records), dtype=np.int64) if keyed else None
+    steps = rng.choice([0.01, 0.5, 40.0], records, p=[0.6, 0.3, 0.1])
+    times = array("d", np.cumsum(steps).tolist())
+    los = [2 * sum(sizes[:i]) + i % 3 for i in range(len(sizes))]
+    for magic in (0, 1, 2):
+        f = RecordFormat(magic, 100, 10 ** 5 if keyed else None, codec, 1 << 20)
+        f.attach(times, key_digits(keys) if digits else keys)
+        got = f.batches_bytes_array(los, sizes)
+        assert got.dtype == np.int64
+        assert got.tolist() == [f.batch_bytes(lo, n) for lo, n in zip(los, sizes)], magic
+    many = Batches([f])
+    many.new_many(los, sizes, list(range(len(sizes))), 0, got)
+    assert many.bytes.tolist() == got.tolist()
+
+
 @pytest.mark.parametrize("digits", [False, True])
 @pytest.mark.parametrize("sizes", [[17, 17], [1] * 3, [_FEW_LOOKED_UP // 2, _FEW_LOOKED_UP // 2], [_FEW_LOOKED_UP, 1], [5, 300]])
 def test_keys_looked_up_in_python_count_what_numpy_counts(sizes, digits):

@@ -128,12 +128,20 @@ def _keys_bytes(keys: np.ndarray, los, ns, digits: bool = False, view: memoryvie
     memoryview of `keys`, if made), else in NumPy at once."""
     if sum(ns) <= _FEW_KEYS:
         return list(map(_few_key_bytes, repeat(memoryview(keys) if view is None else view), los, ns, repeat(digits)))
-    counts = np.asarray(ns, dtype=np.int64)
+    return _keys_bytes_array(keys, np.asarray(los, dtype=np.int64), np.asarray(ns, dtype=np.int64), digits).tolist()
+
+
+def _keys_bytes_array(keys: np.ndarray, los: np.ndarray, counts: np.ndarray, digits: bool) -> np.ndarray:
+    """``_few_key_bytes`` of each range [lo, lo + n) (int64 arrays `los`, `counts`, each n at least 1), in NumPy at
+    once."""
+    if len(counts) == int(counts.sum()):  # one record each (a drain of many partitions, the usual): no gather
+        each = keys[los]
+        return 4 + (each.astype(np.int64) if digits else _key_digits(each))
     ends = np.cumsum(counts)
     starts = ends - counts  # range i's keys in the gathered array: from where the earlier ones end
-    index = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(np.asarray(los, dtype=np.int64) - starts, counts)
+    index = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(los - starts, counts)
     each = keys[index].astype(np.int64) if digits else _key_digits(keys[index])
-    return (4 * counts + np.add.reduceat(each, starts)).tolist()
+    return 4 * counts + np.add.reduceat(each, starts)
 
 
 class RecordFormat:
@@ -264,6 +272,37 @@ class RecordFormat:
             return list(map(self.batch_bytes, los, ns, self.keys_bytes(los, ns)))
         return list(map(self.batch_bytes, los, ns))
 
+    def batches_bytes_array(self, los: list[int], ns: list[int]) -> np.ndarray:
+        """``batches_bytes`` as an int64 array, in NumPy at once (for a drain of many batches: ``producer.MANY_BATCHES``):
+        the same rule, each step over every batch (a batch whose timestamps span 64 ms or more counts its deltas'
+        extra bytes in Python, as ``batch_bytes``)."""
+        if not self.vbody and not self.legacy:  # (v2 with a record length that varies: each record alone)
+            return np.array(self.batches_bytes(los, ns), dtype=np.int64)
+        lo = np.array(los, dtype=np.int64)
+        n = np.array(ns, dtype=np.int64)
+        records = n * self.per
+        if self.vbody:
+            if max(ns) > 64:  # offset deltas of 64 and more: 2 bytes...
+                records += np.maximum(n - 64, 0) + np.maximum(n - 8192, 0) + np.maximum(n - (1 << 20), 0)
+            times = self.times
+            view = np.frombuffer(times, dtype=np.float64)  # (the array is moved in place between drains: not kept)
+            first = np.floor(view[lo])
+            wide = np.flatnonzero(view[lo + n - 1] >= first + _TS_STEPS[0])
+            del view
+            for i in wide.tolist():  # timestamp deltas (ms) of 64 ms and more: 2 bytes... (``batch_bytes``)
+                a, hi = los[i], los[i] + ns[i]
+                start, last, extra = math.floor(times[a]), times[hi - 1], 0
+                for step in _TS_STEPS:
+                    if last < start + step:
+                        break
+                    extra += hi - bisect_left(times, start + step, a, hi)
+                records[i] += extra
+        if self.keyed:
+            records += _keys_bytes_array(self.keys, lo, n, self.digits)
+        if self.ratio != 1.0:
+            records = np.ceil(records / self.ratio).astype(np.int64)
+        return self.header + records
+
     def _exact(self, lo: int, n: int) -> int:
         """v2 records section, each record's DefaultRecord.sizeInBytes computed alone (NumPy)."""
         t = np.floor(np.asarray(self.times[lo:lo + n], dtype=np.float64))
@@ -343,14 +382,19 @@ class Batches:
         return len(self.lo) - 1
 
     def new_many(self, los, counts, partitions, producer: int, sizes) -> int:
-        """A batch of records [lo, lo + count) of each partition (`sizes`: their bytes, ``batches_bytes``), made in
-        this order; returns the first one's id (the others follow it)."""
+        """A batch of records [lo, lo + count) of each partition (`sizes`: their bytes, ``batches_bytes``, a list or
+        an int64 array, ``batches_bytes_array``), made in this order; returns the first one's id (the others follow
+        it)."""
         first = len(self.lo)
         k = len(los)
         self.lo.extend(los)
         self.partition.extend(partitions)
         self.count.extend(counts)
-        self.bytes.extend(sizes)
+        if isinstance(sizes, np.ndarray):  # (an array's extend takes a NumPy array one boxed element at a time)
+            column = self.bytes
+            column.frombytes(sizes.astype(column.typecode).tobytes())
+        else:
+            self.bytes.extend(sizes)
         for column, row in zip(self._filled, self._new_rows):
             column.extend(row * k)
         self.producer.extend(array("h", (producer,)) * k)

@@ -74,10 +74,10 @@ class Accumulator:
             return first, times[last]  # full before linger.ms runs out
         return first, linger
 
-    def take(self, q: PartitionQueue, now: float, later: list | None = None) -> int:
+    def take(self, q: PartitionQueue, now: float) -> int:
         """The batch a drain takes from the queue now (-1: none): its oldest resend, else a new batch of
-        every record arrived so far, up to batch.size. `later`: a new batch is not made here but its count of
-        records, from the queue's first record before the take, appended to it (the drain makes those at once)."""
+        every record arrived so far, up to batch.size. (A drain cuts its new batches after the request's first
+        itself, by the same rule, and makes them at once: ``ProducerClient._drain``.)"""
         if q.retry:
             if now < q.backoff_until or (q.probing and q.probe >= 0):
                 return -1
@@ -93,9 +93,6 @@ class Accumulator:
         if top > q.end:
             top = q.end
         hi = q.next = bisect_right(times, now, lo, top)
-        if later is not None:
-            later.append(hi - lo)
-            return -1
         return self.batches.new(lo, hi - lo, q.p, self.producer)
 
     def cut_expired(self, q: PartitionQueue, now: float, timeout: float) -> list[int]:

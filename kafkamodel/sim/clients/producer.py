@@ -27,7 +27,8 @@ from array import array
 from bisect import bisect_right, insort
 from collections.abc import Iterator
 from heapq import heappop, heappush
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -49,6 +50,8 @@ from .application import ApplicationThread, PoolWatch, release, send_records
 from .slots import SendOrder
 from .network_client import Connection
 
+MANY_BATCHES = 32  # a drain cuts at least this many batches after its first: their bytes are counted in NumPy at once
+_PARTITION = itemgetter(1)  # a drain heap entry's partition
 BLOCK = 1 << 20  # batches whose first record a relayout moves at a time (its temporaries: 8-16 bytes a batch of a block)
 
 
@@ -148,6 +151,10 @@ class ProducerClient:
         self.network = network  # the connections' in-flight requests, timeouts and failures
         self.server_produce = server.produce  # the brokers' request intake
         self.leader_handle_produce = leader.handle_produce
+        # the batches a drain's ``_take_cuts`` made last: (the drain's batch list, where they start in it, the first's
+        # id, how many), so ``_send_request`` fills in their first send at once (it holds the list: another list is
+        # never that one)
+        self.made: tuple | None = None
 
     def start(self) -> None:
         for ps in self.states:
@@ -452,25 +459,30 @@ class ProducerClient:
         metadata = ps.metadata
         taken, touched, size = [], [], 0
         cuts: tuple | None = None  # new batches cut and not made yet, in order: their queues, first records, record
-        #                            counts, partitions, and their queues' heap entries (``_take_cuts``)
+        #                            counts and heap entries (``_take_cuts``)
+        cap = 0
         while heap and heap[0][0] <= now:
             entry = heappop(heap)
             _, p, stamp = entry
             q = queues[p]
             if stamp != q.stamp:
                 continue
-            if taken:  # after the request's first batch: new batches are made at once, below
+            if taken:  # after the request's first batch: new batches are cut here and made at once, below
                 lo = q.next
-                if metadata[p] == node and not q.retry and lo < q.end and times[lo] <= now \
-                        and now - times[lo] < timeout:
-                    if cuts is None:
-                        cuts = qs, los, counts, parts, filed = [], [], [], [], []
-                    acc.take(q, now, counts)
-                    qs.append(q)
-                    los.append(lo)
-                    parts.append(p)
-                    filed.append(entry)
-                    continue
+                if metadata[p] == node and not q.retry and lo < q.end:
+                    first = times[lo]
+                    if first <= now and now - first < timeout:
+                        if cuts is None:
+                            cuts = qs, los, counts, filed = [], [], [], []
+                            cap = acc.cap
+                        top = lo + cap  # (Accumulator.take's cut: every record arrived so far, up to batch.size)
+                        end = q.end
+                        hi = q.next = bisect_right(times, now, lo, top if top < end else end)
+                        qs.append(q)
+                        los.append(lo)
+                        counts.append(hi - lo)
+                        filed.append(entry)
+                        continue
                 if cuts:  # anything else: the batches cut before it first
                     size = self._take_cuts(ps, cuts, taken, touched, size, room, heap)
                     cuts = None
@@ -506,27 +518,39 @@ class ProducerClient:
 
     def _take_cuts(self, ps: ProducerState, cuts: tuple, taken: list[int], touched: list, size: int, room: int,
                    heap: list) -> int:
-        """The drain's new batches `cuts` (in order, after the request's first; ``Accumulator.take``: their queues,
-        first records, record counts, partitions and heap entries), made at once while the request's bytes so far
-        are at most `room`; those that do not fit go back to their queues and their entries to the heap, as they
-        were. Returns the request's bytes (past `room`: it is full)."""
-        qs, los, counts, parts, filed = cuts
-        sizes = self.batches.formats[ps.index].batches_bytes(los, counts)
-        n = len(sizes)
-        sums = list(accumulate(sizes, initial=size))  # the request's bytes before each (batch sizes are positive)
-        k = bisect_right(sums, room)  # the first that finds more than `room` before it, and those after, wait
+        """The drain's new batches `cuts` (in order, after the request's first: their queues, first records, record
+        counts and heap entries), made at once while the request's bytes so far are at most `room`; those that do
+        not fit go back to their queues and their entries to the heap, as they were. Returns the request's bytes
+        (past `room`: it is full). Many batches (``MANY_BATCHES``) are sized in NumPy (``batches_bytes_array``)."""
+        qs, los, counts, filed = cuts
+        fmt = self.batches.formats[ps.index]
+        n = len(los)
+        if n >= MANY_BATCHES:
+            sizes = fmt.batches_bytes_array(los, counts)
+            sums = np.empty(n + 1, dtype=np.int64)  # the request's bytes before each (batch sizes are positive)
+            sums[0] = size
+            np.cumsum(sizes, out=sums[1:])
+            sums[1:] += size
+            k = int(np.searchsorted(sums, room, side="right"))  # the first that finds more than `room` before it,
+            #                                                     and those after, wait
+        else:
+            sizes = fmt.batches_bytes(los, counts)
+            sums = list(accumulate(sizes, initial=size))
+            k = bisect_right(sums, room)
         if k < n:
             for q, lo, entry in zip(qs[k:], los[k:], filed[k:]):
                 q.next = lo
                 heappush(heap, entry)
-            del qs[k:], los[k:], counts[k:], parts[k:], sizes[k:]
+            del qs[k:], los[k:], counts[k:], filed[k:]
+            sizes = sizes[:k]
         else:
             k = n
         if k:
             touched.extend(qs)
-            first = self.batches.new_many(los, counts, parts, ps.index, sizes)
+            first = self.batches.new_many(los, counts, list(map(_PARTITION, filed)), ps.index, sizes)
+            self.made = (taken, len(taken), first, k)  # (``_send_request``: the request's last k batches are new)
             taken.extend(range(first, first + k))
-        return sums[k]
+        return int(sums[k])
 
     def slot_freed(self, ps: ProducerState, node: int) -> None:
         """A request that carried no batch (metadata) was answered on the full connection to `node`: a slot is
@@ -550,7 +574,17 @@ class ProducerClient:
         attempts, states, partition_of = batches.attempt, batches.state, batches.partition
         idempotent = cfg.enable_idempotence
         epochs, seqs, epoch_of, next_seq = batches.epoch, batches.seq, ps.epoch, ps.next_seq
-        for b in taken:
+        made = self.made
+        if made is not None and made[0] is taken and len(taken) == made[1] + made[3]:
+            self.made = None
+            _, pos, first, k = made  # taken[pos:] are the batches first.. made by the drain: never sent, no sequence
+            first_attempt = self._send_new(ps, first, k, answered)
+            attempts = batches.attempt  # (widened, maybe)
+            resent = taken[:pos]
+        else:
+            first = k = first_attempt = 0
+            resent = taken
+        for b in resent:  # (the drain's first batch, and any batch sent before)
             p = partition_of[b]
             attempt = attempts[b] + 1
             try:
@@ -566,6 +600,8 @@ class ProducerClient:
             if answered:
                 states[b] = INFLIGHT
                 queues[p].inflight += 1
+        if k:
+            entries.extend(zip(range(first, first + k), repeat(first_attempt)))
         n = len(entries)
         counters = self.counters
         counters.produce_requests += 1
@@ -597,6 +633,38 @@ class ProducerClient:
         self.send(ps.node, node, self.server_produce, (node, key, self.leader_handle_produce, handler_args, n, nbytes),
                   False, self.on_refused, nbytes, 0, delay)  # (positional: a call CPython specialises)
         self.network.sent(ps, conn, now)
+
+    def _send_new(self, ps: ProducerState, first: int, k: int, answered: bool) -> int:
+        """The first send of the k new batches from `first` (made by one drain, of k different partitions): their
+        attempt (returned: a new batch's, plus one), each column written once; an idempotent producer's sequence per partition, as ``_send_request``
+        gives a batch's first send in an epoch (a new batch has none yet: its epoch is -1)."""
+        batches = self.batches
+        end = first + k
+        attempts = batches.attempt
+        attempt = attempts[first] + 1  # (a new batch's row: every one the same)
+        try:
+            attempts[first:end] = array(attempts.typecode, (attempt,)) * k
+        except OverflowError:  # its 32,768th send: the column widens (Batches.widen_attempt)
+            attempts = batches.widen_attempt()
+            attempts[first:end] = array(attempts.typecode, (attempt,)) * k
+        parts = batches.partition[first:end]
+        queues = ps.acc.queues
+        if ps.config.enable_idempotence:
+            epoch_of, next_seq = ps.epoch, ps.next_seq
+            seqs = list(map(next_seq.__getitem__, parts))
+            batches.epoch[first:end] = array(batches.epoch.typecode, map(epoch_of.__getitem__, parts))
+            batches.seq[first:end] = array(batches.seq.typecode, seqs)
+            for p, s in zip(parts, seqs):
+                next_seq[p] = s + 1
+                if answered:
+                    queues[p].inflight += 1
+        elif answered:
+            for p in parts:
+                queues[p].inflight += 1
+        if answered:
+            states = batches.state
+            states[first:end] = array(states.typecode, (INFLIGHT,)) * k
+        return attempt
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
