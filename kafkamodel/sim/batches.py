@@ -391,8 +391,8 @@ class Batches:
         self.partition.extend(partitions)
         self.count.extend(counts)
         if isinstance(sizes, np.ndarray):  # (an array's extend takes a NumPy array one boxed element at a time)
-            column = self.bytes
-            column.frombytes(sizes.astype(column.typecode).tobytes())
+            sized = self.bytes
+            sized.frombytes(sizes.astype(sized.typecode).tobytes())
         else:
             self.bytes.extend(sizes)
         for column, row in zip(self._filled, self._new_rows):
