@@ -20,8 +20,6 @@ from ..results.measures import TRUNCATION
 from ..state import Replica
 from ..storage.log import ONE_RUN
 
-_NO_IDS = array("i")  # an empty batch-id column, copied
-
 
 class FollowerRole:
     """Every broker's follower replicas."""
@@ -75,7 +73,7 @@ class FollowerRole:
         bytes_of = self.batches.bytes
         mine, changed = f.parts, f.changed
         retention_on, flush_messages = self.retention_on, self.flush_messages
-        taken = _NO_IDS.__copy__()  # the batches of the several-batch answers
+        taken: array | None = None  # the batches of the several-batch answers (an array once there is one)
         for p, error, hw, chunk, log_start_offset, log_end_offset in parts:
             rep = mine.get(p)
             if rep is None or rep.truncating or rep.delayed_until > now:
@@ -120,7 +118,10 @@ class FollowerRole:
                         log.log_end_offset = end
                     else:
                         log.extend(chunk, now)
-                    taken += ids
+                    if taken is None:
+                        taken = ids[:]
+                    else:
+                        taken += ids
                     if retention_on:
                         for base, b in zip(bases, ids):
                             log.segment_append(base, b, now)
@@ -134,7 +135,7 @@ class FollowerRole:
             else:
                 leo = log.log_end_offset
                 rep.high_watermark = hw if hw < leo else leo
-        if taken:  # the several-batch answers' bytes, summed once (a control record has none)
+        if taken is not None:  # the several-batch answers' bytes, summed once (a control record has none)
             size += sum(map(bytes_of.__getitem__, taken)) if min(taken) >= 0 else sum(
                 bytes_of[b] for b in taken if b >= 0)
         # the thread reads the answer into its heap, writes the records into the page cache (throttled when too
