@@ -13,12 +13,10 @@ truncate (KIP-101, KIP-279). The threads themselves, and their requests, are
 from __future__ import annotations
 
 from array import array
-from itertools import repeat
 
 from ..protocol import LOG_START_MOVED, NONE, OFFSET_OUT_OF_RANGE
 from ..results.measures import TRUNCATION
 from ..state import Replica
-from ..storage.log import ONE_RUN
 
 
 class FollowerRole:
@@ -84,21 +82,11 @@ class FollowerRole:
             log = rep.log
             if chunk:
                 bases, epochs, ids, end = chunk  # a log.Chunk
-                r = log.rows
                 if bases.__class__ is int:  # one batch (the usual answer): its fields themselves
                     if bases != log.log_end_offset:  # not where we are: fetch again from our LEO
                         changed[p] = rep
                         continue
-                    own = log.bases
-                    # the row its leader wrote in the table their logs share (Log.append's check, inline: the usual
-                    # case), so only taken; else Log.append writes it
-                    if r < len(own) and own[r] == bases and log.batch_ids[r] == ids and log.epoch_rows[-1] <= r \
-                            and log.leader_epochs[-1] == epochs:
-                        log.rows = r + 1
-                        log.append_ms.append(now)
-                        log.log_end_offset = end
-                    else:
-                        log.append(bases, end, epochs, ids, now)
+                    log.append(bases, end, epochs, ids, now)
                     if ids >= 0:
                         size += bytes_of[ids]
                     if retention_on:
@@ -107,17 +95,7 @@ class FollowerRole:
                     if bases[0] != log.log_end_offset:
                         changed[p] = rep
                         continue
-                    n = len(bases)
-                    starts, run_epochs = epochs
-                    # rows of one epoch its leader wrote in the table their logs share (Log.extend's check, inline:
-                    # the usual case), so only taken; else Log.extend writes them
-                    if starts is ONE_RUN and log.bases[r:r + n] == bases and log.epoch_rows[-1] <= r \
-                            and run_epochs[0] == log.leader_epochs[-1] and log.batch_ids[r:r + n] == ids:
-                        log.rows = r + n
-                        log.append_ms.extend(repeat(now, n))
-                        log.log_end_offset = end
-                    else:
-                        log.extend(chunk, now)
+                    log.extend(chunk, now)
                     if taken is None:
                         taken = ids[:]
                     else:

@@ -65,7 +65,6 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 # own fields (base, epoch, batch, end), ints (a follower's usual answer: slices of one row cost four times its reads)
 Chunk = tuple
 _FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
-ONE_RUN = _FIRST_ROW  # a chunk's runs when its rows are of one epoch, the log's last (``runs`` gives this very object)
 
 
 class AppendTable:
