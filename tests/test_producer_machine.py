@@ -506,3 +506,50 @@ def test_a_blocked_send_wakes_once_per_response_and_sends_what_its_batches_freed
     for t, sent in calls:
         if t < late:
             assert sent == freed_at[t]
+
+
+def test_the_queues_an_application_thread_gave_records_are_filed_in_one_pass_as_one_by_one(monkeypatch):
+    """After an application thread's call, the queues that got records are filed again in one pass
+    (ProducerClient._arm_grown): a queue filed already keeps its entry, its ready time filed only when its first
+    batch.size of records just came within linger.ms. The run is the same, every number and table, as with each
+    queue filed again by ProducerClient._arm, as before: a closed-loop producer and a keyed open-loop one taken over,
+    over two leaders' crashes (resends waiting in their queues while records join them), with queues that fill
+    before linger.ms."""
+    from kafkamodel.sim.clients.producer import ProducerClient
+    from snapshot import capture
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": "all", "rate.per.s": 20000, "linger.ms": 20, "batch.size": 2048,
+                   "buffer.memory": 1 << 17, "keys": {"cardinality": 500}},
+                  closed(**{"acks": "all", "linger.ms": 5, "batch.size": 4096, "buffer.memory": 1 << 17})],
+                 3000.0, latency=2.0, costs=costs, brokers=3,
+                 topics=[{"name": "t", "partitions": 24, "replication.factor": 3}],
+                 broker={"broker.session.timeout.ms": 300, "broker.heartbeat.interval.ms": 100},
+                 faults=[{"at.ms": 1000, "kind": "crash", "broker": 0, "duration.ms": 500},
+                         {"at.ms": 2000, "kind": "crash", "broker": 1, "duration.ms": 500}])
+    seen = {"kept": 0, "filed": 0, "full": 0, "resend": 0}
+    grown, arm = ProducerClient._arm_grown, ProducerClient._arm
+
+    def spy(self, ps, touched, firsts):
+        queues = ps.acc.queues
+        for p, first in zip(touched, firsts):
+            q = queues[p]
+            seen["kept" if q.node >= 0 else "filed"] += 1
+            if q.node >= 0 and q.retry:
+                seen["resend"] += 1
+            elif q.node >= 0 and first <= q.next + ps.acc.cap - 1 < q.end:
+                seen["full"] += ps.acc.times[q.next + ps.acc.cap - 1] < ps.acc.times[q.next] + ps.acc.linger
+        return grown(self, ps, touched, firsts)
+
+    monkeypatch.setattr(ProducerClient, "_arm_grown", spy)
+    r = simulate(s)
+    one_pass = capture(r)
+    assert min(seen.values()) > 20, seen  # every branch taken
+    assert r.summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+
+    def one_by_one(self, ps, touched, firsts):
+        for p in touched:
+            arm(self, ps, ps.acc.queues[p])
+
+    monkeypatch.setattr(ProducerClient, "_arm_grown", one_by_one)
+    assert capture(simulate(s)) == one_pass

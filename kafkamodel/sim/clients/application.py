@@ -71,8 +71,9 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
     (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
     blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
-    returns the partitions that got records (a list, in increasing order), and the time its send() blocks
-    until (None: not blocked, or nothing left to send)."""
+    returns the partitions that got records and each one's first slot filled now (two lists, in increasing
+    partition order; None: no record sent), and the time its send() blocks until (None: not blocked, or nothing
+    left to send)."""
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
             app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
@@ -127,9 +128,9 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
         app.stamp += 1  # its max.block.ms timer is void
     order = app.order
     if few:
-        touched = _place_few(app, order.partitions(lo, k).tolist(), done, early, order.keys(lo, k), times, workload)
+        placed = _place_few(app, order.partitions(lo, k).tolist(), done, early, order.keys(lo, k), times, workload)
     else:
-        touched = _place(app, order.partitions(lo, k), done, early, order.keys(lo, k), times, workload)
+        placed = _place(app, order.partitions(lo, k), done, early, order.keys(lo, k), times, workload)
     app.k = k
     app.used += m * app.unit
     free_at = app.free_at = float(done[-1])
@@ -141,8 +142,8 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
             if arrivals[k - app.base] > free_at:
                 free_at = float(arrivals[k - app.base])
         app.blocked_at = free_at
-        return touched, free_at + app.max_block
-    return touched, None
+        return placed, free_at + app.max_block
+    return placed, None
 
 
 # A call that sends at most FEW records (a response that completed a few small batches) goes record by record in
@@ -152,11 +153,12 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
 FEW = 16
 
 
-def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, times, workload) -> list[int]:
+def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, times,
+           workload) -> tuple[list[int], list[int]]:
     """The records sent, of `parts` in send order, take their slots: the j-th record of partition p in this call
     takes p's next free slot + j; each slot gets the record's return time (the accumulator's `times`; its send()
     was called its cost before, but the first's at `early` if that is not -1) and its key. Returns the partitions
-    that got records, in increasing order."""
+    that got records, in increasing order, and each one's first slot filled."""
     m = len(parts)
     by_part = np.argsort(parts, kind="stable")
     sorted_parts = parts[by_part]
@@ -164,24 +166,27 @@ def _place(app: ApplicationThread, parts: np.ndarray, done, early: float, keys, 
     rank = np.arange(m, dtype=np.int64) - np.repeat(first, counts)
     slots = np.empty(m, dtype=np.int64)
     slots[by_part] = app.filled[sorted_parts] + rank
-    app.filled[touched] += counts
+    firsts = app.filled[touched]
+    app.filled[touched] = firsts + counts
     np.frombuffer(times, dtype=np.float64)[slots] = done
     if early >= 0:
         workload.keep_called(int(slots[0]), early)
     if keys is not None:
         workload.key[slots] = keys
-    return touched.tolist()
+    return touched.tolist(), firsts.tolist()
 
 
-def _place_few(app: ApplicationThread, parts: list, done: list, early: float, keys, times, workload) -> list[int]:
+def _place_few(app: ApplicationThread, parts: list, done: list, early: float, keys, times,
+               workload) -> tuple[list[int], list[int]]:
     """``_place`` record by record (a few records)."""
     filled = app.filled
     key = workload.key if keys is not None else None
     nxt: dict = {}  # partition -> its next free slot
+    first: dict = {}  # partition -> its first slot filled in this call
     for j, p in enumerate(parts):
         slot = nxt.get(p)
         if slot is None:
-            slot = int(filled[p])
+            slot = first[p] = int(filled[p])
         nxt[p] = slot + 1
         times[slot] = done[j]
         if key is not None:
@@ -190,7 +195,8 @@ def _place_few(app: ApplicationThread, parts: list, done: list, early: float, ke
         workload.keep_called(int(filled[parts[0]]), early)
     for p, slot in nxt.items():
         filled[p] = slot
-    return sorted(nxt)
+    touched = sorted(nxt)
+    return touched, [first[p] for p in touched]
 
 
 FORGET = 1 << 16  # records sent before the thread's per-record arrays drop them (at least)

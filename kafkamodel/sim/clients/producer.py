@@ -175,11 +175,9 @@ class ProducerClient:
         """The application thread sends what the pool has room for; the queues that got records are filed again."""
         app = ps.app
         w = self.workload
-        touched, until = send_records(app, self.kernel.now, self.times, w, self._grow)
-        if touched is not None:
-            queues = ps.acc.queues
-            for p in touched:
-                self._arm(ps, queues[p])
+        placed, until = send_records(app, self.kernel.now, self.times, w, self._grow)
+        if placed is not None:
+            self._arm_grown(ps, *placed)
         if until is not None:
             app.stamp += 1  # (voids the timer of a send() blocked before)
             if until <= self.duration:  # one past the run's end would never fire, only sit on the heap: a pool full
@@ -387,6 +385,37 @@ class ProducerClient:
             cfg = ps.config
             if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
                 self._wake_at(ps, node, at)
+
+    def _arm_grown(self, ps: ProducerState, touched: list[int], firsts: list[int]) -> None:
+        """``_arm`` for the queues the application thread just gave records (`touched`, partitions; `firsts`: the
+        first slot each got), in one pass. A queue filed already keeps its entry (and stamp): records added at its
+        tail leave its head, so its drain key, as it was (its head's arrival, or its resend's backoff); only its
+        ready time may come earlier (its first batch.size of records now arrived within linger.ms: filed by that
+        time too, under the entry's stamp), and the Sender's wake-up is checked with its ready time as ``_arm``
+        checks it. The others are filed by ``_arm``."""
+        acc = ps.acc
+        queues, times, linger, cap = acc.queues, acc.times, acc.linger, acc.cap
+        wake, ready = ps.wake, ps.ready
+        for p, first in zip(touched, firsts):
+            q = queues[p]
+            node = q.node
+            if node < 0:
+                self._arm(ps, q)
+                continue
+            if q.retry:  # (Accumulator.due: a resend's backoff, filed as it was)
+                at = q.backoff_until
+            else:
+                lo = q.next
+                at = times[lo] + linger
+                last = lo + cap - 1
+                if last < q.end and times[last] < at:  # full before linger.ms
+                    if last >= first:  # (just now: else filed by it already)
+                        heappush(ready[node], (times[last], p, q.stamp))
+                    at = times[last]
+            if at < wake[node]:
+                cfg = ps.config
+                if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
+                    self._wake_at(ps, node, at)
 
     @staticmethod
     def _first_ready(ps: ProducerState, node: int) -> float:
@@ -668,7 +697,9 @@ class ProducerClient:
 
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
-        request's order: acked, or retried (``_batch_failed``)."""
+        request's order: acked, or retried (``_batch_failed``). The acked batches complete in one loop
+        (Sender.completeBatch): each gives its pool bytes back (``_completed``, inline), and the application thread
+        wakes once for all of them."""
         ps = self.states[pi]
         conn = ps.conns[node]
         inflight = conn.inflight
@@ -679,8 +710,13 @@ class ProducerClient:
         conn.failures = 0
         batches = self.batches
         attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
+        count = batches.count
         queues = ps.acc.queues
         now = self.kernel.now
+        app = ps.app
+        if app is not None:  # (release, inline: the pool's bytes given back batch by batch, the same sums)
+            used, unit = app.used, app.unit
+        released = 0  # records of the acked batches (an open-loop producer's pool watch)
         for b, attempt, error, base in results:
             if attempts[b] != attempt or states[b] != INFLIGHT:
                 continue  # an answer to an abandoned attempt
@@ -693,10 +729,25 @@ class ProducerClient:
                     q.probe = -1
                     q.probing = False
                     self._arm(ps, q)
-                if ps.pooled:
-                    self._completed(ps, b)
+                if app is not None:
+                    used -= count[b] * unit
+                    if used < 1e-6:
+                        used = 0.0
+                    if not app.signalled:
+                        app.signalled = True
+                        self.kernel.schedule(now, self._signalled, ps)
+                else:
+                    released += count[b]
+            elif app is not None:  # (a batch that fails for good gives its bytes back too)
+                app.used = used
+                self._batch_failed(ps, b, q, error, base)
+                used = app.used
             else:
                 self._batch_failed(ps, b, q, error, base)
+        if app is not None:
+            app.used = used
+        elif ps.watch is not None:
+            ps.watch.released += released
         if full:  # a slot is free again: the Sender looks
             self._run_once(ps, node)
 
