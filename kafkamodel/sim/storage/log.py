@@ -186,7 +186,8 @@ class Log:
         (the LEO for a follower, the HW for a consumer), up to `max_bytes` of batch data; with `min_one`
         (Kafka's minOneMessage: nothing given yet in the response) the first batch even if it is larger.
         Returns (first index, end index, bytes): the batches are rows first..end-1; an end short of the
-        log's last entry below `max_offset` means the next batch did not fit."""
+        log's last entry below `max_offset` means the next batch did not fit. (A follower's fetch reads to the LEO by
+        this rule inline, ``SessionManager._answer``: a change here goes there too.)"""
         bases = self.bases
         n = self.rows
         # a reader usually lacks just the last entry: found without a search (entry_index)
