@@ -394,7 +394,7 @@ class ProducerClient:
         time too, under the entry's stamp), and the Sender's wake-up is checked with its ready time as ``_arm``
         checks it. The others are filed by ``_arm``."""
         acc = ps.acc
-        queues, times, linger, cap = acc.queues, acc.times, acc.linger, acc.cap
+        queues, due, linger, cap = acc.queues, acc.due, acc.linger, acc.cap
         wake, ready = ps.wake, ps.ready
         for p, first in zip(touched, firsts):
             q = queues[p]
@@ -402,16 +402,10 @@ class ProducerClient:
             if node < 0:
                 self._arm(ps, q)
                 continue
-            if q.retry:  # (Accumulator.due: a resend's backoff, filed as it was)
-                at = q.backoff_until
-            else:
-                lo = q.next
-                at = times[lo] + linger
-                last = lo + cap - 1
-                if last < q.end and times[last] < at:  # full before linger.ms
-                    if last >= first:  # (just now: else filed by it already)
-                        heappush(ready[node], (times[last], p, q.stamp))
-                    at = times[last]
+            key, at = due(q)  # (its key as filed; its ready time, maybe earlier now)
+            # full before linger.ms, and by a record of this call (its batch.size-th: else filed by it already)
+            if not q.retry and at < key + linger and q.next + cap - 1 >= first:
+                heappush(ready[node], (at, p, q.stamp))
             if at < wake[node]:
                 cfg = ps.config
                 if not cfg.acks or len(ps.conns[node].inflight) < cfg.max_in_flight:  # (else its answer looks again)
@@ -665,8 +659,9 @@ class ProducerClient:
 
     def _send_new(self, ps: ProducerState, first: int, k: int, answered: bool) -> int:
         """The first send of the k new batches from `first` (made by one drain, of k different partitions): their
-        attempt (returned: a new batch's, plus one), each column written once; an idempotent producer's sequence per partition, as ``_send_request``
-        gives a batch's first send in an epoch (a new batch has none yet: its epoch is -1)."""
+        attempt (returned: a new batch's, plus one), each column written once; an idempotent producer's sequence per
+        partition, as ``_send_request`` gives a batch's first send in an epoch (a new batch has none yet: its epoch
+        is -1)."""
         batches = self.batches
         end = first + k
         attempts = batches.attempt
@@ -698,8 +693,8 @@ class ProducerClient:
     def handle_response(self, pi: int, node: int, epoch: int, req: int, results: list) -> None:
         """The broker's answer to a request: (batch, attempt, error, base offset) for each batch in it, in the
         request's order: acked, or retried (``_batch_failed``). The acked batches complete in one loop
-        (Sender.completeBatch): each gives its pool bytes back (``_completed``, inline), and the application thread
-        wakes once for all of them."""
+        (Sender.completeBatch): each gives its pool bytes back (``_completed``), and the application thread wakes
+        once for all of them."""
         ps = self.states[pi]
         conn = ps.conns[node]
         inflight = conn.inflight
@@ -710,13 +705,9 @@ class ProducerClient:
         conn.failures = 0
         batches = self.batches
         attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
-        count = batches.count
         queues = ps.acc.queues
         now = self.kernel.now
-        app = ps.app
-        if app is not None:  # (release, inline: the pool's bytes given back batch by batch, the same sums)
-            used, unit = app.used, app.unit
-        released = 0  # records of the acked batches (an open-loop producer's pool watch)
+        pooled = ps.pooled
         for b, attempt, error, base in results:
             if attempts[b] != attempt or states[b] != INFLIGHT:
                 continue  # an answer to an abandoned attempt
@@ -729,25 +720,10 @@ class ProducerClient:
                     q.probe = -1
                     q.probing = False
                     self._arm(ps, q)
-                if app is not None:
-                    used -= count[b] * unit
-                    if used < 1e-6:
-                        used = 0.0
-                    if not app.signalled:
-                        app.signalled = True
-                        self.kernel.schedule(now, self._signalled, ps)
-                else:
-                    released += count[b]
-            elif app is not None:  # (a batch that fails for good gives its bytes back too)
-                app.used = used
-                self._batch_failed(ps, b, q, error, base)
-                used = app.used
+                if pooled:
+                    self._completed(ps, b)
             else:
                 self._batch_failed(ps, b, q, error, base)
-        if app is not None:
-            app.used = used
-        elif ps.watch is not None:
-            ps.watch.released += released
         if full:  # a slot is free again: the Sender looks
             self._run_once(ps, node)
 
