@@ -553,3 +553,54 @@ def test_the_queues_an_application_thread_gave_records_are_filed_in_one_pass_as_
 
     monkeypatch.setattr(ProducerClient, "_arm_grown", one_by_one)
     assert capture(simulate(s)) == one_pass
+
+
+@pytest.mark.parametrize("piece", [1, 7, 1 << 16])
+def test_a_pool_watchs_send_returns_made_in_pieces_are_the_setups_floats(piece, monkeypatch):
+    """An open-loop producer's send() returns, made a piece of draws at a time as a pool watch reads them
+    (``workload.SendReturns``), are the floats the setup's whole arrays give (``_arrivals``, ``_after_sends``): from
+    its start, with a stop, with a send() cost or none, in one chunk of draws or several."""
+    from kafkamodel.config.settings import Settings
+    from kafkamodel.sim.clients import workload
+
+    monkeypatch.setattr(workload, "PIECE", piece)
+    for rate, extra, duration, cost in [(300000, {}, 300.0, 0.003), (5000, {"start.ms": 100, "stop.ms": 700}, 1000.0, 0.5),
+                                        (100, {}, 1000.0, 0.0), (2000, {}, 400.0, 0.4)]:
+        p = Settings.of(load_scenario(scenario([{"topic": "t", "rate.per.s": rate, **extra}], duration))).producers[0]
+        rng = np.random.default_rng(11)
+        state = rng.bit_generator.state
+        whole = workload._after_sends(workload._arrivals(p, duration, rng), cost)
+        made = workload.SendReturns(p, duration, state, cost, len(whole))
+        assert len(made) == len(whole) > 10
+        assert np.array_equal([made[k] for k in range(len(whole))], whole)
+    # several chunks of draws (a chunk falls short of the stop): the same floats too
+    monkeypatch.setattr(workload.np, "sqrt", lambda x: -x / 12.0)  # (the chunk's size: expected / 2 + 16)
+    rng = np.random.default_rng(5)
+    state = rng.bit_generator.state
+    whole = workload._after_sends(workload._arrivals(p, 400.0, rng), 0.4)
+    made = workload.SendReturns(p, 400.0, state, 0.4, len(whole))
+    assert np.array_equal([made[k] for k in range(len(whole))], whole)
+
+
+def test_a_run_whose_pool_watches_read_send_returns_made_as_read_is_the_same(monkeypatch):
+    """Open-loop producers over their pools (keyed and not, one with a send() cost): a run whose pool watches read
+    their send() returns made a few draws at a time gives every number and table a run with the whole arrays gives."""
+    from kafkamodel.sim.clients import workload
+    from snapshot import capture
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "keys": {"cardinality": 500}},
+                  {"topic": "t", "acks": 1, "rate.per.s": 15000, "linger.ms": 2, "buffer.memory": 1 << 19}],
+                 1500.0, latency=100.0, costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    monkeypatch.setattr(workload, "PIECE", 7)
+    pieces = simulate(s)
+    assert pieces.summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+
+    def whole(p, duration, state, cost, n):
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state
+        return workload._after_sends(workload._arrivals(p, duration, rng), cost)
+
+    monkeypatch.setattr(workload, "SendReturns", whole)
+    assert capture(simulate(s)) == capture(pieces)

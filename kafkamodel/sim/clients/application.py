@@ -250,8 +250,9 @@ class PoolWatch:
 
     __slots__ = ("returns", "fit", "released", "stamp")
 
-    def __init__(self, returns: np.ndarray, unit: float, limit: int):
-        self.returns = returns  # when each send() returns, in send order (sorted)
+    def __init__(self, returns, unit: float, limit: int):
+        self.returns = returns  # when each send() returns, in send order (sorted): an array or a
+        #                         ``workload.SendReturns`` (read at increasing indexes)
         self.fit = int(limit // unit)  # records the pool holds
         self.released = 0  # records whose batch completed
         self.stamp = 0  # version of its timer

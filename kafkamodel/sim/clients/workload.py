@@ -45,7 +45,8 @@ class Workload:
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
     #                             far): its slots are filled as its application thread sends them (application)
     returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
-    #                              returns, in send order (application.PoolWatch)
+    #                              returns, in send order (application.PoolWatch): a SendReturns (made as read), or
+    #                              with bursts an array
     tracked: list = field(default_factory=list)  # (holder, attribute, fill): other per-record arrays (a consumer
     #                                              group's), moved with the slots
 
@@ -132,24 +133,48 @@ class Workload:
         return self.lo - old_lo, move
 
 
+def _poisson_chunks(p: ProducerSettings, duration: float, rng: np.random.Generator, piece: int = 0):
+    """A producer's Poisson arrival times (rate.per.s from start.ms to its stop), a chunk of draws at a time: the
+    exponential gaps drawn in chunks of a size fixed by the expected count, each chunk's times its running sum
+    from the last one's end (the times before the stop, in order; a chunk may be empty at the end). `piece`: each
+    chunk given in pieces of that many draws, the same floats (a generator's draws split give the same sequence,
+    and a running sum goes on from the last piece's, one addition at a time as NumPy's cumsum adds)."""
+    start = p.start_ms
+    stop = min(p.stop_ms if p.stop_ms is not None else duration, duration)
+    rate = p.rate_per_s
+    if not (rate > 0 and stop > start):
+        return
+    mean_gap = 1000.0 / rate
+    expected = (stop - start) / mean_gap
+    n = int(expected + 6 * np.sqrt(expected) + 16)
+    t = start
+    while t < stop:
+        if piece <= 0 or piece >= n:
+            times = t + np.cumsum(rng.exponential(mean_gap, n))
+            last = times[-1]
+            yield times if last < stop else times[times < stop]
+            t = last
+            continue
+        total, left = 0.0, n
+        while left:
+            m = piece if piece < left else left
+            left -= m
+            sums = np.cumsum(np.concatenate(([total], rng.exponential(mean_gap, m))))[1:]
+            total = sums[-1]
+            times = t + sums
+            yield times if times[-1] < stop else times[times < stop]
+        t = times[-1]
+
+
 def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) -> np.ndarray:
     start = p.start_ms
     stop = p.stop_ms if p.stop_ms is not None else duration
     stop = min(stop, duration)
     parts = []
-    rate = p.rate_per_s
-    if rate > 0 and stop > start:
-        mean_gap = 1000.0 / rate
-        expected = (stop - start) / mean_gap
-        chunks = []
-        t = start
-        while t < stop:
-            n = int(expected + 6 * np.sqrt(expected) + 16)
-            times = t + np.cumsum(rng.exponential(mean_gap, n))
-            chunks.append(times)
-            t = times[-1]
-        times = np.concatenate(chunks)
-        parts.append(times[times < stop])
+    chunks = list(_poisson_chunks(p, duration, rng))
+    if chunks:
+        parts.append(chunks[0] if len(chunks) == 1 else np.concatenate(chunks))
+    del chunks
     burst = p.burst
     if burst is not None:
         first = max(burst.start_ms, start)
@@ -160,6 +185,44 @@ def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) ->
     if len(parts) == 1:  # one source alone is in order already (Poisson: running sums of draws >= 0)
         return parts[0]
     return np.sort(np.concatenate(parts), kind="stable")
+
+
+PIECE = 1 << 16  # draws a SendReturns makes at a time
+
+
+class SendReturns:
+    """When each send() of an open-loop producer without bursts returns, in send order (``_after_sends`` of
+    ``_arrivals``), made a chunk of draws at a time as it is read, from its arrivals stream as it was before the
+    setup drew from it: the same draws in the same chunks, so the same floats, without an array of every record's
+    (8 bytes a record). Read in increasing order (a pool watch's first record that does not fit only moves on)."""
+
+    __slots__ = ("n", "cost", "chunks", "offset", "times", "top")
+
+    def __init__(self, p: ProducerSettings, duration: float, state: dict, cost: float, n: int):
+        rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
+        rng.bit_generator.state = state
+        self.n = n  # records in all
+        self.cost = cost
+        self.chunks = _poisson_chunks(p, duration, rng, PIECE)
+        self.offset = 0  # the record times[0] is
+        self.times = np.empty(0)
+        self.top = -np.inf  # the running max of a_j - cost j over the records before times[0] (``_after_sends``)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> float:
+        while k >= self.offset + len(self.times):
+            self.offset += len(self.times)
+            a = next(self.chunks)
+            if self.cost > 0 and len(a):  # (as _after_sends: steps from the record's own index)
+                steps = self.cost * np.arange(self.offset, self.offset + len(a), dtype=np.float64)
+                top = np.maximum.accumulate(a - steps)
+                np.maximum(top, self.top, out=top)
+                self.top = top[-1]
+                a = top + steps + self.cost
+            self.times = a
+        return self.times[k - self.offset]
 
 
 def send_cost_ms(settings: Settings, p: ProducerSettings, fmt=None) -> float:
@@ -323,7 +386,7 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     key_type = DIGITS if digits else np.int64 if wide else np.int32
     # first each open-loop producer's arrival times (what decides how many records there are), then, producer after
     # producer, its records' keys, partitions and times, straight into their places
-    arrivals, closed, returns = [], {}, {}
+    arrivals, closed, returns, states = [], {}, {}, {}
     counts = np.zeros((producers, n_partitions), dtype=np.int64)
     for i, p in enumerate(settings.producers):
         if p.closed_loop:  # its partitions as if sent back to back; its times come as the application sends them
@@ -337,7 +400,9 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             counts[i] = order.counts(covered, n_partitions)
             arrivals.append(None)
         else:
-            arrivals.append(_arrivals(p, duration, streams(f"producers[{i}].arrivals")))
+            rng = streams(f"producers[{i}].arrivals")
+            states[i] = rng.bit_generator.state  # (a pool watch's SendReturns draws them again)
+            arrivals.append(_arrivals(p, duration, rng))
     sizes = [int(counts[i].sum()) if a is None else len(a) for i, a in enumerate(arrivals)]
     total = sum(sizes)
     key = np.empty(total, dtype=key_type)
@@ -365,8 +430,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             k = np.full(n, -1, dtype=np.int64)
         local = assign_partitions(p, k, times, partitions, keys_rng, partitioner, fmt.records_per_batch)
         done = _after_sends(times, costs[i])
-        if n * fmt.record_bytes > p.buffer_memory:
-            returns[i] = done
+        if n * fmt.record_bytes > p.buffer_memory:  # (with bursts, the array: their merge is not made in chunks)
+            returns[i] = done if p.burst is not None else SendReturns(p, duration, states[i], costs[i], n)
         del times  # (done is times without a send() cost)
         by = None
         if n and np.any(local[1:] < local[:-1]):  # (the partition order is its global order: one topic each)
