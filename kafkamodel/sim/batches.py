@@ -3,7 +3,7 @@
 A batch is a contiguous range ``[lo, lo + count)`` of one producer's records
 for one partition, made by the producer's accumulator when the sender drains
 it (``accumulator``). Its identity and size never change; the producer
-(``state``, ``attempt``, ``ack_ms``, ``error``, ``epoch``, ``seq``) and the
+(``state``, ``attempt``, its acknowledgement time, ``error``, ``epoch``, ``seq``) and the
 leaders (``visible_ms``, which also says whether it is committed) fill in the rest. Each column is an
 ``array.array`` of the field's type: a cell of 1-8 bytes, where a Python
 list would take an 8-byte slot and, for an int past 256 or a float of its
@@ -319,8 +319,8 @@ def record_format(settings, producer) -> RecordFormat:
                         producer.compression_type, producer.batch_size)
 
 
-# a new batch's state, attempt, ack_ms, error, visible_ms, epoch and seq (Batches._filled)
-_NEW_ROW = (PENDING, 0, np.nan, NONE, np.nan, -1, -1)
+# a new batch's state, attempt, error, visible_ms, epoch and seq (Batches._filled)
+_NEW_ROW = (PENDING, 0, NONE, np.nan, -1, -1)
 INT16_MAX, INT32_MAX = 2**15 - 1, 2**31 - 1
 
 
@@ -330,8 +330,8 @@ def index_type(records: int) -> str:
 
 
 class Batches:
-    __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "ack_ms", "error",
-                 "visible_ms", "epoch", "seq", "formats", "_filled", "_new_rows")
+    __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "acks_first", "acks_count",
+                 "acks_ms", "error", "visible_ms", "epoch", "seq", "formats", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -349,7 +349,13 @@ class Batches:
         # sends so far: int16 (a batch is rarely sent more than a few times; ``widen_attempt`` makes it int32, Kafka's
         # int, at a 32,768th send, which retries at their default and no backoff can reach)
         self.attempt = array("h")
-        self.ack_ms = array("d")  # when the producer learned of success
+        # when the producer learned of success, as runs of consecutive batch ids acknowledged at one time (a
+        # response's batches, made in a row by one drain, are answered at once: a run a request, not 8 bytes a
+        # batch), in the order they were acknowledged: each run's first batch, its length and the time (``acked``;
+        # the results read them as a column, ``accounting.AckTimes``). Only acknowledged batches are in a run.
+        self.acks_first = array("q")
+        self.acks_count = array("i")
+        self.acks_ms = array("d")
         self.error = array("h")  # the error a failed batch ended with (Kafka's error codes are int16)
         # first time a leader's HW covered it; NaN while none has: a batch is committed (some leader's HW covered
         # it) exactly when this is set (``committed``), so no column of its own says so
@@ -358,7 +364,7 @@ class Batches:
         # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
         # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
         self.seq = array("i")
-        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.error, self.visible_ms, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
@@ -371,10 +377,9 @@ class Batches:
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
         # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
-        state, attempt, ack_ms, error, visible_ms, epoch, seq = self._new_rows
+        state, attempt, error, visible_ms, epoch, seq = self._new_rows
         self.state.extend(state)
         self.attempt.extend(attempt)
-        self.ack_ms.extend(ack_ms)
         self.error.extend(error)
         self.visible_ms.extend(visible_ms)
         self.epoch.extend(epoch)
@@ -403,6 +408,41 @@ class Batches:
     def __len__(self) -> int:
         return len(self.lo)
 
+    def acked(self, ids: list[int], now: float) -> None:
+        """Batches `ids` (distinct, none acknowledged before; their state set ACKED by the caller) were acknowledged
+        at `now`: kept as runs of consecutive ids (``acks_first``, ``acks_count``, ``acks_ms``)."""
+        if not ids:
+            return
+        lo = min(ids)
+        if max(ids) - lo + 1 == len(ids):  # one range (distinct ids): a request's batches, made in a row
+            self._ack_run(lo, len(ids), now)
+            return
+        ids = sorted(ids)
+        start = prev = ids[0]
+        for b in ids[1:]:
+            if b != prev + 1:
+                self._ack_run(start, prev - start + 1, now)
+                start = b
+            prev = b
+        self._ack_run(start, prev - start + 1, now)
+
+    def _ack_run(self, lo: int, n: int, now: float) -> None:
+        """Batches lo..lo+n-1 acknowledged at `now`: the last run grows if they follow it at the same time."""
+        first, count, at = self.acks_first, self.acks_count, self.acks_ms
+        if at and at[-1] == now and first[-1] + count[-1] == lo:
+            count[-1] += n
+        else:
+            first.append(lo)
+            count.append(n)
+            at.append(now)
+
+    def ack_ms(self) -> np.ndarray:
+        """Every batch's acknowledgement time (float64, a new array; NaN: not acknowledged), from the runs."""
+        out = np.full(len(self.lo), np.nan)
+        for lo, n, t in zip(self.acks_first, self.acks_count, self.acks_ms):
+            out[lo:lo + n] = t
+        return out
+
     def committed(self, b: int) -> bool:
         """Some leader's HW covered batch b (its ``visible_ms`` is set)."""
         v = self.visible_ms[b]
@@ -412,7 +452,7 @@ class Batches:
         """A batch is being sent a 32,768th time: ``attempt`` becomes int32 (the producer's send loop takes the new
         column, which it returns)."""
         self.attempt = array("i", self.attempt)
-        self._filled = (self.state, self.attempt, self.ack_ms, self.error, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.error, self.visible_ms, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
         return self.attempt
 

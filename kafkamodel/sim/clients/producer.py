@@ -642,10 +642,12 @@ class ProducerClient:
             ps.nic_free = at
         delay = at - now
         if not answered:
+            done = []
             for b, _ in entries:
                 if batches.state[b] != ACKED:
                     batches.state[b] = ACKED
-                    batches.ack_ms[b] = now
+                    done.append(b)
+            batches.acked(done, now)
             if ps.pooled:  # the batches complete once the NIC has sent them (Kafka: written to the socket)
                 self.kernel.schedule(at, self._written, ps, taken)
             self.send(ps.node, node, self.server_produce,
@@ -704,7 +706,8 @@ class ProducerClient:
         del conn.sent_ms[req]
         conn.failures = 0
         batches = self.batches
-        attempts, states, partition_of, ack_ms = batches.attempt, batches.state, batches.partition, batches.ack_ms
+        attempts, states, partition_of = batches.attempt, batches.state, batches.partition
+        done: list[int] = []  # the batches acknowledged now
         queues = ps.acc.queues
         now = self.kernel.now
         pooled = ps.pooled
@@ -715,7 +718,7 @@ class ProducerClient:
             q.inflight -= 1
             if error == NONE:
                 states[b] = ACKED
-                ack_ms[b] = now
+                done.append(b)
                 if q.probe == b:  # the resend went through: what waited behind it follows
                     q.probe = -1
                     q.probing = False
@@ -724,6 +727,7 @@ class ProducerClient:
                     self._completed(ps, b)
             else:
                 self._batch_failed(ps, b, q, error, base)
+        batches.acked(done, now)
         if full:  # a slot is free again: the Sender looks
             self._run_once(ps, node)
 

@@ -128,6 +128,15 @@ def _view(cells, dtype=None) -> np.ndarray:
     return np.frombuffer(cells, dtype=dtype or cells.typecode) if len(cells) else np.zeros(0, dtype or cells.typecode)
 
 
+def _ack_runs(batches) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batch table's acknowledgement runs (``Batches.acked``) ordered by their first batch (they never overlap:
+    a batch is acknowledged once): (first, end, time)."""
+    first = _view(batches.acks_first).astype(np.int64)
+    order = np.argsort(first, kind="stable")
+    first = first[order]
+    return first, first + _view(batches.acks_count)[order], _view(batches.acks_ms)[order]
+
+
 @dataclass(frozen=True)
 class BatchAccount:
     """Every batch's fate and its copies, a row per batch (the batch table's columns themselves, read in place),
@@ -139,7 +148,9 @@ class BatchAccount:
     producer: np.ndarray  # int16
     lo: np.ndarray  # its first record (workload index): the batch table's type
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
-    ack_ms: np.ndarray  # float64: when acknowledged (read it through ``ack_ms_of``: NaN where not acknowledged)
+    # when acknowledged (read through ``ack_ms_of``): the batch table's runs of batches acknowledged at one time
+    # (``Batches.acked``), ordered by their first batch: (first, end: int64, time: float64), no column a batch
+    acks: tuple[np.ndarray, np.ndarray, np.ndarray]
     visible_ms: np.ndarray  # float64: when some leader's HW first covered it (NaN: none has, so not committed)
     error: np.ndarray  # int16 (Kafka's error codes)
     undrained: int  # records no batch took
@@ -151,12 +162,22 @@ class BatchAccount:
         count, lo, producer = _view(b.count), _view(b.lo), _view(b.producer)
         undrained = end.workload.records - int(count.sum(dtype=np.int64))
         return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
-                   ack_ms=_view(b.ack_ms), visible_ms=_view(b.visible_ms),
+                   acks=_ack_runs(b), visible_ms=_view(b.visible_ms),
                    error=_view(b.error), undrained=undrained, logs=FinalLogs(end, lo, count, producer))
 
     def ack_ms_of(self, rows: np.ndarray) -> np.ndarray:
         """The acknowledgement times of the batches `rows` (a new array): NaN where not acknowledged."""
-        return np.where(self.state[rows] == ACKED, self.ack_ms[rows], np.nan)
+        first, end, at = self.acks
+        if not len(first):
+            return np.full(len(rows), np.nan)
+        k = np.searchsorted(first, rows, side="right") - 1  # the run starting at or before each row
+        k[k < 0] = 0
+        return np.where((self.state[rows] == ACKED) & (rows >= first[k]) & (rows < end[k]), at[k], np.nan)
+
+    @property
+    def ack_ms(self) -> np.ndarray:
+        """Every batch's acknowledgement time (a new float64 array; NaN where not acknowledged)."""
+        return self.ack_ms_of(np.arange(len(self.state)))
 
     # ---- masks over the rows ----------------------------------------------------------------------------------
 
