@@ -564,8 +564,8 @@ def test_a_pool_watchs_send_returns_made_in_pieces_are_the_setups_floats(piece, 
     from kafkamodel.sim.clients import workload
 
     monkeypatch.setattr(workload, "PIECE", piece)
-    for rate, extra, duration, cost in [(300000, {}, 300.0, 0.003), (5000, {"start.ms": 100, "stop.ms": 700}, 1000.0, 0.5),
-                                        (100, {}, 1000.0, 0.0), (2000, {}, 400.0, 0.4)]:
+    for rate, extra, duration, cost in [(300000, {}, 300.0, 0.003), (100, {}, 1000.0, 0.0), (2000, {}, 400.0, 0.4),
+                                        (5000, {"start.ms": 100, "stop.ms": 700}, 1000.0, 0.5)]:
         p = Settings.of(load_scenario(scenario([{"topic": "t", "rate.per.s": rate, **extra}], duration))).producers[0]
         rng = np.random.default_rng(11)
         state = rng.bit_generator.state
@@ -577,8 +577,8 @@ def test_a_pool_watchs_send_returns_made_in_pieces_are_the_setups_floats(piece, 
     monkeypatch.setattr(workload.np, "sqrt", lambda x: -x / 12.0)  # (the chunk's size: expected / 2 + 16)
     rng = np.random.default_rng(5)
     state = rng.bit_generator.state
-    whole = workload._after_sends(workload._arrivals(p, 400.0, rng), 0.4)
-    made = workload.SendReturns(p, 400.0, state, 0.4, len(whole))
+    whole = workload._after_sends(workload._arrivals(p, 1000.0, rng), 0.4)
+    made = workload.SendReturns(p, 1000.0, state, 0.4, len(whole))
     assert np.array_equal([made[k] for k in range(len(whole))], whole)
 
 
@@ -604,3 +604,45 @@ def test_a_run_whose_pool_watches_read_send_returns_made_as_read_is_the_same(mon
 
     monkeypatch.setattr(workload, "SendReturns", whole)
     assert capture(simulate(s)) == capture(pieces)
+
+
+@pytest.mark.parametrize("records", ["all", "none"])
+def test_records_made_in_pieces_are_the_records_made_whole(records, monkeypatch):
+    """A keyed open-loop producer's records made a piece of draws at a time (``workload._make_in_pieces``: keys,
+    partitions through a table of the keys present or hashed a piece at a time, a partitioner's mapping, send()
+    returns drawn again) give the arrays, every number and table a run made whole gives, beside producers made
+    whole (bursts, the sticky partitioner's null keys, a closed-loop producer) and with a pool that fills."""
+    from kafkamodel.sim.clients import workload
+    from snapshot import capture
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "keys": {"cardinality": 500}, "partitioner": {"mapping": {"key-3": 0}}},
+                  {"topic": "t", "acks": 1, "rate.per.s": 9000, "linger.ms": 2, "keys": {"cardinality": 900_000},
+                   "start.ms": 100, "stop.ms": 900},
+                  {"topic": "t", "acks": 1, "rate.per.s": 2000, "keys": {"cardinality": 50},
+                   "burst": {"records": 200, "every.ms": 250}},
+                  {"topic": "t", "acks": 1, "rate.per.s": 3000, "linger.ms": 5, "partitioner": "sticky"},
+                  closed(keys={"cardinality": 300}, **{"buffer.memory": 1 << 19})],
+                 1200.0, latency=100.0, costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}],
+                 **{"results.records": records})
+    made = {}
+
+    def keep(build):
+        def run(*args):
+            w = build(*args)
+            made["arrays"] = [np.asarray(w.key).tobytes(), bytes(w.ready_ms), w.lo.tobytes(), w.hi.tobytes()]
+            return w
+        return run
+
+    monkeypatch.setattr(workload, "PIECE", 1000)
+    monkeypatch.setattr("kafkamodel.sim.simulation.build_workload", keep(workload.build_workload))
+    pieces = simulate(s)
+    arrays = made["arrays"]
+    assert pieces.summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
+    assert [workload._in_pieces(p, None) for p in Simulation(load_scenario(s)).settings.producers] == \
+        [True, True, False, False, False]
+    monkeypatch.setattr(workload, "_in_pieces", lambda p, partitioner: False)
+    whole = simulate(s)
+    assert made["arrays"] == arrays
+    assert capture(whole) == capture(pieces)

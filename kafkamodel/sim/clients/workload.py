@@ -187,26 +187,45 @@ def _arrivals(p: ProducerSettings, duration: float, rng: np.random.Generator) ->
     return np.sort(np.concatenate(parts), kind="stable")
 
 
-PIECE = 1 << 16  # draws a SendReturns makes at a time
+PIECE = 1 << 16  # draws made at a time when a producer's records are made in pieces (SendReturns, build_workload)
+
+
+def _rng_at(state: dict) -> np.random.Generator:
+    """A generator in the state `state` (a stream's, copied before it drew)."""
+    rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
+    rng.bit_generator.state = state
+    return rng
+
+
+def _return_pieces(p: ProducerSettings, duration: float, state: dict, cost: float):
+    """``_after_sends`` of ``_arrivals`` for an open-loop producer without bursts, a piece of draws at a time (from
+    its arrivals stream as it was in `state`): the same floats (the running max goes on from the last piece's;
+    steps from each record's own index)."""
+    offset, top = 0, -np.inf
+    for a in _poisson_chunks(p, duration, _rng_at(state), PIECE):
+        if cost > 0 and len(a):
+            steps = cost * np.arange(offset, offset + len(a), dtype=np.float64)
+            run = np.maximum.accumulate(a - steps)
+            np.maximum(run, top, out=run)
+            top = run[-1]
+            a = run + steps + cost
+        offset += len(a)
+        yield a
 
 
 class SendReturns:
     """When each send() of an open-loop producer without bursts returns, in send order (``_after_sends`` of
-    ``_arrivals``), made a chunk of draws at a time as it is read, from its arrivals stream as it was before the
-    setup drew from it: the same draws in the same chunks, so the same floats, without an array of every record's
-    (8 bytes a record). Read in increasing order (a pool watch's first record that does not fit only moves on)."""
+    ``_arrivals``), made a piece of draws at a time as it is read (``_return_pieces``), not an array of every
+    record's (8 bytes a record). Read in increasing order (a pool watch's first record that does not fit only moves
+    on)."""
 
-    __slots__ = ("n", "cost", "chunks", "offset", "times", "top")
+    __slots__ = ("n", "pieces", "offset", "times")
 
     def __init__(self, p: ProducerSettings, duration: float, state: dict, cost: float, n: int):
-        rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
-        rng.bit_generator.state = state
         self.n = n  # records in all
-        self.cost = cost
-        self.chunks = _poisson_chunks(p, duration, rng, PIECE)
+        self.pieces = _return_pieces(p, duration, state, cost)
         self.offset = 0  # the record times[0] is
         self.times = np.empty(0)
-        self.top = -np.inf  # the running max of a_j - cost j over the records before times[0] (``_after_sends``)
 
     def __len__(self) -> int:
         return self.n
@@ -214,14 +233,7 @@ class SendReturns:
     def __getitem__(self, k: int) -> float:
         while k >= self.offset + len(self.times):
             self.offset += len(self.times)
-            a = next(self.chunks)
-            if self.cost > 0 and len(a):  # (as _after_sends: steps from the record's own index)
-                steps = self.cost * np.arange(self.offset, self.offset + len(a), dtype=np.float64)
-                top = np.maximum.accumulate(a - steps)
-                np.maximum(top, self.top, out=top)
-                self.top = top[-1]
-                a = top + steps + self.cost
-            self.times = a
+            self.times = next(self.pieces)
         return self.times[k - self.offset]
 
 
@@ -375,7 +387,11 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     Each producer's records are made in turn and copied into the run's arrays
     at once (a production second has nearly two million records: the arrays
     are made once, at their final size, and each producer's temporaries go
-    before the next producer's are made).
+    before the next producer's are made). A keyed open-loop producer without
+    bursts (``_in_pieces``) is made a piece of draws at a time: its arrivals
+    counted first, then its keys and partitions (3 bytes a record, in send
+    order, while it is made), then its send() returns drawn again and each
+    piece put in its slots; the same records as made whole.
     """
     duration = settings.duration_ms
     n_partitions = sum(t.partitions for t in settings.topics)
@@ -401,9 +417,13 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
             arrivals.append(None)
         else:
             rng = streams(f"producers[{i}].arrivals")
-            states[i] = rng.bit_generator.state  # (a pool watch's SendReturns draws them again)
-            arrivals.append(_arrivals(p, duration, rng))
-    sizes = [int(counts[i].sum()) if a is None else len(a) for i, a in enumerate(arrivals)]
+            states[i] = rng.bit_generator.state  # (made again in pieces: SendReturns, _in_pieces)
+            if _in_pieces(p, partitioner):  # only counted now
+                arrivals.append(sum(len(t) for t in _poisson_chunks(p, duration, rng, PIECE)))
+            else:
+                arrivals.append(_arrivals(p, duration, rng))
+    sizes = [int(counts[i].sum()) if a is None else a if isinstance(a, int) else len(a)
+             for i, a in enumerate(arrivals)]
     total = sum(sizes)
     key = np.empty(total, dtype=key_type)
     ready = array("d", [0.0]) * total if total else array("d")
@@ -423,6 +443,13 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         keys_rng = streams(f"producers[{i}].keys")
         partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
         fmt = record_format(settings, p)
+        if isinstance(times, int):
+            counts[i] = _make_in_pieces(settings, p, times, states[i], costs[i], keys_rng, partitions, first,
+                                        n_partitions, key[at:end], ready_ms[at:end])
+            if times * fmt.record_bytes > p.buffer_memory:
+                returns[i] = SendReturns(p, duration, states[i], costs[i], times)
+            at = end
+            continue
         n = len(times)
         if p.key_cardinality is not None:
             k = keys_rng.integers(0, p.key_cardinality, n).astype(np.int64, copy=False)
@@ -455,3 +482,65 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     hi = np.cumsum(counts.ravel()).reshape(counts.shape)
     return Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
                     returns=returns or None)
+
+
+def _in_pieces(p: ProducerSettings, partitioner) -> bool:
+    """Whether build_workload makes the producer's records a piece of draws at a time: open loop without bursts (its
+    arrivals drawn again in pieces), every record keyed and its partition its key's alone (no callable partitioner,
+    not round robin: a record's partition is not its index)."""
+    name = p.partitioner if isinstance(p.partitioner, str) else "default"
+    return (not p.closed_loop and p.burst is None and p.key_cardinality is not None and partitioner is None
+            and name != "round_robin")
+
+
+def _make_in_pieces(settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
+                    keys_rng: np.random.Generator, partitions: int, first: int, n_partitions: int, key: np.ndarray,
+                    ready_ms: np.ndarray) -> np.ndarray:
+    """A producer's n records (``_in_pieces``) into its part of the run's arrays, `key` and `ready_ms`, laid out by
+    partition and time as the whole arrays' stable sort lays them; returns its records per global partition."""
+    cap = record_format(settings, p).records_per_batch
+    parts = np.empty(n, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)  # in send order
+    keys = np.empty(n, dtype=key.dtype)
+    # keyed records only: the partitioners draw nothing. With few keys for the records (partition_for_keys's bound),
+    # the keys are drawn twice: first to find the ones present, each hashed once into a table (as a whole array's
+    # are), then for the records; with many, each piece's keys are hashed
+    card = p.key_cardinality
+    table = None
+    if card < 4 * n + 65536:
+        again = _rng_at(keys_rng.bit_generator.state)
+        present = np.zeros(card, dtype=bool)
+        for s in range(0, n, PIECE):
+            present[again.integers(0, card, min(PIECE, n - s))] = True
+        unique = np.flatnonzero(present)
+        del present, again
+        table = np.zeros(card, dtype=parts.dtype)
+        for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
+            some = unique[s:s + PIECE]
+            table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
+        del unique
+    for s in range(0, n, PIECE):  # (a generator's draws split give the same sequence)
+        m = min(PIECE, n - s)
+        k = keys_rng.integers(0, card, m).astype(np.int64, copy=False)
+        parts[s:s + m] = table[k] if table is not None else assign_partitions(p, k, None, partitions, keys_rng,
+                                                                              None, cap)
+        keys[s:s + m] = key_digits(k) if key.dtype == DIGITS else k
+    local = np.bincount(parts, minlength=partitions).astype(np.int64)
+    filled = np.cumsum(local) - local  # each partition's next slot (of the producer's part)
+    s = 0
+    for done in _return_pieces(p, settings.duration_ms, state, cost):
+        m = len(done)
+        if not m:
+            continue
+        piece = parts[s:s + m]
+        by = np.argsort(piece, kind="stable")
+        ordered = piece[by]
+        here = np.bincount(piece, minlength=partitions)
+        slots = np.empty(m, dtype=np.int64)
+        slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
+        filled += here
+        ready_ms[slots] = done
+        key[slots] = keys[s:s + m]
+        s += m
+    out = np.zeros(n_partitions, dtype=np.int64)
+    out[first:first + partitions] = local
+    return out
