@@ -28,13 +28,16 @@ study: $(STAMP)
 	SCALE=$(SCALE) $(PY) -m kafkamodel study --engine $(ENGINE) --keep $(KEEP)
 
 ## test: the fast test suite (the study kit's tests start one local Spark session); the browser tests run when
-## Debian's Chromium is installed (apt-get install chromium) and are skipped, saying so, when it is not
+## Debian's Chromium is installed (apt-get install chromium) and are skipped, saying so, when it is not.
+## TEST_WORKERS=N runs N pytest-xdist workers (default auto: one per core; 0: in this process); every test that
+## starts Spark runs on one of them (tests/conftest.py)
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## test-browser: only the browser tests (the explorer in JupyterLab, the reports), a missing Chromium a failure
 test-browser: $(STAMP)
-	KAFKAMODEL_REQUIRE_BROWSER=1 $(PY) -m pytest -m browser
+	KAFKAMODEL_REQUIRE_BROWSER=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m browser
 
 ## test-slow: the long tests (more hypothesis examples), bounded; the object-store test runs when `make s3a-jars`
 ## has fetched its jars (skipped, saying so, when not)
@@ -42,7 +45,7 @@ S3A_JARS := .cache/s3a-jars
 S3A_VERSION := 1.4.5
 S3A_JAR_NAMES := hadoop-aws-3.3.1.jar aws-java-sdk-bundle-1.11.901.jar
 test-slow: $(STAMP)
-	KAFKAMODEL_S3A_JARS=$${KAFKAMODEL_S3A_JARS:-$(CURDIR)/$(S3A_JARS)} $(PY) -m pytest -m 'slow and not accelerated'
+	KAFKAMODEL_S3A_JARS=$${KAFKAMODEL_S3A_JARS:-$(CURDIR)/$(S3A_JARS)} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m 'slow and not accelerated'
 
 ## accelerate: the optional mypyc accelerator (docs/speed.md, "mypyc, measured"): the event loop's modules compiled
 ## from the same source into build/accelerated (mypy in its own venv, .cache/mypyc-venv); run a command from there

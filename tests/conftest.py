@@ -1,5 +1,10 @@
 """Shared fixtures: one Spark session for the whole run, and tiny versions of every study.
 
+Under pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``) each worker is a pytest session of its own:
+``pytest_collection_modifyitems`` below puts every test that starts Spark (the ``spark`` fixture, or marked
+``spark``: its own Spark in a subprocess) on one worker, so one Spark session serves the run and no two JVMs
+compete, and keeps the tests that share a module-scoped fixture on one worker, so it is built once.
+
 A tiny study is the shipped spec with shorter runs and fewer grid values
 (``TINY`` below), written to a temporary folder: the same study name, the
 same analysis notebook, seconds instead of minutes.
@@ -8,6 +13,7 @@ same analysis notebook, seconds instead of minutes.
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import pytest
@@ -83,11 +89,67 @@ def tiny_spec_text(study: str, seeds: int = 1) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def _spark_test(item) -> bool:
+    return "spark" in item.fixturenames or item.get_closest_marker("spark") is not None
+
+
+def _module_fixture_test(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
+
+
+@pytest.hookimpl(wrapper=True)  # the groups are set before xdist's own hook reads them
+def pytest_collection_modifyitems(config, items):
+    """xdist groups (used by ``--dist loadgroup``, ignored without -n): "spark" for every test that starts Spark,
+    the module's name for tests sharing a module fixture (a module with a Spark test keeps them in "spark" too).
+    The browser tests run last: the reports they open are built (``study_reports``) by tests without their
+    600-s bound."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)  # stable
+    grouping = config.pluginmanager.hasplugin("xdist")
+    if grouping:
+        spark_modules = {item.module.__name__ for item in items if _spark_test(item)}
+        for item in items:
+            module = item.module.__name__
+            if _spark_test(item):
+                group = "spark"
+            elif _module_fixture_test(item):
+                group = "spark" if module in spark_modules else module
+            else:
+                continue
+            item.add_marker(pytest.mark.xdist_group(group))
+    result = yield
+    if grouping and getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        # xdist (3.8) passes a test's group to the scheduler as a suffix of its node id, set through the
+        # attribute pytest < 9.2 kept it in; pytest 9.2 keeps it in `_id` (pytest-xdist issue #1386): set there
+        from _pytest.nodeid import coerce_node_id
+
+        for item in items:
+            mark = item.get_closest_marker("xdist_group")
+            if mark is not None and "@" not in item.nodeid and hasattr(item, "_id"):
+                item._id = coerce_node_id(f"{item.nodeid}@{mark.args[0]}")
+    return result
+
+
+def _one_spark_worker(tmp_path_factory) -> None:
+    """Under xdist, fail if another worker of this run started Spark (the groups above did not reach the
+    scheduler, or -n ran without --dist loadgroup): two sessions would compete for the cores and the memory."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return
+    run = tmp_path_factory.getbasetemp().parent  # the run's folder, shared by its workers
+    (run / f"spark-{worker}").touch()
+    others = sorted(p.name for p in run.glob("spark-*") if p.name != f"spark-{worker}")
+    if others:
+        pytest.fail(f"Spark started on two xdist workers ({worker} and {', '.join(others)}): run with "
+                    "--dist loadgroup (make test does), which puts every Spark test on one worker")
+
+
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """The one Spark session of the test run (each new one costs about 10 s)."""
     from kafkamodel.kit.spark import build_spark
 
+    _one_spark_worker(tmp_path_factory)
     session = build_spark("local[2]", app_name="kafkamodel tests")
     yield session
     session.stop()

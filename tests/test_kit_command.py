@@ -97,7 +97,7 @@ def _kill_spec(folder: Path, seeds: int = 2) -> Path:
 
 
 # Spark runs points ~10x faster than papermill: more of them, so the kill lands mid-way
-@pytest.mark.parametrize("engine, seeds", [("papermill", 2), ("spark", 10)])
+@pytest.mark.parametrize("engine, seeds", [("papermill", 2), pytest.param("spark", 10, marks=pytest.mark.spark)])
 def test_a_killed_sweep_resumes_with_every_run_exactly_once(tmp_path, request, engine, seeds):
     spec_path = _kill_spec(tmp_path, seeds)
     total = 2 * seeds

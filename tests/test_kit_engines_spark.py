@@ -159,6 +159,7 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(15)
 
 
+@pytest.mark.spark  # a standalone master and worker, and Spark in the sweep's process
 def test_a_sweep_runs_on_a_standalone_cluster(tmp_path):
     spec = _spec(tmp_path / "spec")
     port = _free_port()

@@ -26,7 +26,7 @@ from kafkamodel.kit.point import execute_point
 from kafkamodel.kit.specfile import load_spec
 from helpers import ENGINES_SPEC, campaign_spec_file
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 BUCKET = "kafkamodel"
 # hadoop-aws 3.3.1 reads these as plain numbers; the Hadoop 3.5 client PySpark ships defaults them with units

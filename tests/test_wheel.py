@@ -122,6 +122,7 @@ def test_installed_commands_work_from_an_empty_folder_and_write_only_there(insta
 
 
 @pytest.mark.slow
+@pytest.mark.spark  # the study's sweep, aggregation and report run on Spark
 def test_installed_sweep_and_study_write_into_the_current_folder(installed, tmp_path):
     """A one-point sweep (papermill, the shipped point notebook) and one shipped study at a small scale (Spark:
     sweep, aggregation, report), all from an empty folder."""
