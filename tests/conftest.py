@@ -121,8 +121,10 @@ def pytest_collection_modifyitems(config, items):
     if grouping and getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         # xdist (3.8) passes a test's group to the scheduler as a suffix of its node id, set through the
         # attribute pytest < 9.2 kept it in; pytest 9.2 keeps it in `_id` (pytest-xdist issue #1386): set there
-        from _pytest.nodeid import coerce_node_id
-
+        try:
+            from _pytest.nodeid import coerce_node_id
+        except ImportError:  # a pytest before 9.2: xdist's own suffix reaches the scheduler
+            return result
         for item in items:
             mark = item.get_closest_marker("xdist_group")
             if mark is not None and "@" not in item.nodeid and hasattr(item, "_id"):
