@@ -319,8 +319,8 @@ def record_format(settings, producer) -> RecordFormat:
                         producer.compression_type, producer.batch_size)
 
 
-# a new batch's state, attempt, error, visible_ms, epoch and seq (Batches._filled)
-_NEW_ROW = (PENDING, 0, NONE, np.nan, -1, -1)
+# a new batch's state, attempt, visible_ms, epoch and seq (Batches._filled)
+_NEW_ROW = (PENDING, 0, np.nan, -1, -1)
 INT16_MAX, INT32_MAX = 2**15 - 1, 2**31 - 1
 
 
@@ -352,11 +352,13 @@ class Batches:
         # when the producer learned of success, as runs of consecutive batch ids acknowledged at one time (a
         # response's batches, made in a row by one drain, are answered at once: a run a request, not 8 bytes a
         # batch), in the order they were acknowledged: each run's first batch, its length and the time (``acked``;
-        # the results read them as a column, ``accounting.AckTimes``). Only acknowledged batches are in a run.
+        # the results read them by run, ``BatchAccount.ack_ms_of``). Only acknowledged batches are in a run.
         self.acks_first = array("q")
         self.acks_count = array("i")
         self.acks_ms = array("d")
-        self.error = array("h")  # the error a failed batch ended with (Kafka's error codes are int16)
+        # the last error a batch's send ended with (a retried or failed one: Kafka's int16 error codes), by batch; a
+        # batch not here has none (NONE). Few batches have one, so no column a batch
+        self.error: dict[int, int] = {}
         # first time a leader's HW covered it; NaN while none has: a batch is committed (some leader's HW covered
         # it) exactly when this is set (``committed``), so no column of its own says so
         self.visible_ms = array("d")
@@ -364,7 +366,7 @@ class Batches:
         # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
         # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
         self.seq = array("i")
-        self._filled = (self.state, self.attempt, self.error, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.visible_ms, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
@@ -377,10 +379,9 @@ class Batches:
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
         # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
-        state, attempt, error, visible_ms, epoch, seq = self._new_rows
+        state, attempt, visible_ms, epoch, seq = self._new_rows
         self.state.extend(state)
         self.attempt.extend(attempt)
-        self.error.extend(error)
         self.visible_ms.extend(visible_ms)
         self.epoch.extend(epoch)
         self.seq.extend(seq)
@@ -436,13 +437,6 @@ class Batches:
             count.append(n)
             at.append(now)
 
-    def ack_ms(self) -> np.ndarray:
-        """Every batch's acknowledgement time (float64, a new array; NaN: not acknowledged), from the runs."""
-        out = np.full(len(self.lo), np.nan)
-        for lo, n, t in zip(self.acks_first, self.acks_count, self.acks_ms):
-            out[lo:lo + n] = t
-        return out
-
     def committed(self, b: int) -> bool:
         """Some leader's HW covered batch b (its ``visible_ms`` is set)."""
         v = self.visible_ms[b]
@@ -452,7 +446,7 @@ class Batches:
         """A batch is being sent a 32,768th time: ``attempt`` becomes int32 (the producer's send loop takes the new
         column, which it returns)."""
         self.attempt = array("i", self.attempt)
-        self._filled = (self.state, self.attempt, self.error, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.visible_ms, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
         return self.attempt
 

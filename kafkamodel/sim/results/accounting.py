@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..protocol import ACKED, FAILED, INFLIGHT, PENDING
+from ..protocol import ACKED, FAILED, INFLIGHT, NONE, PENDING
 
 
 
@@ -152,7 +152,7 @@ class BatchAccount:
     # (``Batches.acked``), ordered by their first batch: (first, end: int64, time: float64), no column a batch
     acks: tuple[np.ndarray, np.ndarray, np.ndarray]
     visible_ms: np.ndarray  # float64: when some leader's HW first covered it (NaN: none has, so not committed)
-    error: np.ndarray  # int16 (Kafka's error codes)
+    errors: dict  # batch -> its last error (Kafka's error codes), for the batches that have one (``error``)
     undrained: int  # records no batch took
     logs: FinalLogs
 
@@ -163,7 +163,7 @@ class BatchAccount:
         undrained = end.workload.records - int(count.sum(dtype=np.int64))
         return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
                    acks=_ack_runs(b), visible_ms=_view(b.visible_ms),
-                   error=_view(b.error), undrained=undrained, logs=FinalLogs(end, lo, count, producer))
+                   errors=b.error, undrained=undrained, logs=FinalLogs(end, lo, count, producer))
 
     def ack_ms_of(self, rows: np.ndarray) -> np.ndarray:
         """The acknowledgement times of the batches `rows` (a new array): NaN where not acknowledged."""
@@ -173,6 +173,14 @@ class BatchAccount:
         k = np.searchsorted(first, rows, side="right") - 1  # the run starting at or before each row
         k[k < 0] = 0
         return np.where((self.state[rows] == ACKED) & (rows >= first[k]) & (rows < end[k]), at[k], np.nan)
+
+    @property
+    def error(self) -> np.ndarray:
+        """Every batch's last error (a new int16 array; NONE where it has none)."""
+        out = np.full(len(self.state), NONE, dtype=np.int16)
+        if self.errors:
+            out[np.fromiter(self.errors.keys(), dtype=np.int64)] = np.fromiter(self.errors.values(), dtype=np.int16)
+        return out
 
     @property
     def ack_ms(self) -> np.ndarray:

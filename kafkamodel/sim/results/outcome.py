@@ -196,7 +196,10 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
         position = idx.copy()
     none = rb < 0  # records no batch took: pending, absent
     rec_state = _per_record(account.state, rb, none, PENDING)
-    error_codes = np.where(rec_state == FAILED, _per_record(account.error, rb, none, NONE), -1).astype(np.int8)
+    # (the batches' errors and acknowledgement times are made as columns only for a table that has rows)
+    errors = account.error if len(rb) else np.empty(0, dtype=np.int16)
+    error_codes = np.where(rec_state == FAILED, _per_record(errors, rb, none, NONE), -1).astype(np.int8)
+    del errors
     acked = rec_state == ACKED
     rec_presence = _per_record(logs.presence, rb, none, 0)  # (int16, the copies column's type)
     # (in place where a fresh array allows: each temporary of this size costs page faults as well as time)
@@ -210,7 +213,7 @@ def record_columns(end: RunEnd, account: BatchAccount, idx: np.ndarray | None = 
     last_offset += position
     last_offset[rec_presence == 0] = -1
     del position  # (each per-record temporary goes once used: the peak is their sum)
-    rec_ack = _per_record(account.ack_ms, rb, none, np.nan)
+    rec_ack = _per_record(account.ack_ms if len(rb) else np.empty(0), rb, none, np.nan)
     rec_ack[rec_state != ACKED] = np.nan  # NaN where not acknowledged
     del rec_state
     rec_visible = _per_record(account.visible_ms, rb, none, np.nan)
