@@ -211,3 +211,39 @@ def test_a_batchs_sends_are_int16_and_widen_at_the_32768th(monkeypatch):
     assert set(wide.batches.attempt.tolist()) == {2**15}
     assert wide.batches.attempt is wide.batches._filled[1]  # new batches extend the widened column
     assert summary == expected
+
+
+def test_acknowledgement_times_kept_as_runs_read_back_as_each_batchs_time():
+    """``Batches.acked`` keeps runs of consecutive ids acknowledged at one time; ``BatchAccount.ack_ms_of`` gives
+    each batch's time back, NaN for a batch not acknowledged: compared with a dict of every acknowledgement, for
+    responses whose batches are a range, out of order, with gaps (a retried batch answered later) and empty."""
+    from types import SimpleNamespace
+
+    from kafkamodel.sim.protocol import ACKED, PENDING
+    from kafkamodel.sim.results.accounting import BatchAccount, _ack_runs
+
+    f = RecordFormat(2, 100, None, "none", 1 << 20)
+    b = Batches([f], records=1000, partitions=4)
+    for k in range(40):
+        b.new(k, 1, k % 4, 0, 100)
+    rng = np.random.default_rng(3)
+    expected: dict[int, float] = {}
+    responses = [[0, 1, 2], [3, 4], [7, 5, 6], [], [9, 12, 10], [8], [11, 13], [20, 14, 15], [16, 17]]
+    responses += [list(rng.permutation(np.arange(21, 37)).tolist())]  # one response of 16 batches, any order
+    now = 1.0
+    for ids in responses:
+        now += 0.5 if len(expected) % 3 else 0.0  # (some responses at the same instant as the one before)
+        b.acked(ids, now)
+        expected.update((i, now) for i in ids)
+    assert len(b.acks_first) < len(expected)  # runs, not a cell a batch
+    state = np.full(len(b), PENDING, dtype=np.int8)
+    state[list(expected)] = ACKED
+    account = SimpleNamespace(acks=_ack_runs(b), state=state)
+    rows = np.arange(len(b))
+    got = BatchAccount.ack_ms_of(account, rows)
+    want = np.array([expected.get(i, np.nan) for i in rows.tolist()])
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.flatnonzero(np.isnan(got)).tolist() == [18, 19, 37, 38, 39]  # never acknowledged
+    # a batch acknowledged but since marked otherwise reads NaN, as the column read through the state did
+    state[5] = PENDING
+    assert np.isnan(BatchAccount.ack_ms_of(account, np.array([5])))[0]
