@@ -352,8 +352,9 @@ class Batches:
         # when the producer learned of success, as runs of consecutive batch ids acknowledged at one time (a
         # response's batches, made in a row by one drain, are answered at once: a run a request, not 8 bytes a
         # batch), in the order they were acknowledged: each run's first batch, its length and the time (``acked``;
-        # the results read them by run, ``BatchAccount.ack_ms_of``). Only acknowledged batches are in a run.
-        self.acks_first = array("q")
+        # the results read them by run, ``BatchAccount.ack_ms_of``). Only acknowledged batches are in a run. A run
+        # takes 16 bytes: where each response holds one batch (a small scenario), 8 more a batch than a column would
+        self.acks_first = array("i")  # (int32: a batch id is, in a log's rows)
         self.acks_count = array("i")
         self.acks_ms = array("d")
         # the last error a batch's send ended with (a retried or failed one: Kafka's int16 error codes), by batch; a
@@ -412,20 +413,24 @@ class Batches:
     def acked(self, ids: list[int], now: float) -> None:
         """Batches `ids` (distinct, none acknowledged before; their state set ACKED by the caller) were acknowledged
         at `now`: kept as runs of consecutive ids (``acks_first``, ``acks_count``, ``acks_ms``)."""
-        if not ids:
+        n = len(ids)
+        if n == 1:  # (a response of one batch, a small scenario's usual one: no min, max or sort)
+            lo = ids[0]
+        elif not n:
             return
-        lo = min(ids)
-        if max(ids) - lo + 1 == len(ids):  # one range (distinct ids): a request's batches, made in a row
-            self._ack_run(lo, len(ids), now)
-            return
-        ids = sorted(ids)
-        start = prev = ids[0]
-        for b in ids[1:]:
-            if b != prev + 1:
+        else:
+            lo = min(ids)
+            if max(ids) - lo + 1 != n:  # not one range: a run for each range of consecutive ids
+                ids = sorted(ids)
+                start = prev = ids[0]
+                for b in ids[1:]:
+                    if b != prev + 1:
+                        self._ack_run(start, prev - start + 1, now)
+                        start = b
+                    prev = b
                 self._ack_run(start, prev - start + 1, now)
-                start = b
-            prev = b
-        self._ack_run(start, prev - start + 1, now)
+                return
+        self._ack_run(lo, n, now)  # one range (distinct ids): a request's batches, made in a row
 
     def _ack_run(self, lo: int, n: int, now: float) -> None:
         """Batches lo..lo+n-1 acknowledged at `now`: the last run grows if they follow it at the same time."""
