@@ -445,7 +445,7 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         fmt = record_format(settings, p)
         if isinstance(times, int):
             counts[i] = _make_in_pieces(settings, p, times, states[i], costs[i], keys_rng, partitions, first,
-                                        n_partitions, key[at:end], ready_ms[at:end])
+                                        n_partitions, key[at:end], ready_ms[at:end], fmt.records_per_batch)
             if times * fmt.record_bytes > p.buffer_memory:
                 returns[i] = SendReturns(p, duration, states[i], costs[i], times)
             at = end
@@ -495,10 +495,10 @@ def _in_pieces(p: ProducerSettings, partitioner) -> bool:
 
 def _make_in_pieces(settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
                     keys_rng: np.random.Generator, partitions: int, first: int, n_partitions: int, key: np.ndarray,
-                    ready_ms: np.ndarray) -> np.ndarray:
+                    ready_ms: np.ndarray, cap: int) -> np.ndarray:
     """A producer's n records (``_in_pieces``) into its part of the run's arrays, `key` and `ready_ms`, laid out by
-    partition and time as the whole arrays' stable sort lays them; returns its records per global partition."""
-    cap = record_format(settings, p).records_per_batch
+    partition and time as the whole arrays' stable sort lays them (`cap`: its format's records_per_batch, as
+    assign_partitions takes it); returns its records per global partition."""
     parts = np.empty(n, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)  # in send order
     keys = np.empty(n, dtype=key.dtype)
     # keyed records only: the partitioners draw nothing. With few keys for the records (partition_for_keys's bound),
