@@ -61,12 +61,12 @@ def test_a_follower_extended_with_the_leaders_chunks_holds_the_same_entries_at_i
     follower = Log(segment_bytes=1 << 30, batch_bytes=SIZES)
     several = leader.chunk(0, 3)  # batches 0, 1 and the control record, read at 1 ms
     follower.extend(several, 1.0)
-    assert follower.log_end_offset == 16 and list(follower.append_ms) == [1.0, 1.0, 1.0]
+    assert follower.log_end_offset == 16 and list(follower.append_times()) == [1.0, 1.0, 1.0]
     for i in (3, 4):  # then one batch at a time, as a follower's usual answer carries it (its fields)
         base, end, epoch, b = leader.entry(i)
         follower.append(base, end, epoch, b, 1.0 + i)
     assert follower.entry_list() == leader.entry_list()
-    assert list(follower.append_ms) == [1.0, 1.0, 1.0, 4.0, 5.0] and list(leader.append_ms) == [0.0] * 5
+    assert list(follower.append_times()) == [1.0, 1.0, 1.0, 4.0, 5.0] and list(leader.append_times()) == [0.0] * 5
     assert follower.durable_offset(4.0) == 16  # written back: what reached the page cache before 4 ms
 
 
@@ -93,7 +93,7 @@ def test_a_follower_taking_its_leaders_rows_shares_them_and_keeps_only_its_times
     follower.extend(leader.chunk(1, 3), 3.0)
     assert len(table.bases) == 3 and follower.table is table  # one copy of the rows for both
     assert follower.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)] == leader.entry_list()
-    assert list(follower.append_ms) == [2.0, 3.0, 3.0]
+    assert list(follower.append_times()) == [2.0, 3.0, 3.0]
 
 
 def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_ones_rows_to_it():
@@ -130,7 +130,7 @@ def test_a_follower_extended_with_other_rows_than_its_table_holds_leaves_those_r
     b.extend(c.chunk(2, 4), 3.0)
     assert b.entry_list() == c.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 19, 2, 3), (19, 21, 2, 4)]
     assert a.entry_list() == [(0, 10, 1, 0), (10, 15, 1, 1), (15, 22, 1, 2)] and a.table is not b.table
-    assert list(b.append_ms) == [1.0, 1.0, 3.0, 3.0] and b.log_end_offset == 21
+    assert list(b.append_times()) == [1.0, 1.0, 3.0, 3.0] and b.log_end_offset == 21
 
 
 def test_a_truncated_shared_log_writes_its_own_rows_without_changing_the_others():
@@ -245,3 +245,93 @@ def test_offsets_past_int32_widen_the_shared_table_for_every_log_holding_it():
     other.extend(leader.chunk(0, 2), 2.0)
     assert other.entry_list() == leader.entry_list() == [(top - 2, top + 1, 1, 0), (top + 1, top + 5, 1, 1)]
     assert other.bases.typecode == "q"
+
+
+# ---- append times: an index a row into the run's instants, read as the plain column of times each log kept before --
+
+def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
+    """Three replicas sharing a table (and a fourth log with a table of its own sharing the instants) append,
+    extend, truncate and retire in random order at nondecreasing times, several appends at one instant; each log's
+    times read back (``append_times``, ``appended_ms``), and every search by time (``written_before``,
+    ``durable_offset``, ``bytes_written_before``, ``recovery_point_at``, ``unrecovered``) answers as the same
+    search over a plain list of each row's time, the layout before."""
+    import random
+    from bisect import bisect_left, bisect_right
+
+    from kafkamodel.sim.storage.log import new_instants
+    from kafkamodel.sim.storage.recovery import recovery_point_at, segment_starts, unrecovered
+
+    rng = random.Random(5)
+    sizes = [rng.randrange(1, 400) for _ in range(4000)]
+    instants = new_instants()
+    table = AppendTable(instants=instants)
+    logs = [Log(segment_bytes=2000, batch_bytes=sizes, table=table) for _ in range(3)]
+    logs.append(Log(segment_bytes=2000, batch_bytes=sizes, table=AppendTable(instants=instants)))
+    times: list[list[float]] = [[] for _ in logs]  # the old column: each row's time
+    now, batch, appended = 0.0, 0, 0
+    for step in range(3000):
+        if rng.random() < 0.25:
+            now += rng.choice((0.5, 1.0, 0.001, 7.25))
+        k = rng.randrange(len(logs))
+        log, kept = logs[k], times[k]
+        action = rng.random()
+        if action < 0.5 or not log.rows:  # a leader's append (a new batch at this log's LEO)
+            n = rng.randrange(1, 20)
+            log.append(log.log_end_offset, log.log_end_offset + n, 0, batch, now)
+            kept.append(now)
+            appended += 1
+            batch = (batch + 1) % len(sizes)
+        elif action < 0.8:  # a follower's fetch of what another log holds past its LEO
+            src = logs[rng.randrange(len(logs))]
+            i = src.entry_index(log.log_end_offset)
+            if src is not log and i < src.rows and src.bases[i] == log.log_end_offset:
+                j = min(src.rows, i + rng.randrange(1, 4))
+                chunk = src.chunk(i, j)
+                if j == i + 1:
+                    base, epoch, b, end = chunk
+                    log.append(base, end, epoch, b, now)
+                else:
+                    log.extend(chunk, now)
+                kept.extend([now] * (j - i))
+                appended += j - i
+        elif action < 0.95:  # a truncation
+            i = rng.randrange(log.rows)
+            log.truncate_to(log.bases[i])
+            del kept[i:]
+        else:  # retention of the oldest rows (the caller's cut, as apply_retention makes it)
+            cut = rng.randrange(log.rows)
+            log.retire(cut)
+            log.detach()
+            del log.bases[:cut], log.batch_ids[:cut], log.append_at[:cut]
+            log.rows -= cut
+            if log.rows:
+                log.log_start_offset = log.bases[0]
+            log.epoch_rows[0] = 0
+            del kept[:cut]
+        assert list(log.append_times()) == kept
+        if step % 7:
+            continue
+        for log, kept in zip(logs, times):
+            assert [log.appended_ms(i) for i in range(log.rows)] == kept
+            for cut in (-1.0, 0.0, now / 3, now / 2, now, now + 1, *rng.sample(kept, min(3, len(kept)))):
+                assert log.written_before(cut) == bisect_left(kept, cut)
+                w = bisect_left(kept, cut)
+                assert log.durable_offset(cut) == max(log.flushed_offset, log.end_of(w - 1) if w else 0)
+                i = rng.randrange(log.rows + 1)
+                j = rng.randrange(i, log.rows + 1)
+                k = bisect_left(kept, cut, i, j)
+                expect = sum(sizes[b] for b in log.batch_ids[i:k] if b >= 0) if i < j and kept[i] < cut else 0
+                assert log.bytes_written_before(i, j, cut) == expect
+                if log.rows:
+                    r = bisect_right(kept, cut)  # the rows appended by `cut` (recovery_point_at over the list)
+                    starts = segment_starts(log)
+                    point = log.log_start_offset if r == 0 else max(
+                        log.bases[starts[bisect_right(starts, r - 1) - 1]],
+                        min(log.flushed_offset, log.end_of(r - 1)))
+                    assert recovery_point_at(log, cut) == point
+                    total = uncached = 0
+                    for b, at in zip(log.batch_ids[:log.rows], kept):
+                        total += sizes[b]
+                        uncached += sizes[b] if at < cut else 0
+                    assert unrecovered(log, log.log_start_offset, cut)[:2] == (total, uncached)
+    assert len(instants) < appended / 2  # (one instant for several rows)

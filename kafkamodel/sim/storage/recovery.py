@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from ...config.distributions import Sampler, normalise
 from .log import Log
@@ -56,7 +56,8 @@ def recovery_point_at(log: Log, t: float) -> int:
     """The recovery point a checkpoint written at `t` held: the base of the segment then active (a roll flushes
     what lies before it), or the flushed offset if it was further (approximated by what is flushed now, bounded by
     the log end at `t`)."""
-    i = bisect_right(log.append_ms, t)  # entries appended by t
+    # entries appended by t: those whose instant is at most t (the instants increase, a log's indexes never fall)
+    i = bisect_left(log.append_at, bisect_right(log.instants, t), 0, log.rows)
     if i == 0:
         return log.log_start_offset
     starts = segment_starts(log)
@@ -78,13 +79,13 @@ def unrecovered(log: Log, checkpoint: int, evicted_before: float) -> tuple[int, 
         return 0, 0, 0  # the checkpoint is a segment's base with nothing in it
     sizes = log.batch_bytes
     total = uncached = 0
-    times = log.append_ms
+    instants, at = log.instants, log.append_at
     ids = log.batch_ids
     for i in range(first, log.rows):
         b = ids[i]
         if b >= 0:
             total += sizes[b]
-            if times[i] < evicted_before:
+            if instants[at[i]] < evicted_before:
                 uncached += sizes[b]
     return total, uncached, len(starts) - k
 
