@@ -247,3 +247,43 @@ def test_acknowledgement_times_kept_as_runs_read_back_as_each_batchs_time():
     # a batch acknowledged but since marked otherwise reads NaN, as the column read through the state did
     state[5] = PENDING
     assert np.isnan(BatchAccount.ack_ms_of(account, np.array([5])))[0]
+
+
+def test_visible_times_kept_as_instants_read_back_as_each_batchs_time():
+    """A leader's HW advance marks the batches it newly covers with the index of its instant (``visible_at``, the
+    instants kept once each in ``visible_instants``); ``Batches.visible_ms``, ``committed`` and the account's
+    ``visible_ms_of``, ``visible_ms`` and ``committed`` give each batch's time back, NaN (not committed) for a batch
+    no HW covered: compared with a dict of every batch's first covering time, for advances of several partitions
+    at one instant, a batch covered again later (it keeps its first time) and batches never covered."""
+    from types import SimpleNamespace
+
+    from kafkamodel.sim.results.accounting import BatchAccount, _view
+
+    f = RecordFormat(2, 100, None, "none", 1 << 20)
+    b = Batches([f], records=1000, partitions=4)
+    for k in range(60):
+        b.new(k, 1, k % 4, 0, 100)
+    rng = np.random.default_rng(5)
+    expected: dict[int, float] = {}
+    now = 0.0
+    for step in range(40):
+        if step % 3:
+            now += float(rng.choice([0.25, 1.0, 3.5]))  # (some advances at the instant of the one before)
+        covered = rng.choice(55, size=int(rng.integers(0, 5)), replace=False).tolist()  # 55..59: never covered
+        at = 0  # as LeaderRole's advance: the instant's index taken once, when a batch first needs it
+        for x in covered:
+            if not b.visible_at[x]:
+                if not at:
+                    at = b.visible_index(now)
+                b.visible_at[x] = at
+            expected.setdefault(x, now)
+    assert len(b.visible_instants) - 1 < len(expected)  # an instant for several batches
+    assert [b.visible_ms(x) if b.committed(x) else None for x in range(len(b))] == [
+        expected.get(x) for x in range(len(b))]
+    account = SimpleNamespace(visible_at=_view(b.visible_at), visible_instants=_view(b.visible_instants))
+    want = np.array([expected.get(x, np.nan) for x in range(len(b))])
+    assert np.array_equal(BatchAccount.visible_ms.fget(account), want, equal_nan=True)
+    rows = rng.permutation(len(b))[:30]
+    assert np.array_equal(BatchAccount.visible_ms_of(account, rows), want[rows], equal_nan=True)
+    assert np.array_equal(BatchAccount.visible_ms_of(account, slice(10, 50)), want[10:50], equal_nan=True)
+    assert np.array_equal(BatchAccount.committed.fget(account), ~np.isnan(want))

@@ -47,7 +47,7 @@ def per_record(sim) -> dict:
         lo, hi = b.lo[i], b.lo[i] + b.count[i]
         state[lo:hi] = b.state[i]
         committed[lo:hi] = b.committed(i)
-        visible[lo:hi] = b.visible_ms[i]
+        visible[lo:hi] = b.visible_ms(i)
     copies = np.zeros(n, dtype=np.int64)
     offset = np.full(n, -1, dtype=np.int64)  # the first copy's
     out_of_order = 0

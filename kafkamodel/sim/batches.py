@@ -4,7 +4,7 @@ A batch is a contiguous range ``[lo, lo + count)`` of one producer's records
 for one partition, made by the producer's accumulator when the sender drains
 it (``accumulator``). Its identity and size never change; the producer
 (``state``, ``attempt``, its acknowledgement time, ``error``, ``epoch``, ``seq``) and the
-leaders (``visible_ms``, which also says whether it is committed) fill in the rest. Each column is an
+leaders (``visible_at``, when it became visible, which also says whether it is committed) fill in the rest. Each column is an
 ``array.array`` of the field's type: a cell of 1-8 bytes, where a Python
 list would take an 8-byte slot and, for an int past 256 or a float of its
 own, an object of 24-32 bytes (the batch table grows with the run: a
@@ -319,8 +319,8 @@ def record_format(settings, producer) -> RecordFormat:
                         producer.compression_type, producer.batch_size)
 
 
-# a new batch's state, attempt, visible_ms, epoch and seq (Batches._filled)
-_NEW_ROW = (PENDING, 0, np.nan, -1, -1)
+# a new batch's state, attempt, visible_at, epoch and seq (Batches._filled)
+_NEW_ROW = (PENDING, 0, 0, -1, -1)
 INT16_MAX, INT32_MAX = 2**15 - 1, 2**31 - 1
 
 
@@ -331,7 +331,7 @@ def index_type(records: int) -> str:
 
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "acks_first", "acks_count",
-                 "acks_ms", "error", "visible_ms", "epoch", "seq", "formats", "_filled", "_new_rows")
+                 "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -360,14 +360,20 @@ class Batches:
         # the last error a batch's send ended with (a retried or failed one: Kafka's int16 error codes), by batch; a
         # batch not here has none (NONE). Few batches have one, so no column a batch
         self.error: dict[int, int] = {}
-        # first time a leader's HW covered it; NaN while none has: a batch is committed (some leader's HW covered
-        # it) exactly when this is set (``committed``), so no column of its own says so
-        self.visible_ms = array("d")
+        # first time a leader's HW covered it, as the index of that instant in ``visible_instants``; 0 while none
+        # has: a batch is committed (some leader's HW covered it) exactly when this is set (``committed``), so no
+        # column of its own says so. An HW advance covers the batches of several partitions at one instant (a
+        # follower's fetch answers them together), so the instants are kept once each: 4 bytes a batch, not 8
+        # (int32: an instant is kept only when some batch becomes visible at it, and a batch does so once, so there
+        # are fewer than batch ids, int32 in a log's rows). ``visible_ms`` reads a batch's time.
+        self.visible_at = array("i")
+        # the instants at which some batch became visible (float64, increasing), NaN first: a batch's index 0
+        self.visible_instants = array("d", (np.nan,))
         self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
         # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
         # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
         self.seq = array("i")
-        self._filled = (self.state, self.attempt, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
@@ -380,10 +386,10 @@ class Batches:
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
         # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
-        state, attempt, visible_ms, epoch, seq = self._new_rows
+        state, attempt, visible_at, epoch, seq = self._new_rows
         self.state.extend(state)
         self.attempt.extend(attempt)
-        self.visible_ms.extend(visible_ms)
+        self.visible_at.extend(visible_at)
         self.epoch.extend(epoch)
         self.seq.extend(seq)
         return len(self.lo) - 1
@@ -443,15 +449,26 @@ class Batches:
             at.append(now)
 
     def committed(self, b: int) -> bool:
-        """Some leader's HW covered batch b (its ``visible_ms`` is set)."""
-        v = self.visible_ms[b]
-        return v == v  # (NaN: not yet)
+        """Some leader's HW covered batch b (its ``visible_at`` is set)."""
+        return self.visible_at[b] != 0
+
+    def visible_index(self, now: float) -> int:
+        """The index of instant `now` in ``visible_instants`` (kept there if it is new: a batch becomes visible at
+        it), for ``visible_at``."""
+        instants = self.visible_instants
+        if instants[-1] != now:  # (NaN first: never equal)
+            instants.append(now)
+        return len(instants) - 1
+
+    def visible_ms(self, b: int) -> float:
+        """When some leader's HW first covered batch b (NaN: none has)."""
+        return self.visible_instants[self.visible_at[b]]
 
     def widen_attempt(self) -> array:
         """A batch is being sent a 32,768th time: ``attempt`` becomes int32 (the producer's send loop takes the new
         column, which it returns)."""
         self.attempt = array("i", self.attempt)
-        self._filled = (self.state, self.attempt, self.visible_ms, self.epoch, self.seq)
+        self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
         return self.attempt
 

@@ -75,12 +75,14 @@ class LeaderRole:
         if i >= 0 and bases[i] < hw:
             ids = log.batch_ids
             batches = self.batches
-            visible = batches.visible_ms  # (NaN until committed: Batches.committed)
-            now = self.kernel.now
+            visible = batches.visible_at  # (0 until committed: Batches.committed)
+            at = 0  # this instant's index in the batch table's visible instants, once a batch needs it
             while True:
                 b = ids[i]
-                if b >= 0 and visible[b] != visible[b]:
-                    visible[b] = now
+                if b >= 0 and not visible[b]:
+                    if not at:
+                        at = batches.visible_index(self.kernel.now)
+                    visible[b] = at
                 i += 1
                 if i == n or bases[i] >= hw:
                     break

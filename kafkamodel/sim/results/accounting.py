@@ -151,7 +151,10 @@ class BatchAccount:
     # when acknowledged (read through ``ack_ms_of``): the batch table's runs of batches acknowledged at one time
     # (``Batches.acked``), ordered by their first batch: (first, end: int64, time: float64), no column a batch
     acks: tuple[np.ndarray, np.ndarray, np.ndarray]
-    visible_ms: np.ndarray  # float64: when some leader's HW first covered it (NaN: none has, so not committed)
+    # when some leader's HW first covered it (read through ``visible_ms_of``): the batch table's index of that
+    # instant (int32; 0: none has, so not committed) and the instants (float64, NaN first: ``Batches.visible_at``)
+    visible_at: np.ndarray
+    visible_instants: np.ndarray
     errors: dict  # batch -> its last error (Kafka's error codes), for the batches that have one (``error``)
     undrained: int  # records no batch took
     logs: FinalLogs
@@ -162,7 +165,7 @@ class BatchAccount:
         count, lo, producer = _view(b.count), _view(b.lo), _view(b.producer)
         undrained = end.workload.records - int(count.sum(dtype=np.int64))
         return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
-                   acks=_ack_runs(b), visible_ms=_view(b.visible_ms),
+                   acks=_ack_runs(b), visible_at=_view(b.visible_at), visible_instants=_view(b.visible_instants),
                    errors=b.error, undrained=undrained, logs=FinalLogs(end, lo, count, producer))
 
     def ack_ms_of(self, rows: np.ndarray) -> np.ndarray:
@@ -173,6 +176,16 @@ class BatchAccount:
         k = np.searchsorted(first, rows, side="right") - 1  # the run starting at or before each row
         k[k < 0] = 0
         return np.where((self.state[rows] == ACKED) & (rows >= first[k]) & (rows < end[k]), at[k], np.nan)
+
+    def visible_ms_of(self, rows) -> np.ndarray:
+        """When some leader's HW first covered the batches `rows` (indexes or a slice; a new float64 array): NaN
+        where none has."""
+        return self.visible_instants[self.visible_at[rows]]
+
+    @property
+    def visible_ms(self) -> np.ndarray:
+        """Every batch's visible time (a new float64 array; NaN where not committed)."""
+        return self.visible_instants[self.visible_at]
 
     @property
     def error(self) -> np.ndarray:
@@ -200,8 +213,8 @@ class BatchAccount:
 
     @property
     def committed(self) -> np.ndarray:
-        """Some leader's HW covered it (``visible_ms`` is set)."""
-        return ~np.isnan(self.visible_ms)
+        """Some leader's HW covered it (``visible_at`` is set)."""
+        return self.visible_at != 0
 
     @property
     def failed(self) -> np.ndarray:
@@ -330,9 +343,10 @@ def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     paused = dict(g.paused_ms)
     for p, since in g.unowned_from.items():
         paused[p] += end_ms - since
-    rows = np.flatnonzero(np.isin(account.partition, g.partitions) & ~np.isnan(account.visible_ms))
-    by_time = np.argsort(account.visible_ms[rows], kind="stable")
-    seen = account.visible_ms[rows][by_time]
+    rows = np.flatnonzero(np.isin(account.partition, g.partitions) & account.committed)
+    seen = account.visible_ms_of(rows)
+    by_time = np.argsort(seen, kind="stable")
+    seen = seen[by_time]
     visible = np.cumsum(account.count[rows][by_time], dtype=np.int64)  # records visible by each visible time
     lo = account.lo[rows]
     by_lo = np.argsort(lo, kind="stable")

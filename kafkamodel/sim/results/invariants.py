@@ -152,13 +152,13 @@ def no_committed_record_lost(sim) -> list[str]:
     in order of each partition's first committed batch."""
     batches = sim.batches
     n = len(batches)
-    # committed: visible_ms set (Batches.committed), a block at a time
-    visible = np.frombuffer(batches.visible_ms, dtype=np.float64) if n else np.zeros(0)  # (a view)
+    # committed: visible_at set (Batches.committed), a block at a time
+    visible = np.frombuffer(batches.visible_at, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)  # (a view)
     part_of = np.frombuffer(batches.partition, dtype=batches.partition.typecode) if n else np.zeros(0, dtype=np.int32)
     wanted = np.zeros(len(sim.partitions), dtype=bool)  # partitions with a committed batch
     block = accounting.BLOCK
     for a in range(0, n, block):
-        wanted[part_of[a:a + block][~np.isnan(visible[a:a + block])]] = True
+        wanted[part_of[a:a + block][visible[a:a + block] != 0]] = True
     held = np.zeros(n, dtype=bool)
     holders_of = {}
     for p in np.flatnonzero(wanted).tolist():
@@ -170,12 +170,12 @@ def no_committed_record_lost(sim) -> list[str]:
             held[ids[ids >= 0]] = True
             if log.retired is not None:
                 held[np.frombuffer(log.retired[1], dtype=np.int32)] = True
-    blocks = [np.flatnonzero(~np.isnan(visible[a:a + block]) & ~held[a:a + block]) + a for a in range(0, n, block)]
+    blocks = [np.flatnonzero((visible[a:a + block] != 0) & ~held[a:a + block]) + a for a in range(0, n, block)]
     missing = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)  # committed, in no holder's log
     if not len(missing):
         return []
     first = np.full(len(sim.partitions), n, dtype=np.int64)  # each partition's first committed batch
-    covered = np.flatnonzero(~np.isnan(visible))
+    covered = np.flatnonzero(visible != 0)
     np.minimum.at(first, part_of[covered], covered)
     records = np.bincount(part_of[missing], weights=np.frombuffer(batches.count, dtype=batches.count.typecode)[missing],
                           minlength=len(sim.partitions)).astype(np.int64)

@@ -58,17 +58,17 @@ def stream_batches(end, account) -> dict:
     """Histograms of the produce latency (acknowledged records), the end-to-end latency (records some leader's HW
     covered) and, with operations, the produce latency of the acknowledged records sent in their window."""
     w = end.workload
-    acked, visible = account.acked, ~np.isnan(account.visible_ms)
+    acked, visible = account.acked, account.committed
     produce = LatencyHistogram(exact_top(account.records(acked)))
     e2e = LatencyHistogram(exact_top(account.records(visible)))
     window = end.operations["window"]
     # (its p99.9 and maximum exact: as many top values kept as the p99.9 of every acknowledged record needs)
     during = LatencyHistogram(exact_top(account.records(acked))) if window is not None else None
     del acked, visible
-    state, visible_ms = account.state, account.visible_ms
+    state, visible_at = account.state, account.visible_at
 
     def taken(a: int, b: int) -> np.ndarray:  # acknowledged, or some leader's HW covered it
-        return (state[a:b] == ACKED) | ~np.isnan(visible_ms[a:b])
+        return (state[a:b] == ACKED) | (visible_at[a:b] != 0)
 
     for chunk, n in _chunks(taken, account.count, CHUNK):
         total = int(n.sum())
@@ -84,7 +84,7 @@ def stream_batches(end, account) -> dict:
             start, stop = window[0], window[1]  # (its third: whether every operation finished)
             during.add(ack[took & (send >= start) & (send <= stop)])
         del ack, took
-        seen = np.repeat(account.visible_ms[chunk], n)
+        seen = np.repeat(account.visible_ms_of(chunk), n)
         seen -= send
         e2e.add(seen[~np.isnan(seen)])
     return {"produce": produce, "e2e": e2e, "during": during}
