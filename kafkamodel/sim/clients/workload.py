@@ -40,7 +40,7 @@ class Workload:
     blocked: tuple = field(default_factory=lambda: (array("q"), array("d")))  # the records whose send() blocked
     #   and was called before its return less the cost (``keep_called``): each one's (producer, partition) range
     #   and rank in it (range << 32 | rank, which a relayout does not move) and when it was called
-    ready_ms: array | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
+    ready_ms: array | memoryview | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
     #                                is in the accumulator); the producer takes it over (None after)
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
     #                             far): its slots are filled as its application thread sends them (application)
@@ -49,6 +49,17 @@ class Workload:
     #                              with bursts an array
     tracked: list = field(default_factory=list)  # (holder, attribute, fill): other per-record arrays (a consumer
     #                                              group's), moved with the slots
+    makers: dict | None = None  # producer -> its RecordMaker: its records' times and keys made as the run reads them
+    #                             (their slots in ready_ms and key are left unwritten until then)
+
+    def make_all(self, producer: int | None = None) -> None:
+        """Every record of the producer (None: of every producer) made: its RecordMaker's pieces left, at once."""
+        if not self.makers:
+            return
+        for i in ([producer] if producer is not None else list(self.makers)):
+            maker = self.makers.pop(i, None)
+            if maker is not None:
+                maker.finish()
 
     @property
     def records(self) -> int:
@@ -426,8 +437,16 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
              for i, a in enumerate(arrivals)]
     total = sum(sizes)
     key = np.empty(total, dtype=key_type)
-    ready = array("d", [0.0]) * total if total else array("d")
-    ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    lazy = [i for i, p in enumerate(settings.producers)
+            if isinstance(arrivals[i], int) and _made_as_read(p, arrivals[i])]
+    if lazy:  # (a buffer whose pages are written, so held, only as its records are made)
+        buffer = np.empty(total, dtype=np.float64)
+        ready = memoryview(buffer)
+        ready_ms = buffer
+    else:
+        ready = array("d", [0.0]) * total if total else array("d")
+        ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    makers = {}
     costs = [send_cost_ms(settings, p) for p in settings.producers]
     at = 0
     for i, p in enumerate(settings.producers):
@@ -443,6 +462,14 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         keys_rng = streams(f"producers[{i}].keys")
         partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
         fmt = record_format(settings, p)
+        if isinstance(times, int) and i in lazy:
+            makers[i] = RecordMaker(settings, p, times, states[i], costs[i], keys_rng, partitions, first, at, key,
+                                    ready_ms, fmt.records_per_batch)
+            counts[i, first:first + partitions] = makers[i].counts
+            if times * fmt.record_bytes > p.buffer_memory:
+                returns[i] = SendReturns(p, duration, states[i], costs[i], times)
+            at = end
+            continue
         if isinstance(times, int):
             counts[i] = _make_in_pieces(settings, p, times, states[i], costs[i], keys_rng, partitions, first,
                                         n_partitions, key[at:end], ready_ms[at:end], fmt.records_per_batch)
@@ -481,7 +508,95 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     del ready_ms
     hi = np.cumsum(counts.ravel()).reshape(counts.shape)
     return Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
-                    returns=returns or None)
+                    returns=returns or None, makers=makers or None)
+
+
+def _made_as_read(p: ProducerSettings, n: int) -> bool:
+    """Whether a producer made in pieces (``_in_pieces``) has its records made as the run reads them (a
+    RecordMaker): when its keys' partitions are a table of the keys present (few keys for its records, as
+    ``_make_in_pieces`` decides), so that a piece's records need no hashing."""
+    return p.key_cardinality < 4 * n + 65536
+
+
+class RecordMaker:
+    """A keyed open-loop producer's records (``_in_pieces``, ``_made_as_read``) made a piece of draws at a time as
+    the run reads them, into their slots of the run's arrays (the accumulator's times and the keys): the same
+    records as ``_make_in_pieces`` makes before the run. At the setup its keys are counted per key (one pass of
+    draws from a copy of its keys stream), which gives its records per partition (the layout) and the table of the
+    present keys' partitions; then each piece of send() returns (``_return_pieces``) takes that many keys from the
+    stream and its records take the next slots of their partitions. A partition's records are made in time order,
+    so the queue of each partition learns how far its records are made (``PartitionQueue.made``), and reads past
+    that ask for more (``make``)."""
+
+    def __init__(self, settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
+                 keys_rng: np.random.Generator, partitions: int, first: int, at: int, key: np.ndarray,
+                 ready_ms: np.ndarray, cap: int):
+        card = p.key_cardinality
+        again = _rng_at(keys_rng.bit_generator.state)
+        per_key = np.zeros(card, dtype=np.int64)
+        for s in range(0, n, 1 << 20):  # (a generator's draws split give the same sequence)
+            per_key += np.bincount(again.integers(0, card, min(1 << 20, n - s)), minlength=card)
+        del again
+        unique = np.flatnonzero(per_key)
+        table = np.zeros(card, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)
+        for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
+            some = unique[s:s + PIECE]
+            table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
+        self.counts = np.bincount(table[unique], weights=per_key[unique], minlength=partitions).astype(np.int64)
+        del unique, per_key
+        self.table = table  # key -> its partition (of the topic)
+        self.card = card
+        self.rng = keys_rng  # the keys stream, at the records' first key
+        self.pieces = _return_pieces(p, settings.duration_ms, state, cost)
+        self.partitions, self.first = partitions, first
+        self.filled = at + np.cumsum(self.counts) - self.counts  # each partition's next slot to make (global index)
+        self.key, self.ready_ms = key, ready_ms  # the run's arrays
+        self.digits = key.dtype == DIGITS
+        self.queues: list = []  # the producer's accumulator's queues (global partition index), told what is made
+
+    def attach(self, queues: list) -> None:
+        """The producer's queues: nothing of theirs is made yet."""
+        self.queues = queues
+        first = self.first
+        for p, lo in enumerate(self.filled.tolist()):
+            queues[first + p].made = lo
+
+    def make(self, q, upto: int) -> None:
+        """The pieces up to the one that makes the queue's records below `upto` (at most its end)."""
+        while q.made < upto:
+            if not self._step():
+                raise RuntimeError(f"records of partition {q.p} below {upto} asked for past the producer's last")
+
+    def finish(self) -> None:
+        """Every record left made."""
+        while self._step():
+            pass
+
+    def _step(self) -> bool:
+        """The next piece's records made (False: none left)."""
+        done = next(self.pieces, None)
+        if done is None:
+            return False
+        m = len(done)
+        if not m:
+            return True
+        k = self.rng.integers(0, self.card, m).astype(np.int64, copy=False)
+        piece = self.table[k]
+        by = np.argsort(piece, kind="stable")
+        ordered = piece[by]
+        here = np.bincount(piece, minlength=self.partitions)
+        slots = np.empty(m, dtype=np.int64)
+        filled = self.filled
+        slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
+        filled += here
+        self.ready_ms[slots] = done
+        self.key[slots] = key_digits(k) if self.digits else k
+        queues, first = self.queues, self.first
+        if queues:
+            ends = filled.tolist()
+            for p in np.flatnonzero(here).tolist():
+                queues[first + p].made = ends[p]
+        return True
 
 
 def _in_pieces(p: ProducerSettings, partitioner) -> bool:
