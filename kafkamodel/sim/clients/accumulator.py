@@ -122,7 +122,7 @@ class Accumulator:
                 self.make(q, top)
             if now - times[lo] < timeout:
                 break
-            hi = bisect_right(times, now - timeout, lo, top)  # (the times are in order: as bisecting to q.end, then top)
+            hi = bisect_right(times, now - timeout, lo, top)  # (times in order: as if bisected to q.end, then top)
             q.next = hi
             out.append(self.batches.new(lo, hi - lo, q.p, self.producer))
         return out

@@ -40,8 +40,9 @@ class Workload:
     blocked: tuple = field(default_factory=lambda: (array("q"), array("d")))  # the records whose send() blocked
     #   and was called before its return less the cost (``keep_called``): each one's (producer, partition) range
     #   and rank in it (range << 32 | rank, which a relayout does not move) and when it was called
-    ready_ms: array | memoryview | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
-    #                                is in the accumulator); the producer takes it over (None after)
+    ready_ms: array | memoryview | None = None  # float64 (the accumulator's own: an array.array, or with makers a
+    #   memoryview of a buffer written as its records are made): when send() returned (the record is in the
+    #   accumulator); the producer takes it over (None after)
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
     #                             far): its slots are filled as its application thread sends them (application)
     returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
@@ -399,10 +400,10 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     at once (a production second has nearly two million records: the arrays
     are made once, at their final size, and each producer's temporaries go
     before the next producer's are made). A keyed open-loop producer without
-    bursts (``_in_pieces``) is made a piece of draws at a time: its arrivals
-    counted first, then its keys and partitions (3 bytes a record, in send
-    order, while it is made), then its send() returns drawn again and each
-    piece put in its slots; the same records as made whole.
+    bursts (``_in_pieces``) is only counted here (its arrivals, then its
+    records per partition): its RecordMaker makes its records a piece of
+    draws at a time as the run reads them, into their slots (the pages of its
+    slots are written only then); the same records as made whole.
     """
     duration = settings.duration_ms
     n_partitions = sum(t.partitions for t in settings.topics)
@@ -437,9 +438,8 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
              for i, a in enumerate(arrivals)]
     total = sum(sizes)
     key = np.empty(total, dtype=key_type)
-    lazy = [i for i, p in enumerate(settings.producers)
-            if isinstance(arrivals[i], int) and _made_as_read(p, arrivals[i])]
-    if lazy:  # (a buffer whose pages are written, so held, only as its records are made)
+    if any(isinstance(a, int) for a in arrivals):  # (a buffer whose pages are written, so held, only as the records
+        #                                              are made: RecordMaker)
         buffer = np.empty(total, dtype=np.float64)
         ready = memoryview(buffer)
         ready_ms = buffer
@@ -462,17 +462,10 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         keys_rng = streams(f"producers[{i}].keys")
         partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
         fmt = record_format(settings, p)
-        if isinstance(times, int) and i in lazy:
+        if isinstance(times, int):
             makers[i] = RecordMaker(settings, p, times, states[i], costs[i], keys_rng, partitions, first, at, key,
                                     ready_ms, fmt.records_per_batch)
             counts[i, first:first + partitions] = makers[i].counts
-            if times * fmt.record_bytes > p.buffer_memory:
-                returns[i] = SendReturns(p, duration, states[i], costs[i], times)
-            at = end
-            continue
-        if isinstance(times, int):
-            counts[i] = _make_in_pieces(settings, p, times, states[i], costs[i], keys_rng, partitions, first,
-                                        n_partitions, key[at:end], ready_ms[at:end], fmt.records_per_batch)
             if times * fmt.record_bytes > p.buffer_memory:
                 returns[i] = SendReturns(p, duration, states[i], costs[i], times)
             at = end
@@ -511,40 +504,42 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
                     returns=returns or None, makers=makers or None)
 
 
-def _made_as_read(p: ProducerSettings, n: int) -> bool:
-    """Whether a producer made in pieces (``_in_pieces``) has its records made as the run reads them (a
-    RecordMaker): when its keys' partitions are a table of the keys present (few keys for its records, as
-    ``_make_in_pieces`` decides), so that a piece's records need no hashing."""
-    return p.key_cardinality < 4 * n + 65536
-
-
 class RecordMaker:
-    """A keyed open-loop producer's records (``_in_pieces``, ``_made_as_read``) made a piece of draws at a time as
-    the run reads them, into their slots of the run's arrays (the accumulator's times and the keys): the same
-    records as ``_make_in_pieces`` makes before the run. At the setup its keys are counted per key (one pass of
-    draws from a copy of its keys stream), which gives its records per partition (the layout) and the table of the
-    present keys' partitions; then each piece of send() returns (``_return_pieces``) takes that many keys from the
-    stream and its records take the next slots of their partitions. A partition's records are made in time order,
-    so the queue of each partition learns how far its records are made (``PartitionQueue.made``), and reads past
-    that ask for more (``make``)."""
+    """A keyed open-loop producer's records (``_in_pieces``) made a piece of draws at a time as the run reads them,
+    into their slots of the run's arrays (the accumulator's times and the keys), laid out by partition and time as
+    the whole arrays' stable sort lays them. At the setup its records per partition (the layout) are counted from a
+    copy of its keys stream: with few keys for its records (partition_for_keys's bound) per key, then each key
+    present hashed once into a table (as a whole array's are); with many, each piece of keys hashed. Then each
+    piece of send() returns (``_return_pieces``) takes that many keys from the stream, and its records take the next
+    slots of their partitions. A partition's records are made in time order, so its queue learns how far they are
+    made (``PartitionQueue.made``), and a read past that asks for more (``make``)."""
 
     def __init__(self, settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
                  keys_rng: np.random.Generator, partitions: int, first: int, at: int, key: np.ndarray,
                  ready_ms: np.ndarray, cap: int):
         card = p.key_cardinality
-        again = _rng_at(keys_rng.bit_generator.state)
-        per_key = np.zeros(card, dtype=np.int64)
-        for s in range(0, n, 1 << 20):  # (a generator's draws split give the same sequence)
-            per_key += np.bincount(again.integers(0, card, min(1 << 20, n - s)), minlength=card)
+        again = _rng_at(keys_rng.bit_generator.state)  # (keyed records only: the partitioners draw nothing)
+        self.p, self.cap = p, cap
+        self.table = None  # key -> its partition (of the topic), with few keys for the records
+        if card < 4 * n + 65536:
+            per_key = np.zeros(card, dtype=np.int64)
+            for s in range(0, n, 1 << 20):  # (a generator's draws split give the same sequence)
+                per_key += np.bincount(again.integers(0, card, min(1 << 20, n - s)), minlength=card)
+            unique = np.flatnonzero(per_key)
+            table = np.zeros(card, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)
+            for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
+                some = unique[s:s + PIECE]
+                table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
+            self.counts = np.bincount(table[unique], weights=per_key[unique], minlength=partitions).astype(np.int64)
+            del unique, per_key
+            self.table = table
+        else:
+            self.counts = np.zeros(partitions, dtype=np.int64)
+            for s in range(0, n, PIECE):
+                k = again.integers(0, card, min(PIECE, n - s)).astype(np.int64, copy=False)
+                self.counts += np.bincount(assign_partitions(p, k, None, partitions, again, None, cap),
+                                           minlength=partitions)
         del again
-        unique = np.flatnonzero(per_key)
-        table = np.zeros(card, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)
-        for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
-            some = unique[s:s + PIECE]
-            table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
-        self.counts = np.bincount(table[unique], weights=per_key[unique], minlength=partitions).astype(np.int64)
-        del unique, per_key
-        self.table = table  # key -> its partition (of the topic)
         self.card = card
         self.rng = keys_rng  # the keys stream, at the records' first key
         self.pieces = _return_pieces(p, settings.duration_ms, state, cost)
@@ -581,7 +576,9 @@ class RecordMaker:
         if not m:
             return True
         k = self.rng.integers(0, self.card, m).astype(np.int64, copy=False)
-        piece = self.table[k]
+        table = self.table
+        piece = table[k] if table is not None else assign_partitions(self.p, k, None, self.partitions, self.rng,
+                                                                     None, self.cap)
         by = np.argsort(piece, kind="stable")
         ordered = piece[by]
         here = np.bincount(piece, minlength=self.partitions)
@@ -606,56 +603,3 @@ def _in_pieces(p: ProducerSettings, partitioner) -> bool:
     name = p.partitioner if isinstance(p.partitioner, str) else "default"
     return (not p.closed_loop and p.burst is None and p.key_cardinality is not None and partitioner is None
             and name != "round_robin")
-
-
-def _make_in_pieces(settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
-                    keys_rng: np.random.Generator, partitions: int, first: int, n_partitions: int, key: np.ndarray,
-                    ready_ms: np.ndarray, cap: int) -> np.ndarray:
-    """A producer's n records (``_in_pieces``) into its part of the run's arrays, `key` and `ready_ms`, laid out by
-    partition and time as the whole arrays' stable sort lays them (`cap`: its format's records_per_batch, as
-    assign_partitions takes it); returns its records per global partition."""
-    parts = np.empty(n, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)  # in send order
-    keys = np.empty(n, dtype=key.dtype)
-    # keyed records only: the partitioners draw nothing. With few keys for the records (partition_for_keys's bound),
-    # the keys are drawn twice: first to find the ones present, each hashed once into a table (as a whole array's
-    # are), then for the records; with many, each piece's keys are hashed
-    card = p.key_cardinality
-    table = None
-    if card < 4 * n + 65536:
-        again = _rng_at(keys_rng.bit_generator.state)
-        present = np.zeros(card, dtype=bool)
-        for s in range(0, n, PIECE):
-            present[again.integers(0, card, min(PIECE, n - s))] = True
-        unique = np.flatnonzero(present)
-        del present, again
-        table = np.zeros(card, dtype=parts.dtype)
-        for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
-            some = unique[s:s + PIECE]
-            table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
-        del unique
-    for s in range(0, n, PIECE):  # (a generator's draws split give the same sequence)
-        m = min(PIECE, n - s)
-        k = keys_rng.integers(0, card, m).astype(np.int64, copy=False)
-        parts[s:s + m] = table[k] if table is not None else assign_partitions(p, k, None, partitions, keys_rng,
-                                                                              None, cap)
-        keys[s:s + m] = key_digits(k) if key.dtype == DIGITS else k
-    local = np.bincount(parts, minlength=partitions).astype(np.int64)
-    filled = np.cumsum(local) - local  # each partition's next slot (of the producer's part)
-    s = 0
-    for done in _return_pieces(p, settings.duration_ms, state, cost):
-        m = len(done)
-        if not m:
-            continue
-        piece = parts[s:s + m]
-        by = np.argsort(piece, kind="stable")
-        ordered = piece[by]
-        here = np.bincount(piece, minlength=partitions)
-        slots = np.empty(m, dtype=np.int64)
-        slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
-        filled += here
-        ready_ms[slots] = done
-        key[slots] = keys[s:s + m]
-        s += m
-    out = np.zeros(n_partitions, dtype=np.int64)
-    out[first:first + partitions] = local
-    return out
