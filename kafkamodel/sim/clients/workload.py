@@ -174,6 +174,7 @@ def _poisson_chunks(p: ProducerSettings, duration: float, rng: np.random.Generat
             sums = np.cumsum(np.concatenate(([total], rng.exponential(mean_gap, m))))[1:]
             total = sums[-1]
             times = t + sums
+            del sums
             yield times if times[-1] < stop else times[times < stop]
         t = times[-1]
 
@@ -220,7 +221,10 @@ def _return_pieces(p: ProducerSettings, duration: float, state: dict, cost: floa
             run = np.maximum.accumulate(a - steps)
             np.maximum(run, top, out=run)
             top = run[-1]
-            a = run + steps + cost
+            run += steps  # (run + steps + cost, in place: the same additions in the same order)
+            run += cost
+            a = run
+            del steps, run  # (a generator made as read holds only the piece it gave between reads)
         offset += len(a)
         yield a
 
