@@ -609,7 +609,7 @@ def test_a_run_whose_pool_watches_read_send_returns_made_as_read_is_the_same(mon
 
 @pytest.mark.parametrize("records", ["all", "none"])
 def test_records_made_in_pieces_are_the_records_made_whole(records, monkeypatch):
-    """A keyed open-loop producer's records made a piece of draws at a time (``workload._make_in_pieces``: keys,
+    """A keyed open-loop producer's records made a piece of draws at a time (``workload.RecordMaker``: keys,
     partitions through a table of the keys present or hashed a piece at a time, a partitioner's mapping, send()
     returns drawn again) give the arrays, every number and table a run made whole gives, beside producers made
     whole (bursts, the sticky partitioner's null keys, a closed-loop producer) and with a pool that fills."""
@@ -627,23 +627,43 @@ def test_records_made_in_pieces_are_the_records_made_whole(records, monkeypatch)
                   closed(keys={"cardinality": 300}, **{"buffer.memory": 1 << 19})],
                  1200.0, latency=100.0, costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}],
                  **{"results.records": records})
-    made = {}
 
-    def keep(build):
-        def run(*args):
-            w = build(*args)
-            made["arrays"] = [np.asarray(w.key).tobytes(), bytes(w.ready_ms), w.lo.tobytes(), w.hi.tobytes()]
-            return w
-        return run
+    def arrays():
+        sim = Simulation(load_scenario(s))
+        w = sim.workload
+        w.make_all()  # (the records a RecordMaker makes as the run reads them: all of them at once)
+        return [np.asarray(w.key).tobytes(), bytes(sim.producer.times), w.lo.tobytes(), w.hi.tobytes()]
 
     monkeypatch.setattr(workload, "PIECE", 1000)
-    monkeypatch.setattr("kafkamodel.sim.simulation.build_workload", keep(workload.build_workload))
+    sim = Simulation(load_scenario(s))
+    assert [workload._in_pieces(p, None) for p in sim.settings.producers] == [True, True, False, False, False]
+    assert sorted(sim.workload.makers) == [0, 1]  # (the second's keys hashed a piece at a time, the first's a table)
+    assert sim.workload.makers[0].table is not None and sim.workload.makers[1].table is None
+    made = arrays()
     pieces = simulate(s)
-    arrays = made["arrays"]
     assert pieces.summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
-    assert [workload._in_pieces(p, None) for p in Simulation(load_scenario(s)).settings.producers] == \
-        [True, True, False, False, False]
     monkeypatch.setattr(workload, "_in_pieces", lambda p, partitioner: False)
+    assert arrays() == made
     whole = simulate(s)
-    assert made["arrays"] == arrays
     assert capture(whole) == capture(pieces)
+
+
+def test_records_made_as_the_run_reads_them_give_the_run_made_before_it(monkeypatch):
+    """Keyed open-loop producers whose records a RecordMaker makes as the run reads them (pieces of 7 draws: many
+    pieces per batch) and that never take over from their pools, one with batches that expire before they are sent:
+    every number and table is the run's with the records made whole before it."""
+    from kafkamodel.sim.clients import workload
+    from snapshot import capture
+
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 5, "keys": {"cardinality": 40}},
+                  {"topic": "t", "acks": 1, "rate.per.s": 4000, "linger.ms": 0, "keys": {"cardinality": 7},
+                   "start.ms": 200, "stop.ms": 700, "delivery.timeout.ms": 120, "request.timeout.ms": 100}],
+                 1000.0, latency=60.0, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}],
+                 **{"results.records": "none"})
+    monkeypatch.setattr(workload, "PIECE", 7)
+    sim = Simulation(load_scenario(s))
+    assert sorted(sim.workload.makers) == [0, 1]
+    made = simulate(s)
+    assert made.summary["records_failed"] > 1000  # (delivery.timeout.ms)
+    monkeypatch.setattr(workload, "_in_pieces", lambda p, partitioner: False)
+    assert capture(simulate(s)) == capture(made)

@@ -159,7 +159,7 @@ class RecordFormat:
         self.codec = codec  # compression.type
         self.ratio = CODECS[codec].ratio
         self.decompress_ms = decompress_ms_per_byte(codec)  # per uncompressed byte
-        self.times: array | None = None  # every record's time in the accumulator, for timestamp deltas (attach)
+        self.times: array | memoryview | None = None  # every record's time in the accumulator, for timestamp deltas (attach)
         self.keys: np.ndarray | None = None  # every record's key index (-1: null), or its digits (``DIGITS``)
         self.view: memoryview | None = None  # a memoryview of `keys` (a batch of a few keys reads them through it)
         self.digits = False  # `keys` holds the digits

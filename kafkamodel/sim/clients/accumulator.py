@@ -28,12 +28,13 @@ INF = float("inf")
 class PartitionQueue:
     """One producer's records and unfinished batches for one partition."""
 
-    __slots__ = ("p", "next", "end", "retry", "probing", "probe", "backoff_until", "stamp", "node", "inflight")
+    __slots__ = ("p", "next", "end", "made", "retry", "probing", "probe", "backoff_until", "stamp", "node", "inflight")
 
     def __init__(self, p: int, lo: int, hi: int):
         self.p = p  # global partition index
         self.next = lo  # first record not in a batch yet
         self.end = hi  # one past its last record
+        self.made = hi  # one past its last record made (read only below it: workload.RecordMaker makes the rest)
         self.retry: list[int] = []  # failed batches to send again, in sequence order
         self.probing = False  # idempotent, after an error: only retry[0] goes, alone, until it succeeds
         self.probe = -1  # the batch in flight as that probe (-1: none)
@@ -46,15 +47,23 @@ class PartitionQueue:
 class Accumulator:
     """One producer's partition queues, and how batches are cut from them."""
 
-    __slots__ = ("times", "cap", "linger", "queues", "batches", "producer")
+    __slots__ = ("times", "cap", "linger", "queues", "batches", "producer", "maker")
 
-    def __init__(self, producer: int, config, times: array, lo: list, hi: list, batches):
+    def __init__(self, producer: int, config, times: array | memoryview, lo: list, hi: list, batches, maker=None):
         self.producer = producer
         self.times = times  # every record's send time (all producers; this one's ranges index into it)
+        self.maker = maker  # its records made as they are read (workload.RecordMaker), or None: made before the run
         self.cap = batches.formats[producer].records_per_batch  # records that fit in batch.size
         self.linger = config.linger_ms
         self.batches = batches
         self.queues = [PartitionQueue(p, lo[p], hi[p]) for p in range(len(lo))]
+        if maker is not None:
+            maker.attach(self.queues)
+
+    def make(self, q: PartitionQueue, upto: int) -> None:
+        """The queue's records below `upto` made (a record is read only once made: every read below asks first for
+        the records up to its next batch's end, the furthest it reads)."""
+        self.maker.make(q, upto)
 
     def due(self, q: PartitionQueue) -> tuple[float, float]:
         """When the queue first has something a drain may take, and when its head becomes ready (INF: never): a
@@ -64,13 +73,16 @@ class Accumulator:
             at = INF if q.probing and q.probe >= 0 else q.backoff_until
             return at, at
         lo = q.next
-        if lo >= q.end:
+        end = q.end
+        if lo >= end:
             return INF, INF
+        last = lo + self.cap - 1
+        if q.made < end and q.made <= last:
+            self.make(q, last + 1 if last < end else end)
         times = self.times
         first = times[lo]
         linger = first + self.linger
-        last = lo + self.cap - 1
-        if last < q.end and times[last] < linger:
+        if last < end and times[last] < linger:
             return first, times[last]  # full before linger.ms runs out
         return first, linger
 
@@ -86,12 +98,16 @@ class Accumulator:
                 q.probe = b
             return b
         lo = q.next
-        times = self.times
-        if lo >= q.end or times[lo] > now:
+        if lo >= q.end:
             return -1
         top = lo + self.cap
         if top > q.end:
             top = q.end
+        if q.made < top:
+            self.make(q, top)
+        times = self.times
+        if times[lo] > now:
+            return -1
         hi = q.next = bisect_right(times, now, lo, top)
         return self.batches.new(lo, hi - lo, q.p, self.producer)
 
@@ -99,9 +115,14 @@ class Accumulator:
         """Batches of records that waited delivery.timeout.ms without being sent (they fail)."""
         out = []
         times = self.times
-        while q.next < q.end and now - times[q.next] >= timeout:
+        while q.next < q.end:
             lo = q.next
-            hi = min(lo + self.cap, q.end, bisect_right(times, now - timeout, lo, q.end))
+            top = min(lo + self.cap, q.end)
+            if q.made < top:
+                self.make(q, top)
+            if now - times[lo] < timeout:
+                break
+            hi = bisect_right(times, now - timeout, lo, top)  # (times in order: as if bisected to q.end, then top)
             q.next = hi
             out.append(self.batches.new(lo, hi - lo, q.p, self.producer))
         return out

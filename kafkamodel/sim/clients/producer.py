@@ -127,7 +127,8 @@ class ProducerClient:
         self.request_ms, self.batch_ms = costs.producer_request_us / 1000.0, costs.producer_batch_us / 1000.0
         self.states = []
         for i, config in enumerate(settings.producers):
-            acc = Accumulator(i, config, times, w.lo[i].tolist(), w.hi[i].tolist(), sim.batches)
+            acc = Accumulator(i, config, times, w.lo[i].tolist(), w.hi[i].tolist(), sim.batches,
+                              w.makers.get(i) if w.makers else None)
             node = sim.layout.client_node(config.client_rack)
             ps = ProducerState(i, node, config, acc, len(sim.partitions), n_brokers)
             fmt = sim.batches.formats[i]
@@ -239,6 +240,8 @@ class ProducerClient:
         send times are taken back and given again as the pool lets them go."""
         w = self.workload
         i = ps.index
+        w.make_all(i)  # (every record of its from the k-th on is read: made first)
+        ps.acc.maker = None
         first, last = int(w.lo[i][0]), int(w.hi[i][-1])  # its records, partition after partition
         times = np.frombuffer(self.times, dtype=np.float64)
         by_time = np.argsort(times[first:last], kind="stable")  # send order (a partition's slots in order)
@@ -296,13 +299,23 @@ class ProducerClient:
         range grows, so the per-record arrays are closed up in place) and queues, the application threads' next free
         slots, the batches' first records (a block of the batch table at a time: the run's end is where it peaks)."""
         w = self.workload
+        if times:  # (every record made first: the slots of the ones not made yet move too)
+            w.make_all()
+            for ps in self.states:
+                ps.acc.maker = None
         shift, move = w.resize(sizes, in_place=not times)
         if times:
             view = np.frombuffer(self.times, dtype=np.float64)
             moved = move(view, np.inf)
             del view
-            del self.times[:]  # the same array, which the accumulators and record formats hold
-            self.times.frombytes(memoryview(moved).cast("B"))
+            if isinstance(self.times, array):
+                del self.times[:]  # the same array, which the accumulators and record formats hold
+                self.times.frombytes(memoryview(moved).cast("B"))
+            else:  # (a buffer made as read: an array from now on, held by the accumulators and record formats)
+                self.times = array("d")
+                self.times.frombytes(memoryview(moved).cast("B"))
+                for ps in self.states:
+                    ps.acc.times = self.times
             del moved
             for f in self.batches.formats:
                 f.attach(self.times, w.key)
@@ -322,7 +335,7 @@ class ProducerClient:
             moves, ends = shift[ps.index].tolist(), w.hi[ps.index].tolist()
             for q in ps.acc.queues:
                 q.next += moves[q.p]
-                q.end = ends[q.p]
+                q.made = q.end = ends[q.p]  # (every record made: make_all above, or _release at the run's end)
             if ps.app is not None:
                 ps.app.filled += shift[ps.index]
 
@@ -346,9 +359,11 @@ class ProducerClient:
         application thread's send order and arrivals (up to 16 bytes a record it took over), a pool watch's send()
         returns; without a records table (results.records: none) the records' keys (4 bytes a record: the record
         formats were their only reader)."""
+        self.workload.make_all()  # (every record's time is read below)
         times, self.times = self.times, array("d")
         for ps in self.states:
             ps.acc.times = self.times
+            ps.acc.maker = None
         self.workload.send_ms = self.workload.send_times(np.frombuffer(times, dtype=np.float64))
         del times  # (the send times' buffer now: nothing else holds it)
         if self.settings.results_records == "none":
@@ -500,6 +515,8 @@ class ProducerClient:
                             cap = acc.cap
                         top = lo + cap  # (Accumulator.take's cut: every record arrived so far, up to batch.size)
                         end = q.end
+                        if q.made < top and q.made < end:  # (its records made first: Accumulator.make)
+                            acc.make(q, top if top < end else end)
                         hi = q.next = bisect_right(times, now, lo, top if top < end else end)
                         qs.append(q)
                         los.append(lo)

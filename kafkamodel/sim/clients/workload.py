@@ -40,8 +40,9 @@ class Workload:
     blocked: tuple = field(default_factory=lambda: (array("q"), array("d")))  # the records whose send() blocked
     #   and was called before its return less the cost (``keep_called``): each one's (producer, partition) range
     #   and rank in it (range << 32 | rank, which a relayout does not move) and when it was called
-    ready_ms: array | None = None  # float64 (an array.array, the accumulator's own): when send() returned (the record
-    #                                is in the accumulator); the producer takes it over (None after)
+    ready_ms: array | memoryview | None = None  # float64 (the accumulator's own: an array.array, or with makers a
+    #   memoryview of a buffer written as its records are made): when send() returned (the record is in the
+    #   accumulator); the producer takes it over (None after)
     closed: dict | None = None  # closed-loop producer -> (its SendOrder, the records of it its slots are for so
     #                             far): its slots are filled as its application thread sends them (application)
     returns: dict | None = None  # open-loop producer whose records could fill buffer.memory -> when each send()
@@ -49,6 +50,17 @@ class Workload:
     #                              with bursts an array
     tracked: list = field(default_factory=list)  # (holder, attribute, fill): other per-record arrays (a consumer
     #                                              group's), moved with the slots
+    makers: dict | None = None  # producer -> its RecordMaker: its records' times and keys made as the run reads them
+    #                             (their slots in ready_ms and key are left unwritten until then)
+
+    def make_all(self, producer: int | None = None) -> None:
+        """Every record of the producer (None: of every producer) made: its RecordMaker's pieces left, at once."""
+        if not self.makers:
+            return
+        for i in ([producer] if producer is not None else list(self.makers)):
+            maker = self.makers.pop(i, None)
+            if maker is not None:
+                maker.finish()
 
     @property
     def records(self) -> int:
@@ -162,6 +174,7 @@ def _poisson_chunks(p: ProducerSettings, duration: float, rng: np.random.Generat
             sums = np.cumsum(np.concatenate(([total], rng.exponential(mean_gap, m))))[1:]
             total = sums[-1]
             times = t + sums
+            del sums
             yield times if times[-1] < stop else times[times < stop]
         t = times[-1]
 
@@ -208,7 +221,10 @@ def _return_pieces(p: ProducerSettings, duration: float, state: dict, cost: floa
             run = np.maximum.accumulate(a - steps)
             np.maximum(run, top, out=run)
             top = run[-1]
-            a = run + steps + cost
+            run += steps  # (run + steps + cost, in place: the same additions in the same order)
+            run += cost
+            a = run
+            del steps, run  # (a generator made as read holds only the piece it gave between reads)
         offset += len(a)
         yield a
 
@@ -388,10 +404,10 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     at once (a production second has nearly two million records: the arrays
     are made once, at their final size, and each producer's temporaries go
     before the next producer's are made). A keyed open-loop producer without
-    bursts (``_in_pieces``) is made a piece of draws at a time: its arrivals
-    counted first, then its keys and partitions (3 bytes a record, in send
-    order, while it is made), then its send() returns drawn again and each
-    piece put in its slots; the same records as made whole.
+    bursts (``_in_pieces``) is only counted here (its arrivals, then its
+    records per partition): its RecordMaker makes its records a piece of
+    draws at a time as the run reads them, into their slots (the pages of its
+    slots are written only then); the same records as made whole.
     """
     duration = settings.duration_ms
     n_partitions = sum(t.partitions for t in settings.topics)
@@ -426,8 +442,15 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
              for i, a in enumerate(arrivals)]
     total = sum(sizes)
     key = np.empty(total, dtype=key_type)
-    ready = array("d", [0.0]) * total if total else array("d")
-    ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    if any(isinstance(a, int) for a in arrivals):  # (a buffer whose pages are written, so held, only as the records
+        #                                              are made: RecordMaker)
+        buffer = np.empty(total, dtype=np.float64)
+        ready = memoryview(buffer)
+        ready_ms = buffer
+    else:
+        ready = array("d", [0.0]) * total if total else array("d")
+        ready_ms = np.frombuffer(ready, dtype=np.float64) if total else np.empty(0)
+    makers = {}
     costs = [send_cost_ms(settings, p) for p in settings.producers]
     at = 0
     for i, p in enumerate(settings.producers):
@@ -444,8 +467,9 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         partitions, first = settings.topic(p.topic).partitions, topic_first[p.topic]
         fmt = record_format(settings, p)
         if isinstance(times, int):
-            counts[i] = _make_in_pieces(settings, p, times, states[i], costs[i], keys_rng, partitions, first,
-                                        n_partitions, key[at:end], ready_ms[at:end], fmt.records_per_batch)
+            makers[i] = RecordMaker(settings, p, times, states[i], costs[i], keys_rng, partitions, first, at, key,
+                                    ready_ms, fmt.records_per_batch)
+            counts[i, first:first + partitions] = makers[i].counts
             if times * fmt.record_bytes > p.buffer_memory:
                 returns[i] = SendReturns(p, duration, states[i], costs[i], times)
             at = end
@@ -481,7 +505,99 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     del ready_ms
     hi = np.cumsum(counts.ravel()).reshape(counts.shape)
     return Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
-                    returns=returns or None)
+                    returns=returns or None, makers=makers or None)
+
+
+class RecordMaker:
+    """A keyed open-loop producer's records (``_in_pieces``) made a piece of draws at a time as the run reads them,
+    into their slots of the run's arrays (the accumulator's times and the keys), laid out by partition and time as
+    the whole arrays' stable sort lays them. At the setup its records per partition (the layout) are counted from a
+    copy of its keys stream: with few keys for its records (partition_for_keys's bound) per key, then each key
+    present hashed once into a table (as a whole array's are); with many, each piece of keys hashed. Then each
+    piece of send() returns (``_return_pieces``) takes that many keys from the stream, and its records take the next
+    slots of their partitions. A partition's records are made in time order, so its queue learns how far they are
+    made (``PartitionQueue.made``), and a read past that asks for more (``make``)."""
+
+    def __init__(self, settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
+                 keys_rng: np.random.Generator, partitions: int, first: int, at: int, key: np.ndarray,
+                 ready_ms: np.ndarray, cap: int):
+        card = p.key_cardinality
+        again = _rng_at(keys_rng.bit_generator.state)  # (keyed records only: the partitioners draw nothing)
+        self.p, self.cap = p, cap
+        self.table = None  # key -> its partition (of the topic), with few keys for the records
+        if card < 4 * n + 65536:
+            per_key = np.zeros(card, dtype=np.int64)
+            for s in range(0, n, 1 << 20):  # (a generator's draws split give the same sequence)
+                per_key += np.bincount(again.integers(0, card, min(1 << 20, n - s)), minlength=card)
+            unique = np.flatnonzero(per_key)
+            table = np.zeros(card, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)
+            for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
+                some = unique[s:s + PIECE]
+                table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
+            self.counts = np.bincount(table[unique], weights=per_key[unique], minlength=partitions).astype(np.int64)
+            del unique, per_key
+            self.table = table
+        else:
+            self.counts = np.zeros(partitions, dtype=np.int64)
+            for s in range(0, n, PIECE):
+                k = again.integers(0, card, min(PIECE, n - s)).astype(np.int64, copy=False)
+                self.counts += np.bincount(assign_partitions(p, k, None, partitions, again, None, cap),
+                                           minlength=partitions)
+        del again
+        self.card = card
+        self.rng = keys_rng  # the keys stream, at the records' first key
+        self.pieces = _return_pieces(p, settings.duration_ms, state, cost)
+        self.partitions, self.first = partitions, first
+        self.filled = at + np.cumsum(self.counts) - self.counts  # each partition's next slot to make (global index)
+        self.key, self.ready_ms = key, ready_ms  # the run's arrays
+        self.digits = key.dtype == DIGITS
+        self.queues: list = []  # the producer's accumulator's queues (global partition index), told what is made
+
+    def attach(self, queues: list) -> None:
+        """The producer's queues: nothing of theirs is made yet."""
+        self.queues = queues
+        first = self.first
+        for p, lo in enumerate(self.filled.tolist()):
+            queues[first + p].made = lo
+
+    def make(self, q, upto: int) -> None:
+        """The pieces up to the one that makes the queue's records below `upto` (at most its end)."""
+        while q.made < upto:
+            if not self._step():
+                raise RuntimeError(f"records of partition {q.p} below {upto} asked for past the producer's last")
+
+    def finish(self) -> None:
+        """Every record left made."""
+        while self._step():
+            pass
+
+    def _step(self) -> bool:
+        """The next piece's records made (False: none left)."""
+        done = next(self.pieces, None)
+        if done is None:
+            return False
+        m = len(done)
+        if not m:
+            return True
+        k = self.rng.integers(0, self.card, m).astype(np.int64, copy=False)
+        table = self.table
+        piece = table[k] if table is not None else assign_partitions(self.p, k, None, self.partitions, self.rng,
+                                                                     None, self.cap)
+        by = np.argsort(piece, kind="stable")
+        ordered = piece[by]
+        here = np.bincount(piece, minlength=self.partitions)
+        slots = np.empty(m, dtype=np.int64)
+        filled = self.filled
+        slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
+        filled += here
+        self.ready_ms[slots] = done
+        self.key[slots] = key_digits(k) if self.digits else k
+        queues, first = self.queues, self.first
+        if queues:
+            ends = filled.tolist()
+            for p in np.flatnonzero(here).tolist():
+                queues[first + p].made = ends[p]
+        return True
 
 
 def _in_pieces(p: ProducerSettings, partitioner) -> bool:
@@ -491,56 +607,3 @@ def _in_pieces(p: ProducerSettings, partitioner) -> bool:
     name = p.partitioner if isinstance(p.partitioner, str) else "default"
     return (not p.closed_loop and p.burst is None and p.key_cardinality is not None and partitioner is None
             and name != "round_robin")
-
-
-def _make_in_pieces(settings: Settings, p: ProducerSettings, n: int, state: dict, cost: float,
-                    keys_rng: np.random.Generator, partitions: int, first: int, n_partitions: int, key: np.ndarray,
-                    ready_ms: np.ndarray, cap: int) -> np.ndarray:
-    """A producer's n records (``_in_pieces``) into its part of the run's arrays, `key` and `ready_ms`, laid out by
-    partition and time as the whole arrays' stable sort lays them (`cap`: its format's records_per_batch, as
-    assign_partitions takes it); returns its records per global partition."""
-    parts = np.empty(n, dtype=np.int16 if partitions <= np.iinfo(np.int16).max else np.int32)  # in send order
-    keys = np.empty(n, dtype=key.dtype)
-    # keyed records only: the partitioners draw nothing. With few keys for the records (partition_for_keys's bound),
-    # the keys are drawn twice: first to find the ones present, each hashed once into a table (as a whole array's
-    # are), then for the records; with many, each piece's keys are hashed
-    card = p.key_cardinality
-    table = None
-    if card < 4 * n + 65536:
-        again = _rng_at(keys_rng.bit_generator.state)
-        present = np.zeros(card, dtype=bool)
-        for s in range(0, n, PIECE):
-            present[again.integers(0, card, min(PIECE, n - s))] = True
-        unique = np.flatnonzero(present)
-        del present, again
-        table = np.zeros(card, dtype=parts.dtype)
-        for s in range(0, len(unique), PIECE):  # (hashing a key makes its text: a piece of keys at a time)
-            some = unique[s:s + PIECE]
-            table[some] = assign_partitions(p, some.astype(np.int64), None, partitions, keys_rng, None, cap)
-        del unique
-    for s in range(0, n, PIECE):  # (a generator's draws split give the same sequence)
-        m = min(PIECE, n - s)
-        k = keys_rng.integers(0, card, m).astype(np.int64, copy=False)
-        parts[s:s + m] = table[k] if table is not None else assign_partitions(p, k, None, partitions, keys_rng,
-                                                                              None, cap)
-        keys[s:s + m] = key_digits(k) if key.dtype == DIGITS else k
-    local = np.bincount(parts, minlength=partitions).astype(np.int64)
-    filled = np.cumsum(local) - local  # each partition's next slot (of the producer's part)
-    s = 0
-    for done in _return_pieces(p, settings.duration_ms, state, cost):
-        m = len(done)
-        if not m:
-            continue
-        piece = parts[s:s + m]
-        by = np.argsort(piece, kind="stable")
-        ordered = piece[by]
-        here = np.bincount(piece, minlength=partitions)
-        slots = np.empty(m, dtype=np.int64)
-        slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
-        filled += here
-        ready_ms[slots] = done
-        key[slots] = keys[s:s + m]
-        s += m
-    out = np.zeros(n_partitions, dtype=np.int64)
-    out[first:first + partitions] = local
-    return out
