@@ -213,6 +213,14 @@ def test_a_batchs_sends_are_int16_and_widen_at_the_32768th(monkeypatch):
     assert summary == expected
 
 
+def _one_record_batches(n: int) -> Batches:
+    """A batch table of `n` batches of one record each (100 bytes), over four partitions of one producer."""
+    b = Batches([RecordFormat(2, 100, None, "none", 1 << 20)], records=1000, partitions=4)
+    for k in range(n):
+        b.new(k, 1, k % 4, 0, 100)
+    return b
+
+
 def test_acknowledgement_times_kept_as_runs_read_back_as_each_batchs_time():
     """``Batches.acked`` keeps runs of consecutive ids acknowledged at one time; ``BatchAccount.ack_ms_of`` gives
     each batch's time back, NaN for a batch not acknowledged: compared with a dict of every acknowledgement, for
@@ -222,10 +230,7 @@ def test_acknowledgement_times_kept_as_runs_read_back_as_each_batchs_time():
     from kafkamodel.sim.protocol import ACKED, PENDING
     from kafkamodel.sim.results.accounting import BatchAccount, _ack_runs
 
-    f = RecordFormat(2, 100, None, "none", 1 << 20)
-    b = Batches([f], records=1000, partitions=4)
-    for k in range(40):
-        b.new(k, 1, k % 4, 0, 100)
+    b = _one_record_batches(40)
     rng = np.random.default_rng(3)
     expected: dict[int, float] = {}
     responses = [[0, 1, 2], [3, 4], [7, 5, 6], [], [9, 12, 10], [8], [11, 13], [20, 14, 15], [16, 17]]
@@ -259,10 +264,7 @@ def test_visible_times_kept_as_instants_read_back_as_each_batchs_time():
 
     from kafkamodel.sim.results.accounting import BatchAccount, _view
 
-    f = RecordFormat(2, 100, None, "none", 1 << 20)
-    b = Batches([f], records=1000, partitions=4)
-    for k in range(60):
-        b.new(k, 1, k % 4, 0, 100)
+    b = _one_record_batches(60)
     rng = np.random.default_rng(5)
     expected: dict[int, float] = {}
     now = 0.0
