@@ -258,15 +258,15 @@ def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
     import random
     from bisect import bisect_left, bisect_right
 
-    from kafkamodel.sim.storage.log import new_instants
+    from kafkamodel.sim.storage.log import AppendInstants
     from kafkamodel.sim.storage.recovery import recovery_point_at, segment_starts, unrecovered
 
     rng = random.Random(5)
     sizes = [rng.randrange(1, 400) for _ in range(4000)]
-    instants = new_instants()
-    table = AppendTable(instants=instants)
+    clock = AppendInstants()
+    table = AppendTable(clock=clock)
     logs = [Log(segment_bytes=2000, batch_bytes=sizes, table=table) for _ in range(3)]
-    logs.append(Log(segment_bytes=2000, batch_bytes=sizes, table=AppendTable(instants=instants)))
+    logs.append(Log(segment_bytes=2000, batch_bytes=sizes, table=AppendTable(clock=clock)))
     times: list[list[float]] = [[] for _ in logs]  # the old column: each row's time
     now, batch, appended = 0.0, 0, 0
     for step in range(3000):
@@ -334,4 +334,4 @@ def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
                         total += sizes[b]
                         uncached += sizes[b] if at < cut else 0
                     assert unrecovered(log, log.log_start_offset, cut)[:2] == (total, uncached)
-    assert len(instants) < appended / 2  # (one instant for several rows)
+    assert len(clock.times) < appended / 2  # (one instant for several rows)
