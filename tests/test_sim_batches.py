@@ -78,7 +78,7 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
         one.new(lo, n, p, 0)
     first = many.new_many(los, sizes, parts, 0, f.batches_bytes(los, sizes))
     assert first == 0 and len(many) == len(sizes)
-    for column in Batches.__slots__[:-3]:
+    for column in Batches.__slots__[:-4]:  # (not formats, visible_index, _filled, _new_rows)
         made, alone = getattr(many, column), getattr(one, column)
         assert (made.tobytes() == alone.tobytes()) if isinstance(made, array) else made == alone, column
 

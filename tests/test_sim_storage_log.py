@@ -258,12 +258,12 @@ def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
     import random
     from bisect import bisect_left, bisect_right
 
-    from kafkamodel.sim.storage.log import AppendInstants
+    from kafkamodel.sim.storage.log import Instants
     from kafkamodel.sim.storage.recovery import recovery_point_at, segment_starts, unrecovered
 
     rng = random.Random(5)
     sizes = [rng.randrange(1, 400) for _ in range(4000)]
-    clock = AppendInstants()
+    clock = Instants()
     table = AppendTable(clock=clock)
     logs = [Log(segment_bytes=2000, batch_bytes=sizes, table=table) for _ in range(3)]
     logs.append(Log(segment_bytes=2000, batch_bytes=sizes, table=AppendTable(clock=clock)))

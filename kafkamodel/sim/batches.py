@@ -35,6 +35,7 @@ from itertools import repeat
 import numpy as np
 
 from .protocol import NONE, PENDING
+from .storage.log import Instants
 
 RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2)
 LOG_OVERHEAD = 12  # Records.LOG_OVERHEAD: offset (8) and size (4) before every v0/v1 message
@@ -331,7 +332,8 @@ def index_type(records: int) -> str:
 
 class Batches:
     __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "acks_first", "acks_count",
-                 "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "_filled", "_new_rows")
+                 "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "visible_index", "_filled",
+                 "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -367,8 +369,11 @@ class Batches:
         # (int32: an instant is kept only when some batch becomes visible at it, and a batch does so once, so there
         # are fewer than batch ids, int32 in a log's rows). ``visible_ms`` reads a batch's time.
         self.visible_at = array("i")
-        # the instants at which some batch became visible (float64, increasing), NaN first: a batch's index 0
-        self.visible_instants = array("d", (np.nan,))
+        # the instants at which some batch became visible (float64, increasing), NaN first: a batch's index 0;
+        # ``visible_index(now)`` gives the index of instant `now` (kept if new), for ``visible_at``
+        visible = Instants(math.nan)
+        self.visible_instants = visible.times
+        self.visible_index = visible.index
         self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
         # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
         # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
@@ -451,14 +456,6 @@ class Batches:
     def committed(self, b: int) -> bool:
         """Some leader's HW covered batch b (its ``visible_at`` is set)."""
         return self.visible_at[b] != 0
-
-    def visible_index(self, now: float) -> int:
-        """The index of instant `now` in ``visible_instants`` (kept there if it is new: a batch becomes visible at
-        it), for ``visible_at``."""
-        instants = self.visible_instants
-        if instants[-1] != now:  # (NaN first: never equal)
-            instants.append(now)
-        return len(instants) - 1
 
     def visible_ms(self, b: int) -> float:
         """When some leader's HW first covered batch b (NaN: none has)."""

@@ -59,7 +59,7 @@ from .rules.modes import make_mode
 from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
-from .storage.log import AppendInstants, AppendTable, Log
+from .storage.log import AppendTable, Instants, Log
 from .storage.recovery import LogRecovery
 
 
@@ -106,7 +106,7 @@ class Simulation:
                                self.workload.records, len(self.partitions))
         # replicas[p][b]: broker b's replica of partition p; a partition's logs share one append table (log.py)
         self.replicas: list[dict[int, Replica]] = []
-        clock = AppendInstants()  # the instants at which some log appended: one column for the run (log.py)
+        clock = Instants()  # the instants at which some log appended: one column for the run (log.py)
         for part in self.partitions:
             table = AppendTable(clock=clock)
             self.replicas.append({b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes, table))

@@ -38,7 +38,7 @@ The append times are kept once per instant, not once per row: a produce
 request's batches reach the leader's logs at one instant, a fetch answer's
 reach the follower's logs at one, so the run's logs share one column of the
 instants at which some log appended (``instants``: float64, strictly
-increasing, of the ``AppendInstants`` every AppendTable of the run holds; its
+increasing, of the ``Instants`` every AppendTable of the run holds; its
 first cell is -inf, so it is never empty; the latest instant and its index are
 kept beside it, so an append neither reads the column back nor makes a new
 int), and a row keeps the index of its instant (``append_at``,
@@ -81,20 +81,22 @@ _INT32_MAX = 2**31 - 1
 _FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
 
 
-class AppendInstants:
-    """The instants at which the run's logs appended, one object shared by every ``AppendTable`` of the run:
-    ``times`` (float64, strictly increasing; -inf, below every time, in its first cell, so never empty), and the
-    latest instant with its index, which every append at that instant reuses (an append reads two attributes: no
-    float read back from the column, no new int for the index)."""
+class Instants:
+    """A column of the instants at which something happened, each kept once, in order (time never goes back), and
+    the latest with its index, which every event at that instant reuses (it reads two attributes: no float read
+    back from the column, no new int for the index). The run's logs share one for their append times
+    (``AppendTable.clock``); the batch table has one for its visible times (``Batches.visible_instants``).
+    ``times`` holds `first` in its first cell (-inf: below every time, so never empty; NaN: an index 0 that reads
+    as no time)."""
     __slots__ = ("times", "now", "last")
 
-    def __init__(self) -> None:
-        self.times = array("d", (-math.inf,))
-        self.now = -math.inf  # the latest instant (times[-1])
+    def __init__(self, first: float = -math.inf) -> None:
+        self.times = array("d", (first,))
+        self.now = first  # the latest instant (times[-1]; NaN equals no time, so the first index() keeps one)
         self.last = 0  # its index (len(times) - 1)
 
     def index(self, now: float) -> int:
-        """The index of `now`, the run's latest append instant (kept if new: time never goes back)."""
+        """The index of `now`, the latest instant (kept if new)."""
         if now != self.now:
             self.times.append(now)
             self.now = now
@@ -111,7 +113,7 @@ class AppendTable:
     __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "logs", "clock")
 
     def __init__(self, bases: array | None = None, batch_ids: array | None = None, leader_epochs: array | None = None,
-                 epoch_rows: array | None = None, clock: AppendInstants | None = None) -> None:
+                 epoch_rows: array | None = None, clock: Instants | None = None) -> None:
         self.bases = _INT32.__copy__() if bases is None else bases  # each entry's base offset, in order (int32, then
         #                                                                  int64 once an offset passes 2^31 - 1: widen)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
@@ -119,9 +121,9 @@ class AppendTable:
         self.leader_epochs = _INT32.__copy__() if leader_epochs is None else leader_epochs
         self.epoch_rows = _INT32.__copy__() if epoch_rows is None else epoch_rows  # the row each run starts at
         self.logs: list[Log] = []  # the logs holding a prefix of these rows
-        # the instants at which the run's logs appended, shared by every table of the run (``AppendInstants``; a
+        # the instants at which the run's logs appended, shared by every table of the run (``Instants``; a
         # table of its own when none is given: a log alone in a test)
-        self.clock = AppendInstants() if clock is None else clock
+        self.clock = Instants() if clock is None else clock
 
     def widen(self) -> array:
         """The base offsets as int64 from now on (an offset past int32's range is to be written; Kafka's offsets are
@@ -351,7 +353,7 @@ class Log:
                 self.epoch_rows.append(r)
         self.rows = r + 1
         clock = self.clock
-        if clock.now != now:  # the first append at this instant in the run (AppendInstants.index, inline: a call
+        if clock.now != now:  # the first append at this instant in the run (Instants.index, inline: a call
             clock.times.append(now)  # here costs a small scenario more than the index saves, as each of its
             clock.now = now  #          requests appends at an instant of its own)
             clock.last = len(clock.times) - 1
