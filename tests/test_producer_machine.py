@@ -668,3 +668,111 @@ def test_records_made_as_the_run_reads_them_give_the_run_made_before_it(monkeypa
     assert made.summary["records_failed"] > 1000  # (delivery.timeout.ms)
     monkeypatch.setattr(workload, "_in_pieces", lambda p, partitioner: False)
     assert capture(simulate(s)) == capture(made)
+
+
+def _take_over_whole(self, ps, k, cost):
+    """The take-over as it was made at once (the reference): every record of the producer made, then sorted by its
+    send() return (then slot), the k first dropped, the rest's slots, partitions, keys and arrivals in arrays."""
+    from kafkamodel.sim.clients.application import ApplicationThread
+    from kafkamodel.sim.clients.slots import SendOrder
+
+    w = self.workload
+    i = ps.index
+    w.make_all(i)
+    ps.acc.maker = None
+    first, last = int(w.lo[i][0]), int(w.hi[i][-1])
+    times = np.frombuffer(self.times, dtype=np.float64)
+    rest = np.argsort(times[first:last], kind="stable")[k:] + first
+    taken = np.array([q.next for q in ps.acc.queues], dtype=np.int64)
+    parts = w.partition_of(i, rest)
+    waiting = rest >= taken[parts]
+    drained = len(rest) - int(waiting.sum())
+    rest, parts = rest[waiting], parts[waiting]
+    arrivals = np.sort(times[rest]) - cost
+    keys = w.key[rest] if ps.config.key_cardinality is not None and self._may_fail(ps) else None
+    filled = w.hi[i] - np.bincount(parts, minlength=len(self.partitions))
+    times[rest] = np.inf
+    del times
+    fmt = self.batches.formats[i]
+    app = ps.app = ApplicationThread(SendOrder.of_arrays(parts, keys), len(parts), filled, cost, fmt.record_bytes,
+                                     ps.config.buffer_memory, ps.config.max_block_ms, self.kernel.now,
+                                     self._stop(ps.config), arrivals)
+    app.used = (k + drained - ps.watch.released) * fmt.record_bytes
+    ps.watch = None
+    for q in ps.acc.queues:
+        if q.next < q.end:
+            self._arm(ps, q)
+    self._application(ps)
+
+
+@pytest.mark.parametrize("max_block_ms,record_us", [(60000.0, 1.0), (5.0, 1.0), (5.0, 0.0)])
+def test_a_take_over_in_pieces_is_the_take_over_made_whole(max_block_ms, record_us, monkeypatch):
+    """A producer taken over sorts only the records made so far (with a RecordMaker: those up to the first that does
+    not fit) and gets the rest from its maker a piece at a time as its application thread reaches them: every number
+    and table (the batch table's columns, the summary, the records) is the run's whose take-over makes every record
+    and sorts them all at once. Keys through a table and hashed, a partitioner's mapping, pools that fill, send()s
+    that fail (max.block.ms 5: keys go with their records), bursts (equal returns, with a free send(): ties broken by
+    partition), a closed-loop producer whose slots grow (the taken-over makers' slots move with them)."""
+    from kafkamodel.sim.batches import Batches
+    from kafkamodel.sim.clients import workload
+    from kafkamodel.sim.clients.producer import ProducerClient
+    from snapshot import capture
+
+    costs = {**ZERO_COSTS, "producer.record.us": record_us}
+    pool = {"buffer.memory": 1 << 18, "max.block.ms": max_block_ms}
+    s = scenario([closed(keys={"cardinality": 300}, **{"buffer.memory": 1 << 19, "compression.type": "lz4",
+                                                       "start.ms": 400}),
+                  {"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "keys": {"cardinality": 500},
+                   "partitioner": {"mapping": {"key-3": 0}}, **pool},
+                  {"topic": "t", "acks": 1, "rate.per.s": 15000, "linger.ms": 2, "keys": {"cardinality": 900_000},
+                   "start.ms": 100, **pool},
+                  {"topic": "t", "acks": 1, "rate.per.s": 2000, "keys": {"cardinality": 50},
+                   "burst": {"records": 3000, "every.ms": 250}, **pool}],
+                 1500.0, latency=100.0, costs=costs, topics=[{"name": "t", "partitions": 7, "replication.factor": 1}])
+    monkeypatch.setattr(workload, "PIECE", 1000)
+    monkeypatch.setattr(workload, "FIRST_SLOTS", 9000)  # (the closed-loop producer's slots grow after the take-overs)
+    taken, moved = [], []
+    take_over, relayout = ProducerClient._take_over, ProducerClient._relayout
+
+    def spy(self, ps, k, cost):
+        taken.append(ps.index)
+        take_over(self, ps, k, cost)
+
+    def spy_relayout(self, sizes, times=True):
+        moved.append(sorted(self.tails))
+        relayout(self, sizes, times)
+
+    def run():
+        sim = Simulation(load_scenario(s))
+        result = sim.run()
+        return capture(result), [c if isinstance(c, dict) else c.tobytes()
+                                 for c in (getattr(sim.batches, c) for c in Batches.__slots__[:-4])]
+
+    monkeypatch.setattr(ProducerClient, "_take_over", spy)
+    monkeypatch.setattr(ProducerClient, "_relayout", spy_relayout)
+    pieces = run()
+    assert sorted(taken) == [1, 2, 3]
+    assert [1, 2] in moved  # (slots moved while the two makers had records left to make: the closed-loop
+    #                          producer's come first, so theirs move)
+    assert (pieces[0]["summary"]["buffer_exhausted_records"] > 0) == (max_block_ms < 1500.0)
+    monkeypatch.setattr(ProducerClient, "_take_over", _take_over_whole)
+    assert run() == pieces
+
+
+def test_in_time_order_breaks_equal_returns_by_partition_across_pieces():
+    """``application.in_time_order``: pieces in draw order whose returns repeat within and across pieces come out in
+    the order a stable sort of the slots (partition after partition) by return gives."""
+    from kafkamodel.sim.clients.application import in_time_order
+
+    rng = np.random.default_rng(5)
+    t = np.sort(rng.integers(0, 40, 500)).astype(np.float64)  # many equal returns
+    parts = rng.integers(0, 6, 500).astype(np.int32)
+    keys = rng.integers(0, 1000, 500)
+    cuts = [0, 1, 2, 50, 51, 180, 181, 181, 300, 499, 500]
+    pieces = [(t[a:b], parts[a:b], keys[a:b]) for a, b in zip(cuts, cuts[1:])]
+    out = list(in_time_order(iter(pieces), 0.5))
+    slots = np.lexsort((np.arange(500), parts))  # slot order: partition after partition, each in draw order
+    by = slots[np.argsort(t[slots], kind="stable")]
+    assert np.array_equal(np.concatenate([p for p, _, _ in out]), parts[by])
+    assert np.array_equal(np.concatenate([k for _, k, _ in out]), keys[by])
+    assert np.array_equal(np.concatenate([a for _, _, a in out]), t[by] - 0.5)

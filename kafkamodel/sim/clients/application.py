@@ -42,10 +42,11 @@ class ApplicationThread:
     """One producer's application thread and its BufferPool, from when the pool matters."""
 
     __slots__ = ("order", "covered", "arrivals", "base", "k", "filled", "free_at", "used", "unit", "limit", "cost",
-                 "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted", "signalled")
+                 "max_block", "start_ms", "blocked_at", "stamp", "end_ms", "wait_ms", "exhausted", "signalled", "more")
 
     def __init__(self, order: SendOrder, covered: int, lo: np.ndarray, cost_ms: float, unit: float,
-                 limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None):
+                 limit: int, max_block_ms: float, start_ms: float, end_ms: float, arrivals: np.ndarray | None = None,
+                 more=None):
         self.order = order  # partition (global index) and key of each record, in the order the application sends them
         self.covered = covered  # records of the order its partitions' slots are for (a send beyond grows them)
         self.arrivals = arrivals  # an open-loop producer's: when the application calls each send() at the earliest
@@ -65,15 +66,33 @@ class ApplicationThread:
         self.wait_ms = 0.0  # time send() spent blocked on the pool
         self.exhausted = 0  # records whose send() failed after max.block.ms
         self.signalled = False  # completed batches freed pool bytes and the thread's wake-up is scheduled
+        self.more = more  # a taken-over producer's: the rest of its order and arrivals, pieces (partitions, keys or
+        #                   None, arrivals) its arrays take as the thread reaches them (``_reach``); None: all held
+
+
+def _reach(app: ApplicationThread, hi: int) -> None:
+    """The order's arrays and the arrivals hold the records up to `hi` (at most the order's end): the next pieces
+    of ``more`` are appended, the records sent dropped (``_forget``'s drop, as the arrays are copied anyway)."""
+    order = app.order
+    while app.base + len(app.arrivals) < hi:
+        parts, keys, arrivals = next(app.more)
+        gone = app.k - app.base
+        order.parts = np.concatenate((order.parts[gone:], parts))
+        if order.key is not None:
+            order.key = np.concatenate((order.key[gone:], keys))
+        app.arrivals = np.concatenate((app.arrivals[gone:], arrivals))
+        app.base = order.base = app.k
 
 
 def send_records(app: ApplicationThread, now: float, times, workload, grow):
     """Run the application thread from `now`: records send() may take from the pool now get their slots and times
     (the accumulator's `times`: when send() returned; the workload's `key`, and the send() call of a record that
-    blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records);
+    blocked, ``Workload.keep_called``; `grow(app, k)` first if the slots hold fewer than k of its records: it returns
+    the accumulator's times then, which a relayout may have replaced);
     returns the partitions that got records and each one's first slot filled now (two lists, in increasing
     partition order; None: no record sent), and the time its send() blocks until (None: not blocked, or nothing
     left to send)."""
+    more = app.more
     if app.blocked_at >= 0:
         while now >= app.blocked_at + app.max_block and app.limit - app.used < app.unit and app.k < len(app.order):
             app.wait_ms += app.max_block  # the send() fails: TimeoutException after max.block.ms; the next one begins
@@ -81,6 +100,8 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
             app.k += 1
             app.blocked_at += app.max_block
             app.free_at = app.blocked_at
+            if more is not None and app.k < len(app.order):
+                _reach(app, app.k + 1)
             if app.arrivals is not None and app.k < len(app.order) and app.arrivals[app.k - app.base] > app.blocked_at:
                 app.blocked_at = float(app.arrivals[app.k - app.base])  # the next send() is called later
         if app.blocked_at >= app.end_ms:
@@ -97,6 +118,9 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     elif start >= app.end_ms:
         left = 0
     m = room if room < left else left
+    if more is not None:  # (the records it sends now and the next one, whose arrival a full pool reads)
+        _reach(app, min(n, lo + (m if m > 0 else 0) + 1))
+        arrivals = app.arrivals
     few = m <= FEW  # (``_returns`` gives lists)
     if m > 0:
         done = _returns(app, lo, m, start)  # each send() returns: the record is in a batch
@@ -116,7 +140,7 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
         return None, None
     k = lo + m
     if k > app.covered:
-        grow(app, k)
+        times = grow(app, k)  # (the accumulator's times may be a new array after the slots move)
     early = -1.0  # when the first one called send(), if before its return less the cost
     blocked_at = app.blocked_at
     if blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
@@ -242,6 +266,37 @@ def _returns(app: ApplicationThread, lo: int, m: int, start: float):
         a[0] = start
     steps = cost * np.arange(m, dtype=np.float64)
     return np.maximum.accumulate(a - steps) + steps + cost
+
+
+def in_time_order(pieces, cost: float):
+    """Pieces (send() returns, partitions, keys or None) whose returns do not decrease, within and across pieces,
+    given again in (return, partition, as given) order, the order a stable sort of a producer's slots (partition
+    after partition, each in time order) by return gives, each piece as (partitions, keys, arrivals: returns less
+    `cost`). A run of equal returns at a piece's end waits for the next piece, which may have more of them."""
+    prev = None
+    for t, parts, keys in pieces:
+        if not len(t):
+            continue
+        if prev is not None:
+            pt, pp, pk = prev
+            if t[0] > pt[-1]:
+                yield pp, pk, pt - cost
+            else:  # (equal returns across the two: they go together, partition first)
+                cut = int(np.searchsorted(pt, pt[-1], side="left"))
+                if cut:
+                    yield pp[:cut], pk[:cut] if pk is not None else None, pt[:cut] - cost
+                t, parts = np.concatenate((pt[cut:], t)), np.concatenate((pp[cut:], parts))
+                if keys is not None:
+                    keys = np.concatenate((pk[cut:], keys))
+        if len(t) > 1 and bool((t[1:] == t[:-1]).any()):  # equal returns: partition order (stable)
+            by = np.lexsort((parts, t))
+            t, parts = t[by], parts[by]
+            if keys is not None:
+                keys = keys[by]
+        prev = (t, parts, keys)
+    if prev is not None:
+        pt, pp, pk = prev
+        yield pp, pk, pt - cost
 
 
 class PoolWatch:

@@ -24,10 +24,10 @@ flight, does not.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from heapq import heappop, heappush
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -46,7 +46,7 @@ from ..protocol import (
     PENDING,
 )
 from .accumulator import INF, Accumulator, PartitionQueue
-from .application import ApplicationThread, PoolWatch, release, send_records
+from .application import ApplicationThread, PoolWatch, in_time_order, release, send_records
 from .slots import SendOrder
 from .network_client import Connection
 
@@ -156,6 +156,7 @@ class ProducerClient:
         # id, how many), so ``_send_request`` fills in their first send at once (it holds the list: another list is
         # never that one)
         self.made: tuple | None = None
+        self.tails: dict = {}  # producer -> the RecordMaker of a producer taken over, making what its thread reaches
 
     def start(self) -> None:
         for ps in self.states:
@@ -236,34 +237,63 @@ class ProducerClient:
         self._take_over(ps, k, cost)
 
     def _take_over(self, ps: ProducerState, k: int, cost: float) -> None:
-        """From its k-th record on (in send order), an open-loop producer's records are the application thread's: their
-        send times are taken back and given again as the pool lets them go."""
+        """From its k-th record on (in send order: by when its send() returns, then by slot, partition after
+        partition), an open-loop producer's records are the application thread's: their send times are taken back and
+        given again as the pool lets them go. Only the records made so far are sorted here (with a RecordMaker, those
+        up to the k-th's return; without, all of them); a maker's others come a piece at a time, already in time
+        order, as the thread reaches them (``application.in_time_order``, ``RecordMaker.rest``)."""
         w = self.workload
         i = ps.index
-        w.make_all(i)  # (every record of its from the k-th on is read: made first)
+        maker = w.makers.pop(i, None) if w.makers else None
         ps.acc.maker = None
-        first, last = int(w.lo[i][0]), int(w.hi[i][-1])  # its records, partition after partition
-        times = np.frombuffer(self.times, dtype=np.float64)
-        by_time = np.argsort(times[first:last], kind="stable")  # send order (a partition's slots in order)
-        rest = by_time[k:] + first
+        lo, hi = w.lo[i], w.hi[i]  # its records, partition after partition
+        at = float(ps.watch.returns[k])  # the k-th record's return: the k-th least (the returns do not decrease)
+        made = hi.copy()  # each partition's records made: below these
+        if maker is not None:
+            maker.upto(at)  # (every record returning by then: the k first and their equals)
+            made[maker.first:maker.first + maker.partitions] = maker.filled
+        times = self.times
+        los, mades = lo.tolist(), made.tolist()
+        below = np.array([bisect_left(times, at, a, b) for a, b in zip(los, mades)], dtype=np.int64)
+        equal = np.array([bisect_right(times, at, a, b) for a, b in zip(los, mades)], dtype=np.int64) - below
+        extra = k - int((below - lo).sum())  # the records returning at `at` before the k-th (in partition order)
+        start = below + np.clip(extra - (np.cumsum(equal) - equal), 0, equal)  # each partition's first from the k-th
         taken = np.array([q.next for q in ps.acc.queues], dtype=np.int64)  # below these: in batches already
-        parts = w.partition_of(i, rest)
-        waiting = rest >= taken[parts]
-        drained = len(rest) - int(waiting.sum())  # appended at this very instant and drained (no send() cost)
-        rest, parts = rest[waiting], parts[waiting]
-        arrivals = np.sort(times[rest]) - cost  # when each send() would have been called
+        filled = np.maximum(start, taken)  # a partition's remaining records are its last slots
+        drained = int((filled - start).sum())  # appended at this very instant and drained (no send() cost)
+        # the records made and remaining, in send order
+        sizes = made - filled
+        view = np.frombuffer(times, dtype=np.float64)
+        slots = np.repeat(filled - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+        returns = view[slots]
+        by = np.argsort(returns, kind="stable")
+        returns, slots = returns[by], slots[by]
+        parts = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)[by]
+        del by
         # each record's key goes with it only if a send() may fail (the records after it in its partition then take
         # the slots one earlier); else each takes the slot it has, whose key is its own already (the j-th of a
-        # partition's remaining records in send order takes its j-th remaining slot)
-        keys = w.key[rest] if ps.config.key_cardinality is not None and self._may_fail(ps) else None
-        counts = np.bincount(parts, minlength=len(self.partitions))
-        filled = w.hi[i] - counts  # a partition's remaining records are its last slots
-        times[rest] = np.inf
-        del times  # (no view of the accumulator's times outlives its use: slots may move)
+        # partition's remaining records in send order takes its j-th remaining slot; a maker writes the keys of the
+        # ones it makes from now on into their slots)
+        keyed = ps.config.key_cardinality is not None and self._may_fail(ps)
+        keys = w.key[slots] if keyed else None
+        view[slots] = np.inf
+        del slots
+        for a, b in zip(mades, hi.tolist()):  # (the slots not made yet: nothing sent there)
+            if a < b:
+                view[a:b] = np.inf
+        del view  # (no view of the accumulator's times outlives its use: slots may move)
+        for q in ps.acc.queues:
+            q.made = q.end
+        more = in_time_order(chain(((returns, parts, keys),), maker.rest(keyed) if maker is not None else ()), cost)
+        del returns, parts, keys
+        if maker is not None:
+            self.tails[i] = maker
+        n = int((hi - filled).sum())
         fmt = self.batches.formats[i]
-        app = ps.app = ApplicationThread(SendOrder.of_arrays(parts, keys), len(parts), filled, cost, fmt.record_bytes,
-                                         ps.config.buffer_memory, ps.config.max_block_ms, self.kernel.now,
-                                         self._stop(ps.config), arrivals)
+        order = SendOrder(n, parts=np.empty(0, dtype=np.int32), key=w.key[:0].copy() if keyed else None)
+        app = ps.app = ApplicationThread(order, n, filled, cost, fmt.record_bytes, ps.config.buffer_memory,
+                                         ps.config.max_block_ms, self.kernel.now, self._stop(ps.config),
+                                         np.empty(0, dtype=np.float64), more)
         app.used = (k + drained - ps.watch.released) * fmt.record_bytes
         ps.watch = None
         for q in ps.acc.queues:
@@ -276,7 +306,7 @@ class ProducerClient:
         the run ends."""
         return self.kernel.now + ps.config.max_block_ms <= self.duration
 
-    def _grow(self, app: ApplicationThread, k: int) -> None:
+    def _grow(self, app: ApplicationThread, k: int) -> array | memoryview | None:
         """The application thread is about to send its k-th record and its slots hold fewer: they grow to hold its
         records up to what its pace so far would send by its stop (at least twice as many, at most its order); every
         other application thread whose slots are short of its order grows alike (one move for all)."""
@@ -292,6 +322,7 @@ class ProducerClient:
             a.covered = min(len(a.order), max(k if a is app else 0, 2 * a.covered, int(pace)))
             sizes[ps.index] = a.order.counts(a.covered, sizes.shape[1])
         self._relayout(sizes)
+        return self.times  # (a new array if the slots were a buffer made as read)
 
     def _relayout(self, sizes: np.ndarray, times: bool = True) -> None:
         """The workload's slots take `sizes` per producer and partition (``slots.resize``); every record index held
@@ -319,6 +350,9 @@ class ProducerClient:
             del moved
             for f in self.batches.formats:
                 f.attach(self.times, w.key)
+            for i, maker in self.tails.items():  # (a taken-over producer's maker writes the keys of what it makes)
+                maker.key = w.key
+                maker.filled += shift[i, maker.first:maker.first + maker.partitions]
         flat = shift.ravel()
         batches = self.batches
         batches.fit_records(w.records)
@@ -373,7 +407,8 @@ class ProducerClient:
         for ps in self.states:
             ps.watch = None
             if ps.app is not None:
-                ps.app.order = ps.app.arrivals = None
+                ps.app.order = ps.app.arrivals = ps.app.more = None
+        self.tails.clear()
 
     # ---- the accumulator's queues and the sender's wake-ups --------------------------------------------------
 

@@ -552,6 +552,7 @@ class RecordMaker:
         self.key, self.ready_ms = key, ready_ms  # the run's arrays
         self.digits = key.dtype == DIGITS
         self.queues: list = []  # the producer's accumulator's queues (global partition index), told what is made
+        self.last = -np.inf  # the last record made's send() return (the greatest so far)
 
     def attach(self, queues: list) -> None:
         """The producer's queues: nothing of theirs is made yet."""
@@ -563,22 +564,25 @@ class RecordMaker:
     def make(self, q, upto: int) -> None:
         """The pieces up to the one that makes the queue's records below `upto` (at most its end)."""
         while q.made < upto:
-            if not self._step():
+            if self._step() is None:
                 raise RuntimeError(f"records of partition {q.p} below {upto} asked for past the producer's last")
 
     def finish(self) -> None:
         """Every record left made."""
-        while self._step():
+        while self._step() is not None:
             pass
 
-    def _step(self) -> bool:
-        """The next piece's records made (False: none left)."""
+    def _step(self, times: bool = True, keys: bool = True):
+        """The next piece's records made (None: none left): their keys (unless `keys` is False) and times (unless
+        `times` is False: a producer taken over, whose application thread gives them, ``rest``) written into their
+        slots; returns the piece's send() returns, partitions (of the topic) and keys (the key array's type), in
+        draw order."""
         done = next(self.pieces, None)
         if done is None:
-            return False
+            return None
         m = len(done)
         if not m:
-            return True
+            return done, np.empty(0, dtype=np.int64), self.key[:0]
         k = self.rng.integers(0, self.card, m).astype(np.int64, copy=False)
         table = self.table
         piece = table[k] if table is not None else assign_partitions(self.p, k, None, self.partitions, self.rng,
@@ -590,14 +594,37 @@ class RecordMaker:
         filled = self.filled
         slots[by] = filled[ordered] + (np.arange(m, dtype=np.int64) - (np.cumsum(here) - here)[ordered])
         filled += here
-        self.ready_ms[slots] = done
-        self.key[slots] = key_digits(k) if self.digits else k
+        k = key_digits(k) if self.digits else k.astype(self.key.dtype, copy=False)
+        if times:
+            self.ready_ms[slots] = done
+        if keys:
+            self.key[slots] = k
+        self.last = float(done[-1])
         queues, first = self.queues, self.first
         if queues:
             ends = filled.tolist()
             for p in np.flatnonzero(here).tolist():
                 queues[first + p].made = ends[p]
-        return True
+        return done, piece, k
+
+    def upto(self, at: float) -> None:
+        """Every record whose send() returns by `at` made (the pieces are in time order)."""
+        while self.last <= at and self._step() is not None:
+            pass
+
+    def rest(self, keys: bool):
+        """A producer taken over (``ProducerClient._take_over``): the records not made yet, a piece at a time in
+        draw order (so in time order): (their send() returns, partitions (global), keys or None), read as its
+        application thread reaches them; their times are not written (the thread gives them), their keys are
+        written into their slots unless `keys` (then they go with the records)."""
+        self.queues = []  # (its queues read every slot as made from now on)
+        first = self.first
+        while True:
+            made = self._step(times=False, keys=not keys)
+            if made is None:
+                return
+            done, piece, k = made
+            yield done, (piece + first).astype(np.int32), k if keys else None
 
 
 def _in_pieces(p: ProducerSettings, partitioner) -> bool:
