@@ -288,4 +288,5 @@ def test_visible_times_kept_as_instants_read_back_as_each_batchs_time():
     rows = rng.permutation(len(b))[:30]
     assert np.array_equal(BatchAccount.visible_ms_of(account, rows), want[rows], equal_nan=True)
     assert np.array_equal(BatchAccount.visible_ms_of(account, slice(10, 50)), want[10:50], equal_nan=True)
-    assert np.array_equal(BatchAccount.committed.fget(account), ~np.isnan(want))
+    assert np.array_equal(BatchAccount.committed(account), ~np.isnan(want))
+    assert np.array_equal(BatchAccount.committed(account, slice(10, 50)), ~np.isnan(want[10:50]))

@@ -172,7 +172,10 @@ def test_a_groups_counts_do_not_depend_on_how_its_records_are_chunked(name, monk
 
 def test_records_per_partition_are_summed_a_chunk_of_batches_at_a_time(monkeypatch):
     """The per-partition and per-producer record counts, summed BLOCK batches at a time (bounded temporaries), are
-    each partition's records counted one batch at a time, with a mask or without, across chunk boundaries."""
+    each partition's records counted one batch at a time, with a mask or without, across chunk boundaries; so is
+    the records' total over a mask (``BatchAccount.records``: the mask asked a block at a time)."""
+    from types import SimpleNamespace
+
     from kafkamodel.sim.results import accounting
 
     rng = np.random.default_rng(4)
@@ -184,5 +187,7 @@ def test_records_per_partition_are_summed_a_chunk_of_batches_at_a_time(monkeypat
         expected = [0] * 9
         for p, c, keep in zip(part.tolist(), count.tolist(), mask.tolist() if m is not None else [True] * 1000):
             expected[p] += c if keep else 0
-        got = accounting._sums(part, count, m, 9)
+        got = accounting._sums(part, count, None if m is None else m.__getitem__, 9)
         assert got.dtype == np.int64 and got.tolist() == expected
+    total = accounting.BatchAccount.records(SimpleNamespace(count=count), mask.__getitem__)
+    assert total == sum(c for c, keep in zip(count.tolist(), mask.tolist()) if keep)

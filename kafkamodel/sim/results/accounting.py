@@ -201,47 +201,53 @@ class BatchAccount:
         return self.ack_ms_of(np.arange(len(self.state)))
 
     # ---- masks over the rows ----------------------------------------------------------------------------------
+    # Each mask is a method of the rows it covers (a slice or indexes; every row by default): the record counts take
+    # it a block of rows at a time (``records``, ``per_partition``, ``per_producer``), so no mask of every batch
+    # (a byte a batch each) is made beside the batch table.
 
-    @property
-    def acked(self) -> np.ndarray:
-        return self.state == ACKED
+    def acked(self, rows=slice(None)) -> np.ndarray:
+        return self.state[rows] == ACKED
 
-    @property
-    def waiting(self) -> np.ndarray:
+    def waiting(self, rows=slice(None)) -> np.ndarray:
         """Sent by the application, not answered yet (in the accumulator or in flight)."""
-        return (self.state == PENDING) | (self.state == INFLIGHT)
+        state = self.state[rows]
+        return (state == PENDING) | (state == INFLIGHT)
 
-    @property
-    def committed(self) -> np.ndarray:
+    def committed(self, rows=slice(None)) -> np.ndarray:
         """Some leader's HW covered it (``visible_at`` is set)."""
-        return self.visible_at != 0
+        return self.visible_at[rows] != 0
 
-    @property
-    def failed(self) -> np.ndarray:
-        return self.state == FAILED
+    def failed(self, rows=slice(None)) -> np.ndarray:
+        return self.state[rows] == FAILED
 
-    @property
-    def absent(self) -> np.ndarray:
-        return self.logs.presence == 0
+    def absent(self, rows=slice(None)) -> np.ndarray:
+        return self.logs.presence[rows] == 0
+
+    def acked_lost(self, rows=slice(None)) -> np.ndarray:
+        """Acknowledged and absent."""
+        return self.acked(rows) & self.absent(rows)
+
+    def committed_lost(self, rows=slice(None)) -> np.ndarray:
+        """Committed and absent."""
+        return self.committed(rows) & self.absent(rows)
+
+    def duplicated(self, rows=slice(None)) -> np.ndarray:
+        return self.logs.presence[rows] > 1
 
     # ---- record counts ----------------------------------------------------------------------------------------
 
-    def records(self, mask: np.ndarray) -> int:
-        """Records in the rows of `mask`."""
-        return int(self.count[mask].sum(dtype=np.int64))
+    def records(self, mask) -> int:
+        """Records in the rows `mask` selects (one of the masks above), BLOCK rows at a time."""
+        count = self.count
+        return sum(int(count[rows][mask(rows)].sum(dtype=np.int64)) for rows in _blocks(len(count)))
 
-    def per_partition(self, mask: np.ndarray | None, partitions: int) -> np.ndarray:
-        """Records in the rows of `mask` (None: every row), per global partition (the records no batch took are not
-        in any: ``undrained_per_partition``)."""
+    def per_partition(self, mask, partitions: int) -> np.ndarray:
+        """Records in the rows `mask` selects (one of the masks above; None: every row), per global partition (the
+        records no batch took are not in any: ``undrained_per_partition``)."""
         return _sums(self.partition, self.count, mask, partitions)
 
-    def per_producer(self, mask: np.ndarray | None, producers: int) -> np.ndarray:
+    def per_producer(self, mask, producers: int) -> np.ndarray:
         return _sums(self.producer, self.count, mask, producers)
-
-    def lost(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Row masks: acknowledged and absent, committed and absent, duplicated."""
-        absent = self.absent
-        return self.acked & absent, self.committed & absent, self.logs.presence > 1
 
     def out_of_order(self) -> int:
         """Records of the final logs' copies that come after a record their producer sent later."""
@@ -258,14 +264,23 @@ BLOCK = 1 << 20  # batches the results' steps over the batch table read at a tim
 #                 no_committed_record_lost): their temporaries stay this size whatever the run's length
 
 
-def _sums(index: np.ndarray, count: np.ndarray, mask: np.ndarray | None, n: int) -> np.ndarray:
-    """`count` summed by `index` (0..n-1) over the rows of `mask` (None: all), int64, BLOCK rows at a time: a
-    weighted bincount makes a float64 copy of its weights and an intp one of its index (16 bytes a batch, about
-    170 MB at the end of ten simulated seconds of the production case), here a chunk's."""
+def _blocks(n: int):
+    """Slices of BLOCK rows covering rows 0..n-1."""
+    return (slice(start, start + BLOCK) for start in range(0, n, BLOCK))
+
+
+def _sums(index: np.ndarray, count: np.ndarray, mask, n: int) -> np.ndarray:
+    """`count` summed by `index` (0..n-1) over the rows `mask` selects (a mask of ``BatchAccount``, called with a
+    block's slice; None: all), int64, BLOCK rows at a time: a weighted bincount makes a float64 copy of its weights
+    and an intp one of its index (16 bytes a batch, about 170 MB at the end of ten simulated seconds of the
+    production case), here a chunk's."""
     out = np.zeros(n, dtype=np.int64)
-    for start in range(0, len(index), BLOCK):
-        rows = slice(start, start + BLOCK)
-        i, c = (index[rows], count[rows]) if mask is None else (index[rows][mask[rows]], count[rows][mask[rows]])
+    for rows in _blocks(len(index)):
+        if mask is None:
+            i, c = index[rows], count[rows]
+        else:
+            keep = mask(rows)
+            i, c = index[rows][keep], count[rows][keep]
         out += np.bincount(i, weights=c, minlength=n).astype(np.int64)  # (whole numbers: exact in float64)
     return out
 
@@ -343,7 +358,7 @@ def group_lag(end_ms: float, g, account: BatchAccount) -> dict:
     paused = dict(g.paused_ms)
     for p, since in g.unowned_from.items():
         paused[p] += end_ms - since
-    rows = np.flatnonzero(np.isin(account.partition, g.partitions) & account.committed)
+    rows = np.flatnonzero(np.isin(account.partition, g.partitions) & account.committed())
     seen = account.visible_ms_of(rows)
     by_time = np.argsort(seen, kind="stable")
     seen = seen[by_time]

@@ -58,13 +58,12 @@ def stream_batches(end, account) -> dict:
     """Histograms of the produce latency (acknowledged records), the end-to-end latency (records some leader's HW
     covered) and, with operations, the produce latency of the acknowledged records sent in their window."""
     w = end.workload
-    acked, visible = account.acked, account.committed
-    produce = LatencyHistogram(exact_top(account.records(acked)))
-    e2e = LatencyHistogram(exact_top(account.records(visible)))
+    acked = account.records(account.acked)
+    produce = LatencyHistogram(exact_top(acked))
+    e2e = LatencyHistogram(exact_top(account.records(account.committed)))
     window = end.operations["window"]
     # (its p99.9 and maximum exact: as many top values kept as the p99.9 of every acknowledged record needs)
-    during = LatencyHistogram(exact_top(account.records(acked))) if window is not None else None
-    del acked, visible
+    during = LatencyHistogram(exact_top(acked)) if window is not None else None
     state, visible_at = account.state, account.visible_at
 
     def taken(a: int, b: int) -> np.ndarray:  # acknowledged, or some leader's HW covered it

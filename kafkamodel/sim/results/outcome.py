@@ -303,10 +303,9 @@ def build_result(end: RunEnd) -> Result:
         })
         part_rows[-1]["replica_divergence"], part_rows[-1]["replica_uncommitted_divergence"] = _divergence(end, part)
 
-    acked_lost, committed_lost, duplicated = account.lost()
     P = len(end.partitions)
-    for name, mask in (("acked_records_lost", acked_lost), ("committed_records_lost", committed_lost),
-                       ("records_duplicated", duplicated)):
+    for name, mask in (("acked_records_lost", account.acked_lost), ("committed_records_lost", account.committed_lost),
+                       ("records_duplicated", account.duplicated)):
         for row, c in zip(part_rows, account.per_partition(mask, P).tolist()):
             row[name] = c
 
@@ -329,8 +328,8 @@ def build_result(end: RunEnd) -> Result:
             skews.append(float(per.max() / per.mean()))
     for row, c in zip(part_rows, counts.tolist()):
         row["records"] = c
-    waiting = account.waiting  # sent by the application, not answered yet
-    backlog = account.per_partition(waiting, P) + undrained_per_partition(counts, account, P)
+    # (the application's records not answered yet: sent, or still in the accumulator)
+    backlog = account.per_partition(account.waiting, P) + undrained_per_partition(counts, account, P)
     for row, c in zip(part_rows, backlog.tolist()):
         row["backlog"] = c
     for row, part in zip(part_rows, end.partitions):  # Kafka's UnderMinIsrPartitionCount, per partition over time
@@ -354,9 +353,9 @@ def build_result(end: RunEnd) -> Result:
         if len(s.producers) else 0.0,
         "records_pending": int(backlog.sum()),
         "records_committed": account.records(account.committed),
-        "acked_records_lost": account.records(acked_lost),
-        "committed_records_lost": account.records(committed_lost),
-        "records_duplicated": account.records(duplicated),
+        "acked_records_lost": account.records(account.acked_lost),
+        "committed_records_lost": account.records(account.committed_lost),
+        "records_duplicated": account.records(account.duplicated),
         "records_out_of_order": account.out_of_order(),
         "not_enough_replicas_errors": c.not_enough_replicas_errors,
         "produce_latency_ms_p50": produce_p50,
