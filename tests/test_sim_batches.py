@@ -290,3 +290,46 @@ def test_visible_times_kept_as_instants_read_back_as_each_batchs_time():
     assert np.array_equal(BatchAccount.visible_ms_of(account, slice(10, 50)), want[10:50], equal_nan=True)
     assert np.array_equal(BatchAccount.committed(account), ~np.isnan(want))
     assert np.array_equal(BatchAccount.committed(account, slice(10, 50)), ~np.isnan(want[10:50]))
+
+
+def test_producers_kept_as_runs_read_back_as_each_batchs_producer():
+    """The batch table keeps each batch's producer as runs of consecutive batches of one producer (a drain makes
+    one producer's batches in a row); ``producer_of`` and ``producer_column`` (slices, index arrays, masks) give
+    each batch's producer back: compared with a list of every batch's, made one by one and by drains, producers
+    interleaved and repeated."""
+    from kafkamodel.sim.batches import RunColumn
+
+    formats = [RecordFormat(2, 100, None, "none", 1 << 20) for _ in range(3)]
+    b = Batches(formats, records=10_000, partitions=8)
+    assert len(b.producer_column()) == 0 and len(b.producer_column()[0:5]) == 0
+    rng = np.random.default_rng(7)
+    expected: list[int] = []
+    lo = 0
+    for step in range(60):
+        producer = int(rng.choice([0, 0, 1, 2]))
+        k = int(rng.choice([1, 1, 3, 40]))
+        if k == 1 and step % 2:
+            b.new(lo, 2, step % 8, producer, 100)
+        else:
+            b.new_many([lo + 2 * i for i in range(k)], [2] * k, [i % 8 for i in range(k)], producer, [100] * k)
+        expected += [producer] * k
+        lo += 2 * k
+    b.new_many([], [], [], 1, [])  # an empty drain: no run
+    assert len(b) == len(expected) and len(b.producer_runs) < len(expected)
+    assert [b.producer_of(x) for x in range(len(b))] == expected
+    column = b.producer_column()
+    want = np.array(expected, dtype=np.int16)
+    assert isinstance(column, RunColumn) and len(column) == len(want)
+    assert column[:].dtype == np.int16 and column[:].tolist() == expected
+    for a, z in ((0, 7), (5, 300), (len(want) - 3, len(want) + 10), (9, 9)):
+        assert column[a:z].tolist() == want[a:z].tolist()
+    rows = rng.permutation(len(want))[:50]
+    assert column[rows].tolist() == want[rows].tolist()
+    mask = rng.random(len(want)) < 0.3
+    assert column[mask].tolist() == want[mask].tolist()
+    # the broker reads a batch's compression cost through its producer's format
+    assert b.decompress_ms(len(b) - 1) == 0.0
+    lz4 = Batches([RecordFormat(2, 100, None, c, 1 << 20) for c in ("none", "lz4")], records=100, partitions=1)
+    lz4.new_many([0, 2], [2, 2], [0, 0], 1, [150, 150])
+    lz4.new(4, 2, 0, 0, 150)
+    assert lz4.decompress_ms(0) == lz4.decompress_ms(0, 1) > 0.0 == lz4.decompress_ms(2) == lz4.decompress_ms(2, 0)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -331,8 +331,8 @@ def index_type(records: int) -> str:
 
 
 class Batches:
-    __slots__ = ("lo", "partition", "producer", "count", "bytes", "state", "attempt", "acks_first", "acks_count",
-                 "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "visible_index", "_filled",
+    __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
+                 "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "visible_index", "_filled",
                  "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
@@ -341,7 +341,13 @@ class Batches:
         self.formats = formats  # producer -> its record format (batch bytes)
         self.lo = array(index_type(records))  # its first record (int32 while the run has fewer than 2^31 records)
         self.partition = array("h" if partitions <= INT16_MAX else "i")  # global partition index (int16 up to 32,767)
-        self.producer = array("h")  # producer index (int16, as the workload's)
+        # the producer (its index: int16, as the workload's), as runs of consecutive batch ids of one producer: a
+        # drain makes one producer's batches in a row (a production-sized request, about 160), and a run grows
+        # while the next batch made is the same producer's (one producer: one run), so no column a batch (2 bytes);
+        # each run's first batch (int32: a batch id is, in a log's rows) and its producer. ``producer_of(b)`` reads
+        # one batch's, ``producer_column()`` a NumPy array of a block's
+        self.producer_starts = array("i")
+        self.producer_runs = array("h")
         # records: int16 while no producer's batch takes more (``RecordFormat.records_per_batch``, the drain's cap)
         self.count = array("h" if all(f.records_per_batch <= INT16_MAX for f in formats) else "i")
         # bytes on the wire and on disk: int32, as Kafka's sizeInBytes, unless some producer's largest batch
@@ -387,7 +393,10 @@ class Batches:
         time in the accumulator (``Accumulator.times`` at its ``lo``, which moves with it): not kept here."""
         self.lo.append(lo)
         self.partition.append(partition)
-        self.producer.append(producer)
+        runs = self.producer_runs
+        if not runs or runs[-1] != producer:  # another producer's batch than the last one made: a new run
+            self.producer_starts.append(len(self.count))
+            runs.append(producer)
         self.count.append(count)
         self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
         # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
@@ -415,11 +424,26 @@ class Batches:
             self.bytes.extend(sizes)
         for column, row in zip(self._filled, self._new_rows):
             column.extend(row * k)
-        self.producer.extend(array("h", (producer,)) * k)
+        runs = self.producer_runs
+        if k and (not runs or runs[-1] != producer):
+            self.producer_starts.append(first)
+            runs.append(producer)
         return first
 
     def __len__(self) -> int:
         return len(self.lo)
+
+    def producer_of(self, b: int) -> int:
+        """The producer of batch b: its run's (the last run without a search: the batches read are mostly the
+        latest made)."""
+        starts = self.producer_starts
+        if b >= starts[-1]:
+            return self.producer_runs[-1]
+        return self.producer_runs[bisect_right(starts, b) - 1]
+
+    def producer_column(self) -> "RunColumn":
+        """The producers of the batches as a column read by slices or index arrays (``RunColumn``)."""
+        return RunColumn(self.producer_starts, self.producer_runs, len(self.lo))
 
     def acked(self, ids: list[int], now: float) -> None:
         """Batches `ids` (distinct, none acknowledged before; their state set ACKED by the caller) were acknowledged
@@ -475,10 +499,10 @@ class Batches:
         if self.lo.typecode != index_type(records):
             self.lo = array("q", self.lo)
 
-    def decompress_ms(self, b: int) -> float:
+    def decompress_ms(self, b: int, producer: int = -1) -> float:
         """CPU ms a broker spends decompressing batch b to validate it (LogValidator; 0 uncompressed): its records'
-        uncompressed bytes x the codec's decompress_ms_per_byte."""
-        f = self.formats[self.producer[b]]
+        uncompressed bytes x the codec's decompress_ms_per_byte (`producer`: the batch's, if the caller knows it)."""
+        f = self.formats[self.producer_of(b) if producer < 0 else producer]
         if f.ratio == 1.0:
             return 0.0
         return (self.bytes[b] - f.header) * f.ratio * f.decompress_ms
@@ -496,3 +520,28 @@ class Batches:
         out = np.cumsum(steps[:-1])
         out -= 1
         return out
+
+
+class RunColumn:
+    """A column of `n` rows kept as runs (`starts`: each run's first row, increasing from 0; `values`: its value),
+    read as NumPy arrays: ``column[a:b]`` or ``column[rows]`` (an index array) gives those rows' values, as a
+    slice or a fancy index of the whole column would, without the whole column (``Batches.producer_column``)."""
+
+    __slots__ = ("starts", "values", "n")
+
+    def __init__(self, starts: array, values: array, n: int):
+        self.starts = np.frombuffer(starts, dtype=starts.typecode) if len(starts) else np.zeros(0, starts.typecode)
+        self.values = np.frombuffer(values, dtype=values.typecode) if len(values) else np.zeros(0, values.typecode)
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rows) -> np.ndarray:
+        if isinstance(rows, slice):
+            rows = np.arange(*rows.indices(self.n))
+        else:
+            rows = np.asarray(rows)
+            if rows.dtype == np.bool_:
+                rows = np.flatnonzero(rows)
+        return self.values[np.searchsorted(self.starts, rows, side="right") - 1]

@@ -92,7 +92,7 @@ class ProduceHandler:
         appended_bytes = self._append(broker, producer, entries, acks, dp, results, woken, flushes)
         wait = 0.0
         if self.validates_compressed:  # the handler decompresses each compressed batch it appends (LogValidator)
-            cpu = sum(self.batches.decompress_ms(b) for b, _ in entries)
+            cpu = sum(self.batches.decompress_ms(b, producer) for b, _ in entries)  # (a request: one producer's)
             if cpu > 0.0:
                 wait = self.cpu_run(broker, ready, cpu) - ready
         if appended_bytes:  # write() into the page cache: throttled when too much of it is dirty
@@ -170,12 +170,12 @@ class ProduceHandler:
             base = log.log_end_offset
             end = base + count_of[b]
             if admit is not None:
-                found = admit(log, b, base, end)
+                found = admit(log, b, base, end, True, producer)
                 if found is not None:
                     results[i] = self._not_in_sequence(rep, b, attempt, found, dp, i)
                     continue
             elif track is not None:
-                track(log, b, base, end)
+                track(log, b, base, end, producer)
             log.append(base, end, rep.leader_epoch, b, now)
             total += bytes_of[b]
             if retention_on:

@@ -358,7 +358,7 @@ class ProducerClient:
         batches.fit_records(w.records)
         if batches.lo:
             lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)  # views: moved in place
-            producer = np.frombuffer(batches.producer, dtype=batches.producer.typecode)
+            producer = batches.producer_column()  # (read a block at a time: kept as runs)
             partition = np.frombuffer(batches.partition, dtype=batches.partition.typecode)
             width = shift.shape[1]
             for a in range(0, len(lo), BLOCK):

@@ -43,8 +43,9 @@ class FinalLogs:
     consumer group's delivery), the base offset of its first and last copy; and how many records of the copies are
     out of their producer's order (``records_out_of_order``: only the total is read, so only the total is kept)."""
 
-    def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer: np.ndarray):
-        """`lo`, `count`, `producer`: the batches' columns as arrays (``BatchAccount``'s)."""
+    def __init__(self, end, lo: np.ndarray, count: np.ndarray, producer):
+        """`lo`, `count`, `producer`: the batches' columns as ``BatchAccount`` holds them (`producer` read by index
+        arrays)."""
         nb = self.rows = len(end.batches)
         self.presence = np.zeros(nb, dtype=np.int16)  # copies (the per-record table's `copies` type)
         self.out_of_order = 0  # records of the copies after a later one of their producer's
@@ -80,7 +81,7 @@ class FinalLogs:
             self._bases = first, last
         return self._bases
 
-    def _order(self, ids: np.ndarray, lo: np.ndarray, count: np.ndarray, producer: np.ndarray) -> None:
+    def _order(self, ids: np.ndarray, lo: np.ndarray, count: np.ndarray, producer) -> None:
         """Count the records of each copy that come after a record its producer sent later (a higher
         workload index: the workload holds records by producer, partition and send time). A copy's records are in
         order among themselves, so those of batch X after entries reaching up to record M are X's records below M:
@@ -145,7 +146,7 @@ class BatchAccount:
 
     count: np.ndarray  # records in the batch (the batch table's type: int16 or int32)
     partition: np.ndarray  # global partition index (int16 or int32)
-    producer: np.ndarray  # int16
+    producer: object  # int16, read by slices or index arrays (the batch table's runs: ``batches.RunColumn``)
     lo: np.ndarray  # its first record (workload index): the batch table's type
     state: np.ndarray  # int8: PENDING, INFLIGHT, ACKED, FAILED
     # when acknowledged (read through ``ack_ms_of``): the batch table's runs of batches acknowledged at one time
@@ -162,7 +163,7 @@ class BatchAccount:
     @classmethod
     def of(cls, end) -> "BatchAccount":
         b = end.batches
-        count, lo, producer = _view(b.count), _view(b.lo), _view(b.producer)
+        count, lo, producer = _view(b.count), _view(b.lo), b.producer_column()
         undrained = end.workload.records - int(count.sum(dtype=np.int64))
         return cls(count=count, partition=_view(b.partition), producer=producer, lo=lo, state=_view(b.state),
                    acks=_ack_runs(b), visible_at=_view(b.visible_at), visible_instants=_view(b.visible_instants),

@@ -41,25 +41,30 @@ class ProducerStateManager:
     """Reads the producer, epoch and sequence of batches from the batch table."""
 
     def __init__(self, batches):
-        self.producer, self.epoch, self.seq = batches.producer, batches.epoch, batches.seq
+        self.producer_of, self.epoch, self.seq = batches.producer_of, batches.epoch, batches.seq
 
-    def track(self, log: Log, b: int, base: int, end: int) -> None:
-        """Remember batch `b`, appended at offsets base..end-1, among its producer's last five in this log."""
+    def track(self, log: Log, b: int, base: int, end: int, producer: int = -1) -> None:
+        """Remember batch `b`, appended at offsets base..end-1, among its producer's last five in this log
+        (`producer`: the batch's, if the caller knows it)."""
         if log.producers is not None and b >= 0:  # (None: rebuilt lazily from the log when next needed)
-            self.admit(log, b, base, end, False)
+            self.admit(log, b, base, end, False, producer)
 
-    def admit(self, log: Log, b: int, base: int, end: int, check: bool = True) -> tuple[int, int, int] | None:
+    def admit(self, log: Log, b: int, base: int, end: int, check: bool = True,
+              producer: int = -1) -> tuple[int, int, int] | None:
         """Check batch b before the leader appends it at offsets base..end-1 (ProducerAppendInfo's sequence check):
         None when it is to be appended, and then it is remembered among its producer's last five at once (the
         check and `track` in one call, the leader's step for each batch); else (DUPLICATE_BATCH, its base, its
         end) for a resend of a remembered batch, or (DUPLICATE_SEQUENCE_NUMBER or OUT_OF_ORDER_SEQUENCE_NUMBER,
-        -1, -1). Without `check` it only remembers the batch (`track`)."""
+        -1, -1). Without `check` it only remembers the batch (`track`). `producer`: the batch's (a produce
+        request's batches are its producer's, so the leader passes it), else (-1) read from the batch table, whose
+        producers are runs (``Batches.producer_of``: a search where a column read was a cell)."""
         producers = log.producers
         if producers is None:  # after a truncation: scan the log back, as a broker reloads its snapshot
             producers = log.producers = {}
             for at, upto, _, held in log.entry_list():
                 self.track(log, held, at, upto)
-        producer = self.producer[b]
+        if producer < 0:
+            producer = self.producer_of(b)
         epoch, seq = self.epoch[b], self.seq[b]
         tail = producers.get(producer)
         if tail is None:  # a producer it does not know: the sequence must start at 0
