@@ -332,8 +332,8 @@ def index_type(records: int) -> str:
 
 class Batches:
     __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
-                 "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq", "formats", "visible_index", "_filled",
-                 "_new_rows")
+                 "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq",
+                 "formats", "visible_index", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
