@@ -160,7 +160,7 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     small = RecordFormat(2, 100, None, "none", 16384)
     assert Batches([small], 2**31).lo.typecode == "q"
     batches = Batches([small], 2**31 - 1)
-    assert batches.lo.typecode == "i" and batches.seq.typecode == "i"
+    assert batches.lo.typecode == "i" and batches.seq.typecode == "h"
     batches.new(2**31 - 2, 1, 0, 0, 200)
     batches.fit_records(2**31 - 1)
     assert batches.lo.typecode == "i"
@@ -179,10 +179,10 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     assert wide.count.tolist() == [many.records_per_batch]
 
 
-def test_a_batchs_sends_are_int16_and_widen_at_the_32768th(monkeypatch):
-    """``attempt`` is int16; a batch sent a 32,768th time (retries at their default, Integer.MAX_VALUE, and no backoff
-    can get there) widens it to int32 in the producer's send loop, every other batch's count kept, and the run goes on
-    as it would have: batches made with 32,767 sends already take the widened path at their first send here."""
+def test_a_batchs_sends_are_int8_and_widen_at_the_128th(monkeypatch):
+    """``attempt`` is int8; a batch sent a 128th time (retries at their default, Integer.MAX_VALUE, and a short
+    backoff can get there) widens it to int32 in the producer's send loop, every other batch's count kept, and the run
+    goes on as it would have: batches made with 127 sends already take the widened path at their first send here."""
     import kafkamodel.sim.batches as batches_module
     from kafkamodel import load_scenario
     from kafkamodel.sim.simulation import Simulation
@@ -197,20 +197,94 @@ def test_a_batchs_sends_are_int16_and_widen_at_the_32768th(monkeypatch):
 
     batches = Batches([RecordFormat(2, 100, None, "none", 16384)])
     batches.new(0, 1, 0, 0, 200)
-    column = batches.widen_attempt()
+    column = batches.widen("attempt")
     assert column is batches.attempt and column.typecode == "i" and column.tolist() == [0]
     batches.new_many([1, 2], [1, 1], [0, 1], 0, [200, 200])
     assert batches.attempt.tolist() == [0, 0, 0]
     plain, expected = run()
-    assert plain.batches.attempt.typecode == "h" and set(plain.batches.attempt.tolist()) == {1}
+    assert plain.batches.attempt.typecode == "b" and set(plain.batches.attempt.tolist()) == {1}
     row = list(batches_module._NEW_ROW)
-    row[1] = 2**15 - 1  # (state, attempt, ...): every new batch as if already sent 32,767 times
+    row[1] = 2**7 - 1  # (state, attempt, ...): every new batch as if already sent 127 times
     monkeypatch.setattr(batches_module, "_NEW_ROW", tuple(row))
     wide, summary = run()
     assert wide.batches.attempt.typecode == "i"
-    assert set(wide.batches.attempt.tolist()) == {2**15}
+    assert set(wide.batches.attempt.tolist()) == {2**7}
     assert wide.batches.attempt is wide.batches._filled[1]  # new batches extend the widened column
     assert summary == expected
+
+
+def test_widen_keeps_each_columns_values_and_new_batches_extend_the_wide_column():
+    """``Batches.widen`` makes ``attempt`` int32, ``epoch`` int16 and ``seq`` int32 (Kafka's types), each value kept,
+    and the batches made after it (one at a time or a drain's) get the same new rows as a table made wide from the
+    start (a plain reference: lists of each field)."""
+    f = RecordFormat(2, 100, None, "none", 16384)
+    batches = Batches([f], records=100, partitions=4)
+    assert (batches.attempt.typecode, batches.epoch.typecode, batches.seq.typecode) == ("b", "b", "h")
+    plain = {"attempt": [], "epoch": [], "seq": []}
+
+    def made(k):
+        for name, value in zip(("attempt", "epoch", "seq"), (0, -1, -1)):
+            plain[name].extend([value] * k)
+
+    batches.new(0, 1, 0, 0, 200)
+    made(1)
+    batches.attempt[0], batches.epoch[0], batches.seq[0] = 127, 127, 2**15 - 1
+    plain["attempt"][0], plain["epoch"][0], plain["seq"][0] = 127, 127, 2**15 - 1
+    for name, wide, value in (("attempt", "i", 2**31 - 1), ("epoch", "h", 2**15 - 1), ("seq", "i", 2**31 - 1)):
+        with pytest.raises(OverflowError):
+            getattr(batches, name)[0] = value
+        column = batches.widen(name)
+        assert column is getattr(batches, name) and column.typecode == wide and column.tolist() == plain[name]
+        column[0] = plain[name][0] = value
+        batches.new(1, 1, 1, 0, 200)
+        batches.new_many([2, 3], [1, 1], [2, 3], 0, [200, 200])
+        made(3)
+        for other in plain:
+            assert getattr(batches, other).tolist() == plain[other], other
+    assert batches._filled == (batches.state, batches.attempt, batches.visible_at, batches.epoch, batches.seq)
+    with pytest.raises(ValueError):
+        batches.widen("lo")
+
+
+def test_epochs_and_sequences_past_int8_and_int16_widen_in_the_send_loop_and_the_run_is_the_same(monkeypatch):
+    """A producer whose epochs and sequence numbers start at the narrow columns' largest values (127 and 32,767)
+    widens ``epoch`` (int16) and ``seq`` (int32) as its send loop writes past them (a drain's new batches and resends
+    after the broker's OUT_OF_ORDER_SEQUENCE_NUMBER, whose KIP-360 bump passes epoch 127): the run, its summary and
+    every column's values, equals one whose table had those types from the start."""
+    import kafkamodel.sim.clients.producer as producer_module
+    from kafkamodel import load_scenario
+    from kafkamodel.sim.simulation import Simulation
+
+    s = {"name": "sequences", "seed": 5, "duration.ms": 300.0, "brokers": 1,
+         "topics": [{"name": "t", "partitions": 3, "replication.factor": 1}],
+         "producers": [{"topic": "t", "rate.per.s": 3000, "acks": "all", "linger.ms": 1,
+                        "enable.idempotence": True}]}
+    state_init = producer_module.ProducerState.__init__
+
+    def near_the_limits(self, *args, **kwargs):
+        state_init(self, *args, **kwargs)
+        self.epoch = [127] * len(self.epoch)
+        self.next_seq = [2**15 - 1] * len(self.next_seq)
+
+    monkeypatch.setattr(producer_module.ProducerState, "__init__", near_the_limits)
+
+    def run(wide):
+        sim = Simulation(load_scenario(s))
+        if wide:
+            b = sim.batches
+            b.epoch, b.seq = array("h", b.epoch), array("i", b.seq)
+            b._filled = (b.state, b.attempt, b.visible_at, b.epoch, b.seq)
+            b._new_rows = tuple(array(c.typecode, row) for c, row in zip(b._filled, b._new_rows))
+        summary = sim.run().summary
+        return sim.batches, summary
+
+    narrow, summary = run(False)
+    reference, expected = run(True)
+    assert narrow.epoch.typecode == "h" and narrow.seq.typecode == "i"
+    assert max(narrow.epoch) > 127 and max(narrow.seq) > 2**15 - 1
+    assert summary == expected
+    for name in ("lo", "count", "bytes", "state", "attempt", "visible_at", "epoch", "seq"):
+        assert getattr(narrow, name).tolist() == getattr(reference, name).tolist(), name
 
 
 def _one_record_batches(n: int) -> Batches:

@@ -354,9 +354,9 @@ class Batches:
         # (``RecordFormat.max_batch_bytes``) could pass it
         self.bytes = array("i" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
         self.state = array("b")  # PENDING, INFLIGHT, ACKED or FAILED
-        # sends so far: int16 (a batch is rarely sent more than a few times; ``widen_attempt`` makes it int32, Kafka's
-        # int, at a 32,768th send, which retries at their default and no backoff can reach)
-        self.attempt = array("h")
+        # sends so far: int8 (a batch is rarely sent more than a few times; ``widen`` makes it int32, Kafka's int,
+        # at a 128th send, which retries at their default and a short backoff can reach)
+        self.attempt = array("b")
         # when the producer learned of success, as runs of consecutive batch ids acknowledged at one time (a
         # response's batches, made in a row by one drain, are answered at once: a run a request, not 8 bytes a
         # batch), in the order they were acknowledged: each run's first batch, its length and the time (``acked``;
@@ -380,10 +380,15 @@ class Batches:
         visible = Instants(math.nan)
         self.visible_instants = visible.times
         self.visible_index = visible.index
-        self.epoch = array("h")  # producer epoch its sequence number belongs to (int16, as Kafka's)
-        # sequence number, given at its first send in an epoch (batches go out in order): int32 as Kafka's; the
-        # model counts a producer's batches to a partition, so it stays below the batch ids (int32 in a log)
-        self.seq = array("i")
+        # producer epoch its sequence number belongs to: int8 (-1 before its first send; an epoch is bumped only when
+        # a batch fails for good), which ``widen`` makes int16, Kafka's short, at the 128th epoch
+        self.epoch = array("b")
+        # sequence number, given at its first send in an epoch (batches go out in order): int16, which ``widen``
+        # makes int32, Kafka's int, at the 32,768th batch of one producer to one partition in an epoch (the model
+        # counts a producer's batches to a partition, so it stays below the batch ids, int32 in a log). The writers
+        # (the producer's send loop) widen a column when a value does not fit; its readers (the producer, the
+        # leaders' producer state) take the column from here each time
+        self.seq = array("h")
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
 
@@ -485,13 +490,21 @@ class Batches:
         """When some leader's HW first covered batch b (NaN: none has)."""
         return self.visible_instants[self.visible_at[b]]
 
-    def widen_attempt(self) -> array:
-        """A batch is being sent a 32,768th time: ``attempt`` becomes int32 (the producer's send loop takes the new
-        column, which it returns)."""
-        self.attempt = array("i", self.attempt)
+    def widen(self, name: str) -> array:
+        """A value does not fit column `name` (``attempt``, ``epoch`` or ``seq``): the column becomes Kafka's type
+        for it (int32, int16, int32), its values kept, and is returned (the producer's send loop writes into the new
+        column; every reader takes the column from here)."""
+        if name == "attempt":
+            column = self.attempt = array("i", self.attempt)
+        elif name == "epoch":
+            column = self.epoch = array("h", self.epoch)
+        elif name == "seq":
+            column = self.seq = array("i", self.seq)
+        else:
+            raise ValueError(f"no column {name} widens")
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
-        return self.attempt
+        return column
 
     def fit_records(self, records: int) -> None:
         """The workload now holds `records` records: ``lo`` widens to int64 if they no longer fit int32 (its readers

@@ -664,12 +664,20 @@ class ProducerClient:
             attempt = attempts[b] + 1
             try:
                 attempts[b] = attempt
-            except OverflowError:  # its 32,768th send: the column widens (Batches.widen_attempt)
-                attempts = batches.widen_attempt()
+            except OverflowError:  # its 128th send: the column widens (Batches.widen)
+                attempts = batches.widen("attempt")
                 attempts[b] = attempt
             if idempotent and epochs[b] != epoch_of[p]:  # first send in this epoch: a sequence
-                epochs[b] = epoch_of[p]
-                seqs[b] = next_seq[p]
+                try:
+                    epochs[b] = epoch_of[p]
+                except OverflowError:  # its producer's 128th epoch: the column widens
+                    epochs = batches.widen("epoch")
+                    epochs[b] = epoch_of[p]
+                try:
+                    seqs[b] = next_seq[p]
+                except OverflowError:  # the 32,768th batch of an epoch to a partition: the column widens
+                    seqs = batches.widen("seq")
+                    seqs[b] = next_seq[p]
                 next_seq[p] += 1
             entries.append((b, attempt))
             if answered:
@@ -722,16 +730,23 @@ class ProducerClient:
         attempt = attempts[first] + 1  # (a new batch's row: every one the same)
         try:
             attempts[first:end] = array(attempts.typecode, (attempt,)) * k
-        except OverflowError:  # its 32,768th send: the column widens (Batches.widen_attempt)
-            attempts = batches.widen_attempt()
+        except OverflowError:  # its 128th send: the column widens (Batches.widen)
+            attempts = batches.widen("attempt")
             attempts[first:end] = array(attempts.typecode, (attempt,)) * k
         parts = batches.partition[first:end]
         queues = ps.acc.queues
         if ps.config.enable_idempotence:
             epoch_of, next_seq = ps.epoch, ps.next_seq
             seqs = list(map(next_seq.__getitem__, parts))
-            batches.epoch[first:end] = array(batches.epoch.typecode, map(epoch_of.__getitem__, parts))
-            batches.seq[first:end] = array(batches.seq.typecode, seqs)
+            epochs = list(map(epoch_of.__getitem__, parts))
+            try:
+                batches.epoch[first:end] = array(batches.epoch.typecode, epochs)
+            except OverflowError:  # an epoch past the column's type: it widens (Batches.widen)
+                batches.widen("epoch")[first:end] = array(batches.epoch.typecode, epochs)
+            try:
+                batches.seq[first:end] = array(batches.seq.typecode, seqs)
+            except OverflowError:
+                batches.widen("seq")[first:end] = array(batches.seq.typecode, seqs)
             for p, s in zip(parts, seqs):
                 next_seq[p] = s + 1
                 if answered:

@@ -41,7 +41,8 @@ class ProducerStateManager:
     """Reads the producer, epoch and sequence of batches from the batch table."""
 
     def __init__(self, batches):
-        self.producer_of, self.epoch, self.seq = batches.producer_of, batches.epoch, batches.seq
+        self.batches = batches  # (its epoch and seq columns read from it each time: they widen, Batches.widen)
+        self.producer_of = batches.producer_of
 
     def track(self, log: Log, b: int, base: int, end: int, producer: int = -1) -> None:
         """Remember batch `b`, appended at offsets base..end-1, among its producer's last five in this log
@@ -65,7 +66,7 @@ class ProducerStateManager:
                 self.track(log, held, at, upto)
         if producer < 0:
             producer = self.producer_of(b)
-        epoch, seq = self.epoch[b], self.seq[b]
+        epoch, seq = self.batches.epoch[b], self.batches.seq[b]
         tail = producers.get(producer)
         if tail is None:  # a producer it does not know: the sequence must start at 0
             if check and seq:
