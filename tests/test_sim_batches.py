@@ -153,7 +153,7 @@ def test_no_batch_is_larger_than_its_formats_bound_for_the_batch_tables_int32_si
 def test_the_batch_table_widens_where_int32_could_overflow():
     """A format whose batches could pass 2^31 - 1 bytes keeps sizes in int64; first records (``lo``) are int32 below
     2^31 records, and widen, keeping their values, when the workload grows past it; partitions and records per
-    batch int16 where they fit it."""
+    batch int8 or int16 where they fit it."""
     huge = RecordFormat(2, 100, None, "none", 2**31 - 1)
     assert huge.max_batch_bytes > 2**31 - 1
     assert Batches([huge]).bytes.typecode == "q"
@@ -174,6 +174,12 @@ def test_the_batch_table_widens_where_int32_could_overflow():
     many = RecordFormat(2, 1, None, "none", 1 << 20)  # 1-byte values: about 130,000 records a batch
     assert many.records_per_batch > 2**15 - 1
     assert Batches([small]).count.typecode == "h" and Batches([small, many]).count.typecode == "i"
+    few = RecordFormat(2, 1024, 10 ** 6, "none", 65536)  # the production case's: about 60 records a batch
+    assert few.records_per_batch <= 2**7 - 1 < small.records_per_batch
+    assert Batches([few]).count.typecode == "b" and Batches([few, small]).count.typecode == "h"
+    full = Batches([few])
+    full.new(0, few.records_per_batch, 0, 0, 65000)
+    assert full.count.tolist() == [few.records_per_batch]
     wide = Batches([many])
     wide.new(0, many.records_per_batch, 0, 0, 1 << 20)
     assert wide.count.tolist() == [many.records_per_batch]

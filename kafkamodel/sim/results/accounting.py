@@ -144,7 +144,7 @@ class BatchAccount:
     and ``undrained``: the records no batch took (still in the accumulator at the end: never sent). Sums of
     ``count`` over rows give the summary's record counts."""
 
-    count: np.ndarray  # records in the batch (the batch table's type: int16 or int32)
+    count: np.ndarray  # records in the batch (the batch table's type: int8, int16 or int32)
     partition: np.ndarray  # global partition index (int16 or int32)
     producer: object  # int16, read by slices or index arrays (the batch table's runs: ``batches.RunColumn``)
     lo: np.ndarray  # its first record (workload index): the batch table's type
