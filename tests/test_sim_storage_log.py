@@ -382,7 +382,8 @@ def test_append_lags_against_the_tables_first_writes_narrow_widen_and_stay_none_
                 assert log.written_before(cut) == bisect_left(times, cut)
                 assert log.written_before(cut, 1, max(log.rows - 1, 1)) == bisect_left(times, cut, 1,
                                                                                        max(log.rows - 1, 1))
-        assert len(table.written_at) == len(table.bases)
+        for t in (leader.table, follower.table):  # a block's first write a 64 rows, a row's after it
+            assert len(t.written_at) == len(t.bases) and len(t.written_blocks) == (len(t.bases) + 63) // 64
 
     tick(1)
     lead(3)
@@ -402,6 +403,15 @@ def test_append_lags_against_the_tables_first_writes_narrow_widen_and_stay_none_
     tick(70000)
     fetch(2)
     assert follower.append_lag.typecode == "i" and leader.append_lag is None
+    lead(1)  # a first write 70,000 instants after its block's first: the table's deltas widened
+    assert table.written_at.typecode == "i"
+    check()
+    for _ in range(5):  # across blocks, a fetch of several rows at a time, and one each
+        lead(30)
+        tick(3)
+        fetch(7)
+        fetch(1)
+        tick(1)
     check()
     follower.truncate_to(follower.bases[5])  # the table keeps the rows: the leader holds them
     del kept[id(follower)][5:]
@@ -422,9 +432,12 @@ def test_append_lags_against_the_tables_first_writes_narrow_widen_and_stay_none_
     fetch(1)
     assert follower.append_lag is None
     tick(5)
-    lead(3)
-    fetch(2)
-    follower.retire(2)
-    follower.drop_first(2)
-    del kept[id(follower)][:2]
-    check()
+    lead(200)
+    for _ in range(50):
+        fetch(3)
+        tick(2)
+    for k in (2, 64, 64 - 2):  # retention: blocks made again, then cut whole (the first rows start a block)
+        follower.retire(k)
+        follower.drop_first(k)
+        del kept[id(follower)][:k]
+        check()

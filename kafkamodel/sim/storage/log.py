@@ -7,8 +7,8 @@ while the partition's offsets fit it, widened to int64 by the append that passes
 ``batch_ids`` (the producer batch it holds, an index of the batch table, int32;
 ``CONTROL``, -1, for a control record such as a quorum leader's epoch marker:
 one offset, no data) and ``written_at`` (when its first write reached that
-broker's page cache: the index of that instant in the run's ``instants``,
-int32, see below), where a tuple per entry with its int objects, and each
+broker's page cache: the index of that instant in the run's ``instants``, see
+below), where a tuple per entry with its int objects, and each
 replica's list slots and float, cost about 200 bytes a batch over three
 replicas (an ``array.array`` append costs more than a list's, as it parses its
 argument: see docs/performance.md). The leader epochs that wrote the rows are
@@ -45,17 +45,21 @@ kept beside it, so an append neither reads the column back nor makes a new
 int), and a row keeps the index of its instant, nondecreasing in a log as its
 times are. The first 300 simulated ms of the production case append 885,170
 rows at 8,227 instants: 4 bytes a row a replica instead of 8. The index is
-kept once a row, in the table (``written_at``: the first write's, the
-leader's), and a log keeps its own as a lag after it (``append_lag``: its
+kept once a row, in the table (the first write's, the leader's: for each
+block of 64 rows its first row's, ``written_blocks``, int32, and for each row
+its own less its block's, ``written_at``, uint16, widened to int32, int64 by
+the write that passes its type: a block spans about 180 ms of a production
+partition's writes, some 5,000 instants), and a log keeps its own as a lag
+after it (``append_lag``: its
 index less ``written_at``'s, never negative as a copy follows its first
 write): none at all while each is 0 (a log that wrote each of its rows
 first, as a leader does), uint8 for a follower's short lags, widened to
 uint16, int32, int64 by the append that passes its type (``_lags``). At 1
-simulated s of the production case the columns of append instants hold 8.6
-bytes a batch (12.5 with an int32 index a row a replica): the table's 4.2, the
-followers' lags 4.4 (nearly all uint16: 5% of their lags pass 255 instants).
-``appended_ms`` reads a row's time; a search by time searches the instants,
-then the first writes' indexes, then the lags over the rows it left
+simulated s of the production case the columns of append instants hold 6.9
+bytes a batch (12.5 with an int32 index a row a replica): the tables' 2.5, the
+followers' lags 4.4 (nearly all uint16: 5% of their lags pass 255 instants,
+the largest 375). ``appended_ms`` reads a row's time; a search by time
+searches the instants, then the blocks, then the rows they left
 (``appended_from``, ``written_before``).
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
@@ -88,8 +92,10 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 # counted from the chunk's first, and its epoch: ``Log.runs``), and where the last batch ends; one batch as its
 # own fields (base, epoch, batch, end), ints (a follower's usual answer: slices of one row cost four times its reads)
 Chunk = tuple
-_INT32_MAX = 2**31 - 1
 _FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
+BLOCK_SHIFT = 6  # the table keeps its rows' first writes' instants per block of 64 rows (AppendTable.written_blocks)
+BLOCK_MASK = (1 << BLOCK_SHIFT) - 1
+_UINT16 = array("H")
 _LAG_TYPES = "BHiq"  # a log's append lags' types, narrowest first (Log._lags)
 _LIMITS = {"B": (0, 255), "H": (0, 65535), "i": (-2**31, 2**31 - 1), "q": (-2**63, 2**63 - 1)}
 
@@ -129,17 +135,21 @@ class AppendTable:
     epoch an offset is written once, so replicas that agree share one table; a log whose rows would differ from
     another holder's (a write at a row another log holds with other contents, retention cutting its own prefix)
     takes its own copy first (``detach``)."""
-    __slots__ = ("bases", "batch_ids", "written_at", "leader_epochs", "epoch_rows", "logs", "clock")
+    __slots__ = ("bases", "batch_ids", "written_blocks", "written_at", "leader_epochs", "epoch_rows", "logs", "clock")
 
     def __init__(self, bases: array | None = None, batch_ids: array | None = None, leader_epochs: array | None = None,
                  epoch_rows: array | None = None, clock: Instants | None = None,
-                 written_at: array | None = None) -> None:
+                 written: tuple[array, array] | None = None) -> None:
         self.bases = _INT32.__copy__() if bases is None else bases  # each entry's base offset, in order (int32, then
         #                                                                  int64 once an offset passes 2^31 - 1: widen)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
         # when it was first written (by the log that wrote it, its leader's): the index of that instant in
-        # ``clock``'s times (int32; int64 from an index past int32's range on: ``widen_written``)
-        self.written_at = _INT32.__copy__() if written_at is None else written_at
+        # ``clock``'s times, kept for each block of `BLOCK` rows as its first row's (int32; int64 from an index past
+        # int32's range on) and for each row as its own less its block's (uint16; int32, int64 from a larger one on)
+        if written is None:
+            self.written_blocks, self.written_at = _INT32.__copy__(), _UINT16.__copy__()
+        else:
+            self.written_blocks, self.written_at = written
         # the leader epochs that wrote the rows, one per run of rows of one epoch (int32, each unlike the one before)
         self.leader_epochs = _INT32.__copy__() if leader_epochs is None else leader_epochs
         self.epoch_rows = _INT32.__copy__() if epoch_rows is None else epoch_rows  # the row each run starts at
@@ -156,17 +166,44 @@ class AppendTable:
             log.bases = bases
         return bases
 
-    def widen_written(self) -> array:
-        """The first writes' instant indexes as int64 from now on (the run has appended at 2^31 instants): the
-        column is copied and every log holding these rows reads the copy. Returns it."""
-        written = self.written_at = array("q", self.written_at)
+    def write(self, r: int, n: int, at: int) -> None:
+        """Rows r..r+n-1 (r is the table's length) were first written at the instant of index `at`."""
+        blocks, deltas = self.written_blocks, self.written_at
+        for x in range(r, r + n):
+            if x & BLOCK_MASK:
+                delta = at - blocks[x >> BLOCK_SHIFT]
+                if not _fits(deltas, delta):
+                    deltas = self.widen_written(delta)
+                deltas.append(delta)
+            else:
+                if not _fits(blocks, at):
+                    blocks = self.widen_written(0, at)
+                blocks.append(at)
+                deltas.append(0)
+
+    def widen_written(self, delta: int, block: int = 0) -> array:
+        """The first writes' columns wide enough for `delta` (a row's) and `block` (a block's: int64 once the run has
+        appended at 2^31 instants): each column that is not is copied, and every log holding these rows reads the
+        copy. Returns the column `block` was given for (the blocks' if not 0, else the rows')."""
+        if not _fits(self.written_blocks, block):
+            self.written_blocks = array("q", self.written_blocks)
+        deltas = self.written_at
+        for typecode in _LAG_TYPES[_LAG_TYPES.index(deltas.typecode):]:
+            if _fits(array(typecode), delta):
+                if typecode != deltas.typecode:
+                    self.written_at = array(typecode, deltas)
+                break
         for log in self.logs:
-            log.written_at = written
-        return written
+            log.written_blocks, log.written_at = self.written_blocks, self.written_at
+        return self.written_blocks if block else self.written_at
+
+    def cut(self, r: int) -> None:
+        """The first writes of the rows from `r` on go."""
+        del self.written_at[r:], self.written_blocks[(r + BLOCK_MASK) >> BLOCK_SHIFT:]
 
 
 class Log:
-    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "written_at", "append_lag", "log_start_offset", "log_end_offset",
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "written_blocks", "written_at", "append_lag", "log_start_offset", "log_end_offset",
                  "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
@@ -174,7 +211,8 @@ class Log:
         self.table.logs.append(self)
         self.bases = self.table.bases  # the table's columns (its rows past ``rows`` are not this log's)
         self.batch_ids = self.table.batch_ids
-        self.written_at = self.table.written_at  # the rows' first writes' instants (the table's column)
+        self.written_blocks = self.table.written_blocks  # the rows' first writes' instants (the table's columns:
+        self.written_at = self.table.written_at  #             a block's, a row's after it)
         self.leader_epochs = self.table.leader_epochs  # its epochs' runs (those starting past ``rows`` not this log's)
         self.epoch_rows = self.table.epoch_rows
         self.rows = 0  # this log's entries: the table's first `rows` rows
@@ -203,11 +241,17 @@ class Log:
     def appended_ms(self, i: int) -> float:
         """When entry `i` reached this broker's page cache."""
         lags = self.append_lag
-        return self.instants[self.written_at[i] if lags is None else self.written_at[i] + lags[i]]
+        at = self.written_blocks[i >> BLOCK_SHIFT] + self.written_at[i]
+        return self.instants[at if lags is None else at + lags[i]]
+
+    def written(self, i: int) -> int:
+        """The index of the instant at which row `i` of the table was first written."""
+        return self.written_blocks[i >> BLOCK_SHIFT] + self.written_at[i]
 
     def append_indexes(self) -> array:
         """Each entry's append instant (its index in ``instants``), a row each (int64: off the hot path, tests)."""
-        written, lags = self.written_at[:self.rows], self.append_lag
+        blocks, deltas, lags = self.written_blocks, self.written_at, self.append_lag
+        written = [blocks[x >> BLOCK_SHIFT] + deltas[x] for x in range(self.rows)]
         return array("q", written if lags is None else map(int.__add__, written, lags))
 
     def append_times(self) -> array:
@@ -219,11 +263,14 @@ class Log:
         """The first of entries i..j-1 (j -1: to the last) appended at the instant of index `k` or later (j if
         none). A log's append instants are nondecreasing, and none precedes its row's first write."""
         hi = self.rows if j < 0 else j
-        written, lags = self.written_at, self.append_lag
-        hi = bisect_left(written, k, i, hi)  # the rows from here on were written, so appended here, at k or later
-        if lags is None or i >= hi:
+        blocks, deltas, lags = self.written_blocks, self.written_at, self.append_lag
+        # the rows of the blocks that start at k or later were written, so appended here, at k or later
+        hi = min(hi, max(i, bisect_left(blocks, k) << BLOCK_SHIFT))
+        if i >= hi:
             return hi
-        return bisect_left(range(hi), k, i, hi, key=lambda r: written[r] + lags[r])
+        if lags is None:
+            return bisect_left(range(hi), k, i, hi, key=lambda r: blocks[r >> BLOCK_SHIFT] + deltas[r])
+        return bisect_left(range(hi), k, i, hi, key=lambda r: blocks[r >> BLOCK_SHIFT] + deltas[r] + lags[r])
 
     def written_before(self, cut: float, i: int = 0, j: int = -1) -> int:
         """The first of entries i..j-1 (j -1: to the last) appended at or after `cut` (j if none): the entries
@@ -385,7 +432,8 @@ class Log:
         at = clock.last
         if r < len(bases) and bases[r] == base and self.batch_ids[r] == batch and (
                 self.leader_epochs[-1] if self.epoch_rows[-1] <= r else self.epoch_at(r)) == epoch:
-            lag = at - self.written_at[r]  # the table's row (a follower's append of what its leader wrote)
+            # the table's row (a follower's append of what its leader wrote)
+            lag = at - self.written_blocks[r >> BLOCK_SHIFT] - self.written_at[r]
             lags = self.append_lag
             if lags is not None:
                 try:
@@ -403,10 +451,14 @@ class Log:
             except OverflowError:  # past int32: the table's offsets go int64
                 self.table.widen().append(base)
             self.batch_ids.append(batch)
-            try:
-                self.written_at.append(at)
-            except OverflowError:  # a 2^31st instant: the table's indexes go int64
-                self.table.widen_written().append(at)
+            if r & BLOCK_MASK:  # (AppendTable.write, inline: the leader's append of each batch)
+                delta = at - self.written_blocks[r >> BLOCK_SHIFT]
+                try:
+                    self.written_at.append(delta)
+                except OverflowError:  # past its type: the table's rows' deltas go wider
+                    self.table.widen_written(delta).append(delta)
+            else:
+                self.table.write(r, 1, at)
             epochs = self.leader_epochs
             if not epochs or epochs[-1] != epoch:  # a new epoch's first row starts its run
                 epochs.append(epoch)
@@ -429,11 +481,12 @@ class Log:
         at = self.clock.index(now)
         if r + n <= len(own) and own[r:r + n] == bases and self.batch_ids[r:r + n] == ids and \
                 self.runs(r, r + n) == runs:  # the table's rows (a follower's fetch of what its leader wrote)
-            written, lags = self.written_at, self.append_lag
-            if at != written[r] or lags is not None:  # (the first row's lag is the largest: `written` rises)
-                if lags is None or not _fits(lags, at - written[r]):
-                    lags = self._lags(r, at - written[r])
-                lags.extend([at - w for w in written[r:r + n]])
+            lags, first = self.append_lag, at - self.written(r)
+            if first or lags is not None:  # (the first row's lag is the largest: the first writes' instants rise)
+                if lags is None or not _fits(lags, first):
+                    lags = self._lags(r, first)
+                blocks, deltas = self.written_blocks, self.written_at
+                lags.extend([at - blocks[x >> BLOCK_SHIFT] - deltas[x] for x in range(r, r + n)])
         else:
             if r < len(own):  # the table holds other contents there
                 self._overwrite(r)
@@ -441,10 +494,7 @@ class Log:
             own += bases
             self.batch_ids += ids
             self._add_runs(r, runs)
-            written = self.written_at
-            if at > _INT32_MAX and written.typecode == "i":
-                written = self.table.widen_written()
-            written.extend(repeat(at, n))
+            self.table.write(r, n, at)
             if self.append_lag is not None:  # this log's first writes: no lag
                 self.append_lag.extend(repeat(0, n))
         self.rows = r + n
@@ -477,7 +527,8 @@ class Log:
         """The table's rows from `r` on go, and the epochs' runs that start there."""
         table = self.table
         k = bisect_left(table.epoch_rows, r)
-        del table.bases[r:], table.batch_ids[r:], table.written_at[r:], table.leader_epochs[k:], table.epoch_rows[k:]
+        del table.bases[r:], table.batch_ids[r:], table.leader_epochs[k:], table.epoch_rows[k:]
+        table.cut(r)
 
     def _overwrite(self, r: int) -> None:
         """This log writes at row `r`, which its table holds with other contents: the logs that hold it take their
@@ -494,9 +545,11 @@ class Log:
         old.logs.remove(self)
         k = bisect_left(old.epoch_rows, n)
         table = self.table = AppendTable(old.bases[:n], old.batch_ids[:n], old.leader_epochs[:k], old.epoch_rows[:k],
-                                         old.clock, old.written_at[:n])
+                                         old.clock, (old.written_blocks[:(n + BLOCK_MASK) >> BLOCK_SHIFT],
+                                                     old.written_at[:n]))
         table.logs.append(self)
-        self.bases, self.batch_ids, self.written_at = table.bases, table.batch_ids, table.written_at
+        self.bases, self.batch_ids = table.bases, table.batch_ids
+        self.written_blocks, self.written_at = table.written_blocks, table.written_at
         self.leader_epochs, self.epoch_rows = table.leader_epochs, table.epoch_rows
 
     def _drop_rows_from(self, i: int) -> None:
@@ -605,7 +658,16 @@ class Log:
         """The first `k` rows (0 < k <= rows) leave this log (retention; ``retire`` keeps what they held): it takes its
         own table first, as its rows from now on start at another row than the other holders'."""
         self.detach()
-        del self.bases[:k], self.batch_ids[:k], self.written_at[:k]
+        table, n = self.table, len(self.bases)
+        if k & BLOCK_MASK:  # the rows' blocks start elsewhere: the first writes written again
+            written = [self.written(x) for x in range(k, n)]
+            table.cut(0)
+            self.written_blocks, self.written_at = table.written_blocks, table.written_at
+            for x, at in enumerate(written):
+                table.write(x, 1, at)
+        else:
+            del self.written_blocks[:k >> BLOCK_SHIFT], self.written_at[:k]
+        del self.bases[:k], self.batch_ids[:k]
         if self.append_lag is not None:
             del self.append_lag[:k]
         rows = self.epoch_rows
