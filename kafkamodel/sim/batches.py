@@ -8,7 +8,10 @@ leaders (``visible_at``, when it became visible, which also says whether it is c
 ``array.array`` of the field's type: a cell of 1-8 bytes, where a Python
 list would take an 8-byte slot and, for an int past 256 or a float of its
 own, an object of 24-32 bytes (the batch table grows with the run: a
-production-sized second makes a million batches). The event loop touches one
+production-sized second makes a million batches). A column whose values
+are mostly small (``attempt``, ``epoch``, ``seq``, ``bytes``) starts in the
+narrowest type and ``Batches.widen`` makes it Kafka's type at the first value
+that does not fit. The event loop touches one
 cell at a time, which an array does about 20 ns slower than a list (NumPy
 arrays slower still); a batch's cells are read a few times each, against the
 tens of microseconds the rest of a batch costs.
