@@ -78,7 +78,7 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
         one.new(lo, n, p, 0)
     first = many.new_many(los, sizes, parts, 0, f.batches_bytes(los, sizes))
     assert first == 0 and len(many) == len(sizes)
-    for column in Batches.__slots__[:-4]:  # (not formats, visible_index, _filled, _new_rows)
+    for column in Batches.__slots__[:-5]:  # (not formats, logs, visible_index, _filled, _new_rows)
         made, alone = getattr(many, column), getattr(one, column)
         assert (made.tobytes() == alone.tobytes()) if isinstance(made, array) else made == alone, column
 
@@ -147,7 +147,7 @@ def test_no_batch_is_larger_than_its_formats_bound_for_the_batch_tables_int32_si
     else:
         worst = n * legacy_record(magic, key, value)
     assert worst <= f.max_batch_bytes
-    assert Batches([f]).bytes.typecode == "i"
+    assert Batches([f]).bytes.typecode == "H"  # (widened to int32 at need: ``widen``)
 
 
 def test_the_batch_table_widens_where_int32_could_overflow():
@@ -291,6 +291,75 @@ def test_epochs_and_sequences_past_int8_and_int16_widen_in_the_send_loop_and_the
     assert summary == expected
     for name in ("lo", "count", "bytes", "state", "attempt", "visible_at", "epoch", "seq"):
         assert getattr(narrow, name).tolist() == getattr(reference, name).tolist(), name
+
+
+def test_sizes_are_uint16_and_widen_to_int32_at_the_first_batch_past_it_in_every_log():
+    """``bytes`` is uint16; the first batch past 65,535 bytes, made alone (``new``) or in a drain (``new_many``: its
+    sizes a list, whose extend stops at it, or an int64 array), widens it to int32, every size kept (a plain
+    reference: a list), and every log made by ``Batches.log`` reads the widened column."""
+    from kafkamodel.sim.storage.log import AppendTable
+
+    f = RecordFormat(2, 30_000, None, "none", 1 << 20)
+    assert f.max_batch_bytes > 2**16 - 1
+    for how in ("new", "list", "array"):
+        batches = Batches([f], records=100, partitions=4)
+        logs = [batches.log(1 << 30, AppendTable()) for _ in range(3)]
+        plain: list[int] = []
+        batches.new(0, 1, 0, 0, 30_100)
+        batches.new_many([1, 2], [1, 1], [1, 2], 0, np.array([2**16 - 1, 60_000], dtype=np.int64))
+        plain += [30_100, 2**16 - 1, 60_000]
+        assert batches.bytes.typecode == "H" and all(log.batch_bytes is batches.bytes for log in logs)
+        sizes = [40_000, 2**16, 2**16 + 7, 90]
+        if how == "new":
+            for lo, size in enumerate(sizes, start=3):
+                batches.new(lo, 2, 0, 0, size)
+        else:
+            batches.new_many([3, 5, 7, 9], [2] * 4, [0, 1, 2, 3], 0,
+                             sizes if how == "list" else np.array(sizes, dtype=np.int64))
+        plain += sizes
+        assert batches.bytes.typecode == "i" and batches.bytes.tolist() == plain, how
+        assert all(log.batch_bytes is batches.bytes for log in logs)
+        assert len(batches.lo) == len(batches.bytes) == len(batches.state) == len(plain)
+        logs.append(batches.log(1 << 30, AppendTable()))  # a log made after: the wide column
+        batches.new(11, 1, 0, 0, 2**20)
+        assert all(log.batch_bytes is batches.bytes for log in logs) and batches.bytes[-1] == 2**20
+
+
+def test_a_run_whose_batches_pass_64_kib_widens_its_sizes_and_is_the_same():
+    """A run of 30 KB records in 1 MiB batches (one record a batch at first, several as the load builds): its sizes
+    widen mid-run, and the run, its summary and every batch's size, equals one whose sizes were int32 from the
+    start."""
+    import kafkamodel.sim.batches as batches_module
+    from kafkamodel import load_scenario
+    from kafkamodel.sim.simulation import Simulation
+
+    s = {"name": "large", "seed": 4, "duration.ms": 300.0, "brokers": 3,
+         "topics": [{"name": "t", "partitions": 2, "replication.factor": 3}],
+         "producers": [{"topic": "t", "rate.per.s": 3000, "acks": "all", "linger.ms": 2, "batch.size": 1 << 20,
+                        "record.size.bytes": 30_000}]}
+
+    def run():
+        sim = Simulation(load_scenario(s))
+        summary = sim.run().summary
+        return sim, summary
+
+    narrow, summary = run()
+    init = batches_module.Batches.__init__
+
+    def wide(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.bytes = array("i")
+
+    batches_module.Batches.__init__ = wide
+    try:
+        reference, expected = run()
+    finally:
+        batches_module.Batches.__init__ = init
+    assert narrow.batches.bytes.typecode == "i" and max(narrow.batches.bytes) > 2**16 - 1
+    assert min(narrow.batches.bytes) < 2**16 - 1
+    assert summary == expected
+    assert narrow.batches.bytes.tolist() == reference.batches.bytes.tolist()
+    assert all(rep.log.batch_bytes is narrow.batches.bytes for reps in narrow.replicas for rep in reps.values())
 
 
 def _one_record_batches(n: int) -> Batches:

@@ -8,7 +8,10 @@ leaders (``visible_at``, when it became visible, which also says whether it is c
 ``array.array`` of the field's type: a cell of 1-8 bytes, where a Python
 list would take an 8-byte slot and, for an int past 256 or a float of its
 own, an object of 24-32 bytes (the batch table grows with the run: a
-production-sized second makes a million batches). The event loop touches one
+production-sized second makes a million batches). A column whose values
+are mostly small (``attempt``, ``epoch``, ``seq``, ``bytes``) starts in the
+narrowest type and ``Batches.widen`` makes it Kafka's type at the first value
+that does not fit. The event loop touches one
 cell at a time, which an array does about 20 ns slower than a list (NumPy
 arrays slower still); a batch's cells are read a few times each, against the
 tens of microseconds the rest of a batch costs.
@@ -35,7 +38,7 @@ from itertools import repeat
 import numpy as np
 
 from .protocol import NONE, PENDING
-from .storage.log import Instants
+from .storage.log import AppendTable, Instants, Log
 
 RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (magic v2)
 LOG_OVERHEAD = 12  # Records.LOG_OVERHEAD: offset (8) and size (4) before every v0/v1 message
@@ -322,7 +325,7 @@ def record_format(settings, producer) -> RecordFormat:
 
 # a new batch's state, attempt, visible_at, epoch and seq (Batches._filled)
 _NEW_ROW = (PENDING, 0, 0, -1, -1)
-INT8_MAX, INT16_MAX, INT32_MAX = 2**7 - 1, 2**15 - 1, 2**31 - 1
+INT8_MAX, INT16_MAX, UINT16_MAX, INT32_MAX = 2**7 - 1, 2**15 - 1, 2**16 - 1, 2**31 - 1
 
 
 def index_type(records: int) -> str:
@@ -333,7 +336,7 @@ def index_type(records: int) -> str:
 class Batches:
     __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
                  "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq",
-                 "formats", "visible_index", "_filled", "_new_rows")
+                 "formats", "logs", "visible_index", "_filled", "_new_rows")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -352,9 +355,12 @@ class Batches:
         # 1 KiB records in 64 KiB batches take about 60), else int16 or int32
         most = max((f.records_per_batch for f in formats), default=0)
         self.count = array("b" if most <= INT8_MAX else "h" if most <= INT16_MAX else "i")
-        # bytes on the wire and on disk: int32, as Kafka's sizeInBytes, unless some producer's largest batch
-        # (``RecordFormat.max_batch_bytes``) could pass it
-        self.bytes = array("i" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
+        # bytes on the wire and on disk: uint16 while every batch made fits it (most do: a production-sized batch
+        # holds a few 1 KiB records), which ``widen`` makes int32, as Kafka's sizeInBytes, at the first that does
+        # not; int64 from the start if some producer's largest batch (``RecordFormat.max_batch_bytes``) could pass
+        # int32. The logs read it (``Log.batch_bytes``): each log is made by ``log``, so a widened column reaches it
+        self.bytes = array("H" if all(f.max_batch_bytes <= INT32_MAX for f in formats) else "q")
+        self.logs: list[Log] = []  # every log made (``log``), whose sizes ``widen`` replaces
         self.state = array("b")  # PENDING, INFLIGHT, ACKED or FAILED
         # sends so far: int8 (a batch is rarely sent more than a few times; ``widen`` makes it int32, Kafka's int,
         # at a 128th send, which retries at their default and a short backoff can reach)
@@ -405,7 +411,11 @@ class Batches:
             self.producer_starts.append(len(self.count))
             runs.append(producer)
         self.count.append(count)
-        self.bytes.append(self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes)
+        size = self.formats[producer].batch_bytes(lo, count) if nbytes < 0 else nbytes
+        try:
+            self.bytes.append(size)
+        except OverflowError:  # the first batch past uint16: the column widens
+            self.widen("bytes").append(size)
         # the fields every new batch starts with, copied from one-cell arrays of them (an append parses its value)
         state, attempt, visible_at, epoch, seq = self._new_rows
         self.state.extend(state)
@@ -426,9 +436,16 @@ class Batches:
         self.count.extend(counts)
         if isinstance(sizes, np.ndarray):  # (an array's extend takes a NumPy array one boxed element at a time)
             sized = self.bytes
+            if sized.typecode == "H" and k and self.formats[producer].max_batch_bytes > UINT16_MAX \
+                    and int(sizes.max()) > UINT16_MAX:  # (a cast would wrap): the column widens
+                sized = self.widen("bytes")
             sized.frombytes(sizes.astype(sized.typecode).tobytes())
         else:
-            self.bytes.extend(sizes)
+            try:
+                self.bytes.extend(sizes)
+            except OverflowError:  # a batch past uint16 (those before it were appended): the column widens
+                del self.bytes[first:]
+                self.widen("bytes").extend(sizes)
         for column, row in zip(self._filled, self._new_rows):
             column.extend(row * k)
         runs = self.producer_runs
@@ -439,6 +456,13 @@ class Batches:
 
     def __len__(self) -> int:
         return len(self.lo)
+
+    def log(self, segment_bytes: int, table: AppendTable) -> Log:
+        """A new log (segment.bytes `segment_bytes`, sharing the append table `table`) reading these batches' sizes
+        (kept in ``logs``: ``widen`` gives it the widened column)."""
+        log = Log(segment_bytes, self.bytes, table)
+        self.logs.append(log)
+        return log
 
     def producer_of(self, b: int) -> int:
         """The producer of batch b: its run's (the last run without a search: the batches read are mostly the
@@ -493,9 +517,14 @@ class Batches:
         return self.visible_instants[self.visible_at[b]]
 
     def widen(self, name: str) -> array:
-        """A value does not fit column `name` (``attempt``, ``epoch`` or ``seq``): the column becomes Kafka's type
-        for it (int32, int16, int32), its values kept, and is returned (the producer's send loop writes into the new
-        column; every reader takes the column from here)."""
+        """A value does not fit column `name` (``attempt``, ``epoch``, ``seq`` or ``bytes``): the column becomes
+        Kafka's type for it (int32, int16, int32, int32), its values kept, and is returned (the producer's send loop
+        writes into the new column; every reader takes the column from here, the logs theirs from ``logs``)."""
+        if name == "bytes":
+            column = self.bytes = array("i", self.bytes)
+            for log in self.logs:
+                log.batch_bytes = column
+            return column
         if name == "attempt":
             column = self.attempt = array("i", self.attempt)
         elif name == "epoch":

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from .protocol import CLIENT, CONTROLLER
 from .state import Replica
-from .storage.log import Log
 from .results.measures import (BROKER_CAUGHT_UP, BROKER_SHUTDOWN, CONTROLLED_SHUTDOWN, OPERATION_END, OPERATION_START,
                                OPERATION_UNFINISHED)
 from .results.health import OFFLINE, UNDER_REPLICATED
@@ -60,8 +59,8 @@ class Operations:
                          "add_broker": self.begin_add_broker}
         self.replicas = sim.replicas
         # a new replica's log shares the table of the log it will copy (the last elected leader's: log.py)
-        self.new_log = lambda part: Log(part.config.segment_bytes, sim.batches.bytes,
-                                        self.replicas[part.index][part.last_leader].log.table)
+        self.new_log = lambda part: sim.batches.log(part.config.segment_bytes,
+                                                    self.replicas[part.index][part.last_leader].log.table)
         self.quotas = sim.quotas
         self.moving: dict[int, set] = {}  # operation -> partitions it still moves
         replication.reassigned = self.partition_moved

@@ -59,7 +59,7 @@ from .rules.modes import make_mode
 from .rules.truncation import make_truncation
 from .state import Broker, Partition, Replica, ReplicasOf
 from .storage.disk import GIB, PageCache
-from .storage.log import AppendTable, Instants, Log
+from .storage.log import AppendTable, Instants
 from .storage.recovery import LogRecovery
 
 
@@ -109,7 +109,7 @@ class Simulation:
         clock = Instants()  # the instants at which some log appended: one column for the run (log.py)
         for part in self.partitions:
             table = AppendTable(clock=clock)
-            self.replicas.append({b: Replica(part.index, b, Log(part.config.segment_bytes, self.batches.bytes, table))
+            self.replicas.append({b: Replica(part.index, b, self.batches.log(part.config.segment_bytes, table))
                                   for b in part.replicas})
         self.replicas_of = ReplicasOf(self.replicas, self.partitions_of)  # broker -> its replicas (periodic tasks)
         self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
