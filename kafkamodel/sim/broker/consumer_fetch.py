@@ -33,7 +33,6 @@ from ..protocol import (CLIENT, CONSUMER_CONN, FENCED_LEADER_EPOCH, NETWORK_EXCE
                         OFFSET_OUT_OF_RANGE, UNKNOWN_LEADER_EPOCH, ConsumerFetchPartition)
 from ..rules.replica_selector import ReplicaView, make_selector, preferred_read_replica
 from ..state import Replica
-from ..storage.log import BLOCK_SHIFT
 
 RESET = -1  # a consumer position still to be set by auto.offset.reset
 
@@ -144,11 +143,8 @@ class ConsumerFetchHandler:
                         total += log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)[2]
                     continue
             i, j, size = log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)
-            if size:
-                lags = log.append_lag  # (Log.appended_ms, inline: each answer's first row)
-                at = log.written_blocks[i >> BLOCK_SHIFT] + log.written_at[i]
-                if log.instants[at if lags is None else at + lags[i]] < cut:
-                    fetch.uncached += log.bytes_written_before(i, j, cut)
+            if size and log.appended_ms(i) < cut:
+                fetch.uncached += log.bytes_written_before(i, j, cut)
             slices, nxt = [], pos
             bases = log.bases
             ends = bases[i + 1:j + 1]  # each batch ends where the next begins, the last at the LEO

@@ -21,7 +21,6 @@ from operator import attrgetter
 
 from ..protocol import LOG_START_MOVED, NONE, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE
 from ..state import Replica
-from ..storage.log import BLOCK_SHIFT
 
 _by_key = attrgetter("key")
 
@@ -302,9 +301,7 @@ class SessionManager:
                     if size:
                         total += size
                         budget -= size
-                        lags = log.append_lag  # (Log.appended_ms, inline: each answer's first row)
-                        at = log.written_blocks[i >> BLOCK_SHIFT] + log.written_at[i]
-                        if log.instants[at if lags is None else at + lags[i]] < cut:
+                        if log.appended_ms(i) < cut:
                             uncached += log.bytes_written_before(i, j, cut)
                     hw_sent[p] = hw = rep.high_watermark
                     if j == i + 1:  # one batch as its fields, the usual answer (Log.chunk's, without the call)
