@@ -301,10 +301,12 @@ def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
         else:  # retention of the oldest rows (the caller's cut, as apply_retention makes it)
             cut = rng.randrange(log.rows)
             log.retire(cut)
-            if cut:
-                log.drop_first(cut)
+            log.detach()
+            del log.bases[:cut], log.batch_ids[:cut], log.append_at[:cut]
+            log.rows -= cut
             if log.rows:
                 log.log_start_offset = log.bases[0]
+            log.epoch_rows[0] = 0
             del kept[:cut]
         assert list(log.append_times()) == kept
         if step % 7:
@@ -333,111 +335,3 @@ def test_append_times_kept_as_instants_read_back_as_a_column_of_every_time():
                         uncached += sizes[b] if at < cut else 0
                     assert unrecovered(log, log.log_start_offset, cut)[:2] == (total, uncached)
     assert len(clock.times) < appended / 2  # (one instant for several rows)
-
-
-def test_append_lags_against_the_tables_first_writes_narrow_widen_and_stay_none_for_a_writer():
-    """A row's append instant is kept once in the table (its first write's, ``written_at``) and per log as a lag
-    after it (``append_lag``): none at all for a log that wrote each of its rows (the leader's), uint8 for a
-    follower's short lags, widened (uint16, int32) by the append or fetch that passes its type, and every time and
-    search reads as the plain column of times each log kept before (appends, fetches, truncation, retention,
-    detach)."""
-    from bisect import bisect_left
-
-    from kafkamodel.sim.storage.log import Instants
-
-    sizes = [100] * 64
-    clock = Instants()
-    table = AppendTable(clock=clock)
-    leader, follower = (Log(segment_bytes=1 << 30, batch_bytes=sizes, table=table) for _ in range(2))
-    kept: dict[int, list[float]] = {id(leader): [], id(follower): []}
-    now = 0.0
-
-    def tick(instants: int) -> None:  # `instants` more instants in the run (other logs' appends)
-        nonlocal now
-        for _ in range(instants):
-            now += 1.0
-            clock.index(now)
-
-    def lead(n: int = 1) -> None:
-        for _ in range(n):
-            leader.append(leader.log_end_offset, leader.log_end_offset + 2, 0, leader.rows % 64, now)
-            kept[id(leader)].append(now)
-
-    def fetch(n: int) -> None:
-        i = follower.rows
-        chunk = leader.chunk(i, i + n)
-        if n == 1:
-            base, epoch, b, end = chunk
-            follower.append(base, end, epoch, b, now)
-        else:
-            follower.extend(chunk, now)
-        kept[id(follower)].extend([now] * n)
-
-    def check() -> None:
-        for log in (leader, follower):
-            times = kept[id(log)]
-            assert list(log.append_times()) == times
-            assert [log.appended_ms(i) for i in range(log.rows)] == times
-            for cut in sorted(set(times)) + [-1.0, now + 1]:
-                assert log.written_before(cut) == bisect_left(times, cut)
-                assert log.written_before(cut, 1, max(log.rows - 1, 1)) == bisect_left(times, cut, 1,
-                                                                                       max(log.rows - 1, 1))
-        for t in (leader.table, follower.table):  # a block's first write a 64 rows, a row's after it
-            assert len(t.written_at) == len(t.bases) and len(t.written_blocks) == (len(t.bases) + 63) // 64
-
-    tick(1)
-    lead(3)
-    fetch(3)  # at the leader's instant: no lag
-    assert leader.append_lag is None and follower.append_lag is None
-    check()
-    lead(2)
-    tick(10)
-    fetch(1)
-    assert follower.append_lag.typecode == "B" and list(follower.append_lag) == [0, 0, 0, 10]
-    fetch(1)
-    lead(4)
-    tick(300)
-    fetch(2)  # one fetch past uint8
-    assert follower.append_lag.typecode == "H"
-    check()
-    tick(70000)
-    fetch(2)
-    assert follower.append_lag.typecode == "i" and leader.append_lag is None
-    lead(1)  # a first write 70,000 instants after its block's first: the table's deltas widened
-    assert table.written_at.typecode == "i"
-    check()
-    for _ in range(5):  # across blocks, a fetch of several rows at a time, and one each
-        lead(30)
-        tick(3)
-        fetch(7)
-        fetch(1)
-        tick(1)
-    check()
-    follower.truncate_to(follower.bases[5])  # the table keeps the rows: the leader holds them
-    del kept[id(follower)][5:]
-    assert follower.rows == 5 and len(follower.append_lag) == 5
-    check()
-    fetch(4)
-    check()
-    leader.truncate_to(0)  # the leader loses everything (a test's step): the follower keeps its rows
-    del kept[id(leader)][:]
-    check()
-    leader.append(0, 2, 1, 63, now)  # a new epoch's write where the table holds other rows: the follower takes
-    kept[id(leader)].append(now)  #   its own copy first (detach)
-    assert follower.table is not leader.table and leader.append_lag is None
-    check()
-    follower.truncate_to(0)
-    assert follower.append_lag is None  # nothing left: no lag
-    del kept[id(follower)][:]
-    fetch(1)
-    assert follower.append_lag is None
-    tick(5)
-    lead(200)
-    for _ in range(50):
-        fetch(3)
-        tick(2)
-    for k in (2, 64, 64 - 2):  # retention: blocks made again, then cut whole (the first rows start a block)
-        follower.retire(k)
-        follower.drop_first(k)
-        del kept[id(follower)][:k]
-        check()

@@ -6,9 +6,8 @@ while the partition's offsets fit it, widened to int64 by the append that passes
 2^31 - 1, ``AppendTable.widen``),
 ``batch_ids`` (the producer batch it holds, an index of the batch table, int32;
 ``CONTROL``, -1, for a control record such as a quorum leader's epoch marker:
-one offset, no data) and ``written_at`` (when its first write reached that
-broker's page cache: the index of that instant in the run's ``instants``, see
-below), where a tuple per entry with its int objects, and each
+one offset, no data) and ``append_at`` (when it reached this broker's page
+cache: the index of that instant in the run's ``instants``, int32, see below), where a tuple per entry with its int objects, and each
 replica's list slots and float, cost about 200 bytes a batch over three
 replicas (an ``array.array`` append costs more than a list's, as it parses its
 argument: see docs/performance.md). The leader epochs that wrote the rows are
@@ -28,8 +27,8 @@ producer state's rebuild, tests). A follower's fetch answer carries a
 The rows' columns and epochs belong to the partition's ``AppendTable``, shared by
 its replicas' logs: in one leader epoch an offset is written once, so replicas
 that agree hold the same rows, and a log's entries are its table's first
-``rows`` rows (only ``append_lag`` is its own, below, and a follower's append
-of a row its leader wrote checks it and counts it). A
+``rows`` rows (only ``append_at`` is its own: 4 bytes a batch a follower, and
+a follower's append of a row its leader wrote checks it and counts it). A
 write where the table holds other rows (a new leader after a truncation) first
 gives each other log holding them its own copy (``detach``), so an old leader
 that diverged reads its own rows until it truncates; retention on a shared log
@@ -42,25 +41,11 @@ instants at which some log appended (``instants``: float64, strictly
 increasing, of the ``Instants`` every AppendTable of the run holds; its
 first cell is -inf, so it is never empty; the latest instant and its index are
 kept beside it, so an append neither reads the column back nor makes a new
-int), and a row keeps the index of its instant, nondecreasing in a log as its
-times are. The first 300 simulated ms of the production case append 885,170
-rows at 8,227 instants: 4 bytes a row a replica instead of 8. The index is
-kept once a row, in the table (the first write's, the leader's: for each
-block of 64 rows its first row's, ``written_blocks``, int32, and for each row
-its own less its block's, ``written_at``, uint16, widened to int32, int64 by
-the write that passes its type: a block spans about 180 ms of a production
-partition's writes, some 5,000 instants), and a log keeps its own as a lag
-after it (``append_lag``: its
-index less ``written_at``'s, never negative as a copy follows its first
-write): none at all while each is 0 (a log that wrote each of its rows
-first, as a leader does), uint8 for a follower's short lags, widened to
-uint16, int32, int64 by the append that passes its type (``_lags``). At 1
-simulated s of the production case the columns of append instants hold 6.9
-bytes a batch (12.5 with an int32 index a row a replica): the tables' 2.5, the
-followers' lags 4.4 (nearly all uint16: 5% of their lags pass 255 instants,
-the largest 375). ``appended_ms`` reads a row's time; a search by time
-searches the instants, then the blocks, then the rows they left
-(``appended_from``, ``written_before``).
+int), and a row keeps the index of its instant (``append_at``,
+nondecreasing in a log as its times are). The first 300 simulated ms of the
+production case append 885,170 rows at 8,227 instants: 4 bytes a row a
+replica instead of 8. ``appended_ms`` reads a row's time; a search by time
+searches the instants, then the indexes (``written_before``).
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -92,18 +77,8 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 # counted from the chunk's first, and its epoch: ``Log.runs``), and where the last batch ends; one batch as its
 # own fields (base, epoch, batch, end), ints (a follower's usual answer: slices of one row cost four times its reads)
 Chunk = tuple
+_INT32_MAX = 2**31 - 1
 _FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
-BLOCK_SHIFT = 6  # the table keeps its rows' first writes' instants per block of 64 rows (AppendTable.written_blocks)
-BLOCK_MASK = (1 << BLOCK_SHIFT) - 1
-_UINT16 = array("H")
-_LAG_TYPES = "BHiq"  # a log's append lags' types, narrowest first (Log._lags)
-_LIMITS = {"B": (0, 255), "H": (0, 65535), "i": (-2**31, 2**31 - 1), "q": (-2**63, 2**63 - 1)}
-
-
-def _fits(column: array, value: int) -> bool:
-    """Whether `value` fits in `column`'s type."""
-    lo, hi = _LIMITS[column.typecode]
-    return lo <= value <= hi
 
 
 class Instants:
@@ -135,21 +110,13 @@ class AppendTable:
     epoch an offset is written once, so replicas that agree share one table; a log whose rows would differ from
     another holder's (a write at a row another log holds with other contents, retention cutting its own prefix)
     takes its own copy first (``detach``)."""
-    __slots__ = ("bases", "batch_ids", "written_blocks", "written_at", "leader_epochs", "epoch_rows", "logs", "clock")
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "logs", "clock")
 
     def __init__(self, bases: array | None = None, batch_ids: array | None = None, leader_epochs: array | None = None,
-                 epoch_rows: array | None = None, clock: Instants | None = None,
-                 written: tuple[array, array] | None = None) -> None:
+                 epoch_rows: array | None = None, clock: Instants | None = None) -> None:
         self.bases = _INT32.__copy__() if bases is None else bases  # each entry's base offset, in order (int32, then
         #                                                                  int64 once an offset passes 2^31 - 1: widen)
         self.batch_ids = _INT32.__copy__() if batch_ids is None else batch_ids  # its producer batch, or CONTROL
-        # when it was first written (by the log that wrote it, its leader's): the index of that instant in
-        # ``clock``'s times, kept for each block of `BLOCK` rows as its first row's (int32; int64 from an index past
-        # int32's range on) and for each row as its own less its block's (uint16; int32, int64 from a larger one on)
-        if written is None:
-            self.written_blocks, self.written_at = _INT32.__copy__(), _UINT16.__copy__()
-        else:
-            self.written_blocks, self.written_at = written
         # the leader epochs that wrote the rows, one per run of rows of one epoch (int32, each unlike the one before)
         self.leader_epochs = _INT32.__copy__() if leader_epochs is None else leader_epochs
         self.epoch_rows = _INT32.__copy__() if epoch_rows is None else epoch_rows  # the row each run starts at
@@ -166,44 +133,9 @@ class AppendTable:
             log.bases = bases
         return bases
 
-    def write(self, r: int, n: int, at: int) -> None:
-        """Rows r..r+n-1 (r is the table's length) were first written at the instant of index `at`."""
-        blocks, deltas = self.written_blocks, self.written_at
-        for x in range(r, r + n):
-            if x & BLOCK_MASK:
-                delta = at - blocks[x >> BLOCK_SHIFT]
-                if not _fits(deltas, delta):
-                    deltas = self.widen_written(delta)
-                deltas.append(delta)
-            else:
-                if not _fits(blocks, at):
-                    blocks = self.widen_written(0, at)
-                blocks.append(at)
-                deltas.append(0)
-
-    def widen_written(self, delta: int, block: int = 0) -> array:
-        """The first writes' columns wide enough for `delta` (a row's) and `block` (a block's: int64 once the run has
-        appended at 2^31 instants): each column that is not is copied, and every log holding these rows reads the
-        copy. Returns the column `block` was given for (the blocks' if not 0, else the rows')."""
-        if not _fits(self.written_blocks, block):
-            self.written_blocks = array("q", self.written_blocks)
-        deltas = self.written_at
-        for typecode in _LAG_TYPES[_LAG_TYPES.index(deltas.typecode):]:
-            if _fits(array(typecode), delta):
-                if typecode != deltas.typecode:
-                    self.written_at = array(typecode, deltas)
-                break
-        for log in self.logs:
-            log.written_blocks, log.written_at = self.written_blocks, self.written_at
-        return self.written_blocks if block else self.written_at
-
-    def cut(self, r: int) -> None:
-        """The first writes of the rows from `r` on go."""
-        del self.written_at[r:], self.written_blocks[(r + BLOCK_MASK) >> BLOCK_SHIFT:]
-
 
 class Log:
-    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "written_blocks", "written_at", "append_lag", "log_start_offset", "log_end_offset",
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "append_at", "log_start_offset", "log_end_offset",
                  "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
@@ -211,17 +143,14 @@ class Log:
         self.table.logs.append(self)
         self.bases = self.table.bases  # the table's columns (its rows past ``rows`` are not this log's)
         self.batch_ids = self.table.batch_ids
-        self.written_blocks = self.table.written_blocks  # the rows' first writes' instants (the table's columns:
-        self.written_at = self.table.written_at  #             a block's, a row's after it)
         self.leader_epochs = self.table.leader_epochs  # its epochs' runs (those starting past ``rows`` not this log's)
         self.epoch_rows = self.table.epoch_rows
         self.rows = 0  # this log's entries: the table's first `rows` rows
         self.clock = self.table.clock  # the run's append instants (every table it takes shares them)
         self.instants = self.clock.times
-        # when each row reached this broker's page cache, as instants after its first write: the index of that
-        # instant less ``written_at``'s (uint8, `rows` of them; uint16, int32, int64 from a larger one on: ``_lags``);
-        # None while each is 0 (a log that wrote each of its rows first: a leader's, without faults)
-        self.append_lag: array | None = None
+        # when each row reached this broker's page cache: the index of that instant (int32, `rows` of them; int64
+        # from an index past int32's range on)
+        self.append_at = _INT32.__copy__()
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
@@ -240,42 +169,18 @@ class Log:
 
     def appended_ms(self, i: int) -> float:
         """When entry `i` reached this broker's page cache."""
-        lags = self.append_lag
-        at = self.written_blocks[i >> BLOCK_SHIFT] + self.written_at[i]
-        return self.instants[at if lags is None else at + lags[i]]
-
-    def written(self, i: int) -> int:
-        """The index of the instant at which row `i` of the table was first written."""
-        return self.written_blocks[i >> BLOCK_SHIFT] + self.written_at[i]
-
-    def append_indexes(self) -> array:
-        """Each entry's append instant (its index in ``instants``), a row each (int64: off the hot path, tests)."""
-        blocks, deltas, lags = self.written_blocks, self.written_at, self.append_lag
-        written = [blocks[x >> BLOCK_SHIFT] + deltas[x] for x in range(self.rows)]
-        return array("q", written if lags is None else map(int.__add__, written, lags))
+        return self.instants[self.append_at[i]]
 
     def append_times(self) -> array:
         """Each entry's append time, a row each (float64: for the readers off the hot path and tests)."""
         instants = self.instants
-        return array("d", [instants[a] for a in self.append_indexes()])
-
-    def appended_from(self, k: int, i: int = 0, j: int = -1) -> int:
-        """The first of entries i..j-1 (j -1: to the last) appended at the instant of index `k` or later (j if
-        none). A log's append instants are nondecreasing, and none precedes its row's first write."""
-        hi = self.rows if j < 0 else j
-        blocks, deltas, lags = self.written_blocks, self.written_at, self.append_lag
-        # the rows of the blocks that start at k or later were written, so appended here, at k or later
-        hi = min(hi, max(i, bisect_left(blocks, k) << BLOCK_SHIFT))
-        if i >= hi:
-            return hi
-        if lags is None:
-            return bisect_left(range(hi), k, i, hi, key=lambda r: blocks[r >> BLOCK_SHIFT] + deltas[r])
-        return bisect_left(range(hi), k, i, hi, key=lambda r: blocks[r >> BLOCK_SHIFT] + deltas[r] + lags[r])
+        return array("d", [instants[a] for a in self.append_at])
 
     def written_before(self, cut: float, i: int = 0, j: int = -1) -> int:
         """The first of entries i..j-1 (j -1: to the last) appended at or after `cut` (j if none): the entries
         before it reached the page cache before `cut` (append times are nondecreasing in a log)."""
-        return self.appended_from(bisect_left(self.instants, cut), i, j)
+        at = self.append_at
+        return bisect_left(at, bisect_left(self.instants, cut), i, self.rows if j < 0 else j)
 
     def epoch_at(self, i: int) -> int:
         """Leader epoch of row `i` (one of the table's rows): its run's."""
@@ -373,7 +278,7 @@ class Log:
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
         from it since: a read of them goes to the disk)."""
-        if i >= j or self.appended_ms(i) >= cut:
+        if i >= j or self.instants[self.append_at[i]] >= cut:
             return 0
         k = self.written_before(cut, i, j)
         bytes_of = self.batch_bytes
@@ -424,48 +329,38 @@ class Log:
         table already has with these fields (a follower taking what its leader wrote) is only counted."""
         r = self.rows
         bases = self.bases
-        clock = self.clock
-        if clock.now != now:  # the first append at this instant in the run (Instants.index, inline: a call
-            clock.times.append(now)  # here costs a small scenario more than the index saves, as each of its
-            clock.now = now  #          requests appends at an instant of its own)
-            clock.last = len(clock.times) - 1
-        at = clock.last
-        if r < len(bases) and bases[r] == base and self.batch_ids[r] == batch and (
-                self.leader_epochs[-1] if self.epoch_rows[-1] <= r else self.epoch_at(r)) == epoch:
-            # the table's row (a follower's append of what its leader wrote)
-            lag = at - self.written_blocks[r >> BLOCK_SHIFT] - self.written_at[r]
-            lags = self.append_lag
-            if lags is not None:
-                try:
-                    lags.append(lag)
-                except OverflowError:  # past its type: this log's lags go wider
-                    self._lags(r, lag).append(lag)
-            elif lag:
-                self._lags(r, lag).append(lag)
-        else:
-            if r < len(bases):  # the table holds other contents there
-                self._overwrite(r)
-                bases = self.bases
+        if r == len(bases):
             try:
                 bases.append(base)
             except OverflowError:  # past int32: the table's offsets go int64
                 self.table.widen().append(base)
             self.batch_ids.append(batch)
-            if r & BLOCK_MASK:  # (AppendTable.write, inline: the leader's append of each batch)
-                delta = at - self.written_blocks[r >> BLOCK_SHIFT]
-                try:
-                    self.written_at.append(delta)
-                except OverflowError:  # past its type: the table's rows' deltas go wider
-                    self.table.widen_written(delta).append(delta)
-            else:
-                self.table.write(r, 1, at)
             epochs = self.leader_epochs
             if not epochs or epochs[-1] != epoch:  # a new epoch's first row starts its run
                 epochs.append(epoch)
                 self.epoch_rows.append(r)
-            if self.append_lag is not None:  # this log's first write: no lag
-                self.append_lag.append(0)
+        elif bases[r] != base or self.batch_ids[r] != batch or (
+                self.leader_epochs[-1] if self.epoch_rows[-1] <= r else self.epoch_at(r)) != epoch:
+            self._overwrite(r)
+            try:
+                self.bases.append(base)
+            except OverflowError:
+                self.table.widen().append(base)
+            self.batch_ids.append(batch)
+            epochs = self.leader_epochs
+            if not epochs or epochs[-1] != epoch:
+                epochs.append(epoch)
+                self.epoch_rows.append(r)
         self.rows = r + 1
+        clock = self.clock
+        if clock.now != now:  # the first append at this instant in the run (Instants.index, inline: a call
+            clock.times.append(now)  # here costs a small scenario more than the index saves, as each of its
+            clock.now = now  #          requests appends at an instant of its own)
+            clock.last = len(clock.times) - 1
+        try:
+            self.append_at.append(clock.last)
+        except OverflowError:  # a 2^31st instant: this log's indexes go int64
+            self._widen_append_at().append(clock.last)
         self.log_end_offset = end
 
     def extend(self, chunk: Chunk, now: float) -> None:
@@ -478,41 +373,26 @@ class Log:
                 own = self.table.widen()
             else:
                 bases = array("q", bases)
-        at = self.clock.index(now)
-        if r + n <= len(own) and own[r:r + n] == bases and self.batch_ids[r:r + n] == ids and \
-                self.runs(r, r + n) == runs:  # the table's rows (a follower's fetch of what its leader wrote)
-            lags, first = self.append_lag, at - self.written(r)
-            if first or lags is not None:  # (the first row's lag is the largest: the first writes' instants rise)
-                if lags is None or not _fits(lags, first):
-                    lags = self._lags(r, first)
-                blocks, deltas = self.written_blocks, self.written_at
-                lags.extend([at - blocks[x >> BLOCK_SHIFT] - deltas[x] for x in range(r, r + n)])
-        else:
-            if r < len(own):  # the table holds other contents there
-                self._overwrite(r)
-                own = self.bases
+        if r == len(own):
             own += bases
             self.batch_ids += ids
             self._add_runs(r, runs)
-            self.table.write(r, n, at)
-            if self.append_lag is not None:  # this log's first writes: no lag
-                self.append_lag.extend(repeat(0, n))
+        elif own[r:r + n] != bases or self.batch_ids[r:r + n] != ids or self.runs(r, r + n) != runs:
+            self._overwrite(r)
+            self.bases += bases
+            self.batch_ids += ids
+            self._add_runs(r, runs)
         self.rows = r + n
+        at = self.clock.index(now)
+        if at > _INT32_MAX and self.append_at.typecode == "i":
+            self._widen_append_at()
+        self.append_at.extend(repeat(at, n))
         self.log_end_offset = end
 
-    def _lags(self, r: int, lag: int) -> array:
-        """This log's lags (its first `r` rows'), of a type that holds `lag` (made, all 0, if there were none;
-        else widened: uint8, uint16, int32, int64). Returns them."""
-        lags = self.append_lag
-        if lags is None:
-            lags = array("B", bytes(r))
-        for typecode in _LAG_TYPES[_LAG_TYPES.index(lags.typecode):]:
-            if _fits(array(typecode), lag):
-                if typecode != lags.typecode:
-                    lags = array(typecode, lags)
-                break
-        self.append_lag = lags
-        return lags
+    def _widen_append_at(self) -> array:
+        """The append instants' indexes as int64 from now on (the run has appended at 2^31 instants)."""
+        self.append_at = array("q", self.append_at)
+        return self.append_at
 
     def _add_runs(self, r: int, runs: tuple[array, array]) -> None:
         """The epochs of rows appended from row `r` on (the table's last row), as runs (``runs``)."""
@@ -528,7 +408,6 @@ class Log:
         table = self.table
         k = bisect_left(table.epoch_rows, r)
         del table.bases[r:], table.batch_ids[r:], table.leader_epochs[k:], table.epoch_rows[k:]
-        table.cut(r)
 
     def _overwrite(self, r: int) -> None:
         """This log writes at row `r`, which its table holds with other contents: the logs that hold it take their
@@ -545,21 +424,15 @@ class Log:
         old.logs.remove(self)
         k = bisect_left(old.epoch_rows, n)
         table = self.table = AppendTable(old.bases[:n], old.batch_ids[:n], old.leader_epochs[:k], old.epoch_rows[:k],
-                                         old.clock, (old.written_blocks[:(n + BLOCK_MASK) >> BLOCK_SHIFT],
-                                                     old.written_at[:n]))
+                                         old.clock)
         table.logs.append(self)
         self.bases, self.batch_ids = table.bases, table.batch_ids
-        self.written_blocks, self.written_at = table.written_blocks, table.written_at
         self.leader_epochs, self.epoch_rows = table.leader_epochs, table.epoch_rows
 
     def _drop_rows_from(self, i: int) -> None:
         """Drop this log's rows from `i` on (the table's too, when no other log holds them)."""
         self.rows = i
-        if self.append_lag is not None:
-            if i:
-                del self.append_lag[i:]
-            else:
-                self.append_lag = None
+        del self.append_at[i:]
         if all(log.rows <= i for log in self.table.logs):
             self._cut_table(i)
 
@@ -649,30 +522,13 @@ class Log:
             start = segs[cut][0]
             k = self.entry_index(start)
             self.retire(k)
-            self.drop_first(k)
-            del segs[:cut]
+            self.detach()  # its rows from now on start at another row than the other holders'
+            del self.bases[:k], self.batch_ids[:k], self.append_at[:k], segs[:cut]
+            rows = self.epoch_rows
+            m = bisect_right(rows, k) - 1  # the run holding the new first row: it now starts at row 0
+            del self.leader_epochs[:m], rows[:m]
+            for x in range(len(rows)):
+                rows[x] = rows[x] - k if x else 0
+            self.rows -= k
             self.log_start_offset = start
         return cut
-
-    def drop_first(self, k: int) -> None:
-        """The first `k` rows (0 < k <= rows) leave this log (retention; ``retire`` keeps what they held): it takes its
-        own table first, as its rows from now on start at another row than the other holders'."""
-        self.detach()
-        table, n = self.table, len(self.bases)
-        if k & BLOCK_MASK:  # the rows' blocks start elsewhere: the first writes written again
-            written = [self.written(x) for x in range(k, n)]
-            table.cut(0)
-            self.written_blocks, self.written_at = table.written_blocks, table.written_at
-            for x, at in enumerate(written):
-                table.write(x, 1, at)
-        else:
-            del self.written_blocks[:k >> BLOCK_SHIFT], self.written_at[:k]
-        del self.bases[:k], self.batch_ids[:k]
-        if self.append_lag is not None:
-            del self.append_lag[:k]
-        rows = self.epoch_rows
-        m = bisect_right(rows, k) - 1  # the run holding the new first row: it now starts at row 0
-        del self.leader_epochs[:m], rows[:m]
-        for x in range(len(rows)):
-            rows[x] = rows[x] - k if x else 0
-        self.rows -= k

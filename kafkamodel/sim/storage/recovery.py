@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from ...config.distributions import Sampler, normalise
 from .log import Log
@@ -57,7 +57,7 @@ def recovery_point_at(log: Log, t: float) -> int:
     what lies before it), or the flushed offset if it was further (approximated by what is flushed now, bounded by
     the log end at `t`)."""
     # entries appended by t: those whose instant is at most t (the instants increase, a log's indexes never fall)
-    i = log.appended_from(bisect_right(log.instants, t))
+    i = bisect_left(log.append_at, bisect_right(log.instants, t), 0, log.rows)
     if i == 0:
         return log.log_start_offset
     starts = segment_starts(log)
@@ -78,9 +78,16 @@ def unrecovered(log: Log, checkpoint: int, evicted_before: float) -> tuple[int, 
     if offset == log.log_end_offset and bases[k] == offset:
         return 0, 0, 0  # the checkpoint is a segment's base with nothing in it
     sizes = log.batch_bytes
-    total = sum(sizes[b] for b in log.batch_ids[first:log.rows] if b >= 0)
-    # (the rows appended before `evicted_before` are a prefix: a log's append times are nondecreasing)
-    return total, log.bytes_written_before(first, log.rows, evicted_before), len(starts) - k
+    total = uncached = 0
+    instants, at = log.instants, log.append_at
+    ids = log.batch_ids
+    for i in range(first, log.rows):
+        b = ids[i]
+        if b >= 0:
+            total += sizes[b]
+            if instants[at[i]] < evicted_before:
+                uncached += sizes[b]
+    return total, uncached, len(starts) - k
 
 
 def recovery_ms(jobs: list[float], threads: int, uncached_bytes: float, read_per_ms: float | None) -> float:
