@@ -739,14 +739,13 @@ class ProducerClient:
             epoch_of, next_seq = ps.epoch, ps.next_seq
             seqs = list(map(next_seq.__getitem__, parts))
             epochs = list(map(epoch_of.__getitem__, parts))
-            try:
-                batches.epoch[first:end] = array(batches.epoch.typecode, epochs)
-            except OverflowError:  # an epoch past the column's type: it widens (Batches.widen)
-                batches.widen("epoch")[first:end] = array(batches.epoch.typecode, epochs)
-            try:
-                batches.seq[first:end] = array(batches.seq.typecode, seqs)
-            except OverflowError:
-                batches.widen("seq")[first:end] = array(batches.seq.typecode, seqs)
+            for name, values in (("epoch", epochs), ("seq", seqs)):
+                column = getattr(batches, name)
+                try:
+                    column[first:end] = array(column.typecode, values)
+                except OverflowError:  # a value past the column's type: it widens first (Batches.widen)
+                    column = batches.widen(name)
+                    column[first:end] = array(column.typecode, values)
             for p, s in zip(parts, seqs):
                 next_seq[p] = s + 1
                 if answered:
