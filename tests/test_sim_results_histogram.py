@@ -67,6 +67,18 @@ def test_merged_histograms_are_the_histogram_of_both(a, b):
     assert_within(one, both)
 
 
+@settings(max_examples=50, deadline=None)
+@given(latencies, st.integers(1, 20), st.integers(0, 5000))
+def test_a_histogram_kept_for_a_bound_and_trimmed_is_the_one_made_for_its_count(values, chunks, extra):
+    """``latency.Fold`` keeps the top values for a bound on the records (their count is known at the end) and trims
+    them to what the count needs: the same kept values, so the same percentiles, as one made knowing it."""
+    want = streamed(values, 1)
+    got = streamed(values, chunks, exact_top(len(values)) + extra)
+    got.trim(exact_top(len(values)))
+    assert got.keep == want.keep and sorted(got.top.tolist()) == sorted(want.top.tolist())
+    assert [got.percentile(q) for q in (0, 50, 99, 99.9, 100)] == [want.percentile(q) for q in (0, 50, 99, 99.9, 100)]
+
+
 def test_the_error_bound_is_reached_not_just_respected():
     """The bound is the histogram's real resolution: a value just above a bucket's low edge comes back as its
     midpoint, about RELATIVE_ERROR higher (not a bound that no value nears)."""

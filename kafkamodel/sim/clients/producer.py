@@ -48,6 +48,7 @@ from ..protocol import (
 from .accumulator import INF, Accumulator, PartitionQueue
 from .application import ApplicationThread, PoolWatch, in_time_order, release, send_records
 from .slots import SendOrder
+from ..results import latency
 from .network_client import Connection
 
 MANY_BATCHES = 32  # a drain cuts at least this many batches after its first: their bytes are counted in NumPy at once
@@ -94,7 +95,7 @@ class ProducerClient:
     """Every producer of the scenario (clients never fail)."""
 
     MESSAGES = ("handle_response",)
-    TIMERS = ("_run_once", "_reconnect", "_block_timeout", "_pool_full", "_written", "_signalled")
+    TIMERS = ("_run_once", "_reconnect", "_block_timeout", "_pool_full", "_written", "_signalled", "_fold")
 
     def __init__(self, sim, server, leader, network):
         self.kernel = sim.kernel
@@ -157,8 +158,12 @@ class ProducerClient:
         # never that one)
         self.made: tuple | None = None
         self.tails: dict = {}  # producer -> the RecordMaker of a producer taken over, making what its thread reaches
+        # a run that folds its settled batches as it goes (workload.fold_possible): each producer's send() cost
+        self.costs = np.array(w.cost_ms, dtype=np.float64) if w.fold is not None else None
 
     def start(self) -> None:
+        if self.workload.fold is not None:
+            self.kernel.schedule(latency.FOLD_MS, self._fold)
         for ps in self.states:
             for part in self.partitions:
                 ps.metadata[part.index] = part.leader
@@ -253,7 +258,10 @@ class ProducerClient:
             maker.upto(at)  # (every record returning by then: the k first and their equals)
             made[maker.first:maker.first + maker.partitions] = maker.filled
         times = self.times
-        los, mades = lo.tolist(), made.tolist()
+        if w.fold is not None:  # (its latencies are the end's to fold from now on)
+            w.fold.on = False
+        # (its records given back, RecordPages, return before `at`: the searches start past them)
+        los, mades = (lo if w.pages is None else np.maximum(lo, w.pages.released[i])).tolist(), made.tolist()
         below = np.array([bisect_left(times, at, a, b) for a, b in zip(los, mades)], dtype=np.int64)
         equal = np.array([bisect_right(times, at, a, b) for a, b in zip(los, mades)], dtype=np.int64) - below
         extra = k - int((below - lo).sum())  # the records returning at `at` before the k-th (in partition order)
@@ -300,6 +308,43 @@ class ProducerClient:
             if q.next < q.end:
                 self._arm(ps, q)
         self._application(ps)
+
+    def _fold(self) -> None:
+        """Every ``latency.FOLD_MS``: the batches settled since the last time go into the latency histograms
+        (``latency.Fold``: each record's send() call is its time in the accumulator less its producer's send() cost,
+        as ``Workload.send_times`` makes it at the end), and the pages of the records they folded are given back
+        (``RecordPages``). An open-loop producer whose pool may fill keeps the records that do not return before its
+        first record that does not fit so far (``PoolWatch``): a take-over searches its times from there."""
+        w = self.workload
+        fold = w.fold
+        if fold is None or not fold.on:
+            return
+        batches = self.batches
+        view = np.frombuffer(self.times, dtype=np.float64)  # (dropped when this returns: no view outlives its use)
+        first, last = fold.sweep(batches, view, self.costs)
+        pages = w.pages
+        if pages is not None and last > first:
+            width = w.lo.shape[1]
+            lo = np.frombuffer(batches.lo, dtype=batches.lo.typecode)[first:last].astype(np.int64)
+            lo += np.frombuffer(batches.count, dtype=batches.count.typecode)[first:last]
+            cell = batches.producer_column()[first:last].astype(np.int64) * width
+            cell += np.frombuffer(batches.partition, dtype=batches.partition.typecode)[first:last]
+            folded = pages.folded.ravel()
+            np.maximum.at(folded, cell, lo)  # (each range's folded records: a prefix, its batches cut in order)
+            bound = np.full(len(self.states), INF)
+            for ps in self.states:
+                watch = ps.watch
+                if watch is not None:
+                    k = watch.fit + watch.released
+                    if k < len(watch.returns):
+                        bound[ps.index] = float(watch.returns[k])
+            held = pages.released.ravel()
+            last_time = view[np.maximum(folded - 1, 0)]
+            upto = np.where((folded > held) & (last_time < np.repeat(bound, width)), folded, held)
+            pages.release(upto.reshape(w.lo.shape), w.lo, w.hi)
+        now = self.kernel.now
+        if now + latency.FOLD_MS <= self.duration:
+            self.kernel.schedule(now + latency.FOLD_MS, self._fold)
 
     def _may_fail(self, ps: ProducerState) -> bool:
         """Whether a send() of the producer's application thread, blocked from now on, can fail (max.block.ms) before

@@ -9,6 +9,7 @@ contiguous range ``[lo, hi)`` of it.
 
 from __future__ import annotations
 
+import mmap
 from array import array
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -52,6 +53,9 @@ class Workload:
     #                                              group's), moved with the slots
     makers: dict | None = None  # producer -> its RecordMaker: its records' times and keys made as the run reads them
     #                             (their slots in ready_ms and key are left unwritten until then)
+    fold: object = None  # results.latency.Fold: the run's latencies folded as its batches settle (``fold_possible``)
+    pages: object = None  # RecordPages: the accumulator's times and the keys in maps whose pages are given back once
+    #                       their records are folded (with ``fold``; None once the slots moved)
 
     def make_all(self, producer: int | None = None) -> None:
         """Every record of the producer (None: of every producer) made: its RecordMaker's pieces left, at once."""
@@ -79,9 +83,15 @@ class Workload:
         records kept aside (``keep_called``). A record never sent stays +inf (its slot goes at the run's end)."""
         ends = (self.hi - self.lo).sum(axis=1).cumsum().tolist()
         start = 0
-        for end, cost in zip(ends, self.cost_ms):
+        pages = self.pages
+        for i, (end, cost) in enumerate(zip(ends, self.cost_ms)):
             if cost > 0:  # (as build_workload and application.send_records compute it)
-                times[start:end] -= cost
+                if pages is None:
+                    times[start:end] -= cost
+                else:  # (the records given back are folded: their pages are not touched again)
+                    for a, b in zip(pages.released[i].tolist(), self.hi[i].tolist()):
+                        if b > a:
+                            times[a:b] -= cost
             start = end
         cells, called = self.blocked
         if cells:
@@ -135,6 +145,7 @@ class Workload:
         the move of each range (new lo - old lo) and `move(array, fill)` for other arrays in the old layout.
         `in_place` (no range grows): the per-record arrays are closed up in themselves (``slots.resize``)."""
         old_lo = self.lo
+        self.pages = None  # (the records move: none is given back from now on)
         self.lo, self.hi, move = resize(self.lo, self.hi, sizes, in_place)
         if self.send_ms is not None:
             self.send_ms = move(self.send_ms, np.nan)
@@ -143,6 +154,92 @@ class Workload:
         for holder, name, fill in self.tracked:
             setattr(holder, name, move(getattr(holder, name), fill))
         return self.lo - old_lo, move
+
+
+FOLD = True  # runs that can fold do (``fold_possible``); tests switch it off to compare
+POISON = False  # tests: a record given back has its slots poisoned (NaN times, keys of 127 digits) instead, so a read
+#                of one after shows in the results
+
+
+def fold_possible(settings: Settings) -> bool:
+    """Whether a run folds its latencies as its batches settle (``results.latency.Fold``) and gives its records'
+    pages back: no records table (results.records: none), and nothing that reads every record's send() call at the
+    end (a consumer group's latencies and lag), moves the slots (a closed-loop producer's) or reads send() calls
+    against a window known at the end (operations)."""
+    return (FOLD and settings.results_records == "none" and not settings.consumers and not settings.operations
+            and not any(p.closed_loop for p in settings.producers))
+
+
+class RecordPages:
+    """The accumulator's times (float64) and the keys' digits (int8) of a run that folds, each in an anonymous
+    private map of its own (no transparent huge pages: a huge page would keep 2 MiB for one record), so the pages of
+    the records folded can be given back (``release``: madvise MADV_DONTNEED; a page read after that reads zeros,
+    one written is allocated again). Where the platform has no madvise, nothing is given back (the same results)."""
+
+    PAGE = mmap.PAGESIZE
+
+    def __init__(self, total: int):
+        self.can = all(hasattr(mmap, name) for name in ("MAP_PRIVATE", "MAP_ANONYMOUS", "MADV_DONTNEED")) \
+            and hasattr(mmap.mmap, "madvise")
+        self.maps: list = []
+        self.arrays: list = []
+        for dtype in (np.float64, DIGITS):
+            if not self.can:
+                self.arrays.append(np.empty(total, dtype=dtype))
+                continue
+            m = mmap.mmap(-1, max(total * np.dtype(dtype).itemsize, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if hasattr(mmap, "MADV_NOHUGEPAGE"):
+                m.madvise(mmap.MADV_NOHUGEPAGE)
+            self.maps.append(m)
+            self.arrays.append(np.frombuffer(m, dtype=dtype, count=total))
+        self.times, self.key = self.arrays
+        self.released = np.zeros(0, dtype=np.int64)  # per (producer, partition): its records below this are given
+        #                                              back (its ranges' starts once laid out: build_workload)
+        self.folded = self.released  # per (producer, partition): its records below this are folded (``latency.Fold``)
+        self.given = [np.zeros(-(-len(a) * a.itemsize // self.PAGE), dtype=bool) for a in self.arrays]  # per page
+        self.released_bytes = 0  # of the pages given back
+
+    def release(self, upto: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Each (producer, partition)'s records below `upto` are folded and never read again: the pages that hold
+        only such records (of any range) are given back."""
+        upto = np.maximum(upto, self.released)
+        old = self.released.ravel()
+        self.released = upto
+        rel, lo, hi = upto.ravel(), lo.ravel(), hi.ravel()
+        if POISON:
+            grew = np.flatnonzero(rel > old)
+            n = rel[grew] - old[grew]
+            each = np.repeat(old[grew] - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+            self.times[each] = np.nan
+            self.key[each] = 127
+            return
+        if not self.can or not len(rel):
+            return
+        # the spans given back: [lo, released) of a range, joined with the next ones while a range is given back whole
+        full = rel >= hi
+        starts = np.flatnonzero(np.concatenate(([True], ~full[:-1])))
+        partial = np.flatnonzero(~full)
+        at = np.searchsorted(partial, starts)
+        ends = np.where(at < len(partial), partial[np.minimum(at, len(partial) - 1)], len(rel) - 1)
+        first, last = lo[starts], rel[ends]
+        page = self.PAGE
+        for m, a, given in zip(self.maps, self.arrays, self.given):
+            size = a.itemsize
+            p0 = -(-(first * size) // page)
+            p1 = (last * size) // page
+            keep = p1 > p0
+            steps = np.zeros(len(given) + 1, dtype=np.int64)
+            np.add.at(steps, p0[keep], 1)
+            np.add.at(steps, p1[keep], -1)
+            new = (np.cumsum(steps[:-1]) > 0) & ~given
+            pages = np.flatnonzero(new)
+            if not len(pages):
+                continue
+            given |= new
+            self.released_bytes += len(pages) * page
+            cuts = np.flatnonzero(np.diff(pages) != 1) + 1  # runs of consecutive pages: one call each
+            for run in np.split(pages, cuts):
+                m.madvise(mmap.MADV_DONTNEED, int(run[0]) * page, len(run) * page)
 
 
 def _poisson_chunks(p: ProducerSettings, duration: float, rng: np.random.Generator, piece: int = 0):
@@ -441,10 +538,13 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
     sizes = [int(counts[i].sum()) if a is None else a if isinstance(a, int) else len(a)
              for i, a in enumerate(arrivals)]
     total = sum(sizes)
-    key = np.empty(total, dtype=key_type)
-    if any(isinstance(a, int) for a in arrivals):  # (a buffer whose pages are written, so held, only as the records
-        #                                              are made: RecordMaker)
-        buffer = np.empty(total, dtype=np.float64)
+    pages = None
+    if total and digits and fold_possible(settings):  # (folded as the run goes: pages given back, RecordPages)
+        pages = RecordPages(total)
+    key = np.empty(total, dtype=key_type) if pages is None else pages.key
+    if pages is not None or any(isinstance(a, int) for a in arrivals):  # (a buffer whose pages are written, so
+        #                                                                   held, only as the records are made)
+        buffer = np.empty(total, dtype=np.float64) if pages is None else pages.times
         ready = memoryview(buffer)
         ready_ms = buffer
     else:
@@ -504,8 +604,14 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         at = end
     del ready_ms
     hi = np.cumsum(counts.ravel()).reshape(counts.shape)
-    return Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
-                    returns=returns or None, makers=makers or None)
+    w = Workload(key=key, lo=hi - counts, hi=hi, cost_ms=costs, ready_ms=ready, closed=closed or None,
+                 returns=returns or None, makers=makers or None)
+    if pages is not None:
+        from ..results.latency import Fold  # (the results' histograms: imported only by a run that folds)
+
+        pages.released, pages.folded = w.lo.copy(), w.lo.copy()
+        w.pages, w.fold = pages, Fold(total)
+    return w
 
 
 class RecordMaker:

@@ -104,6 +104,13 @@ class LatencyHistogram:
             pool = np.partition(pool, len(pool) - self.keep)[len(pool) - self.keep:]
         self.top = pool
 
+    def trim(self, top: int) -> None:
+        """Keep only the `top` largest values (a histogram made with a larger bound, ``latency.Fold``, trimmed to
+        what its count needs: then as one made with `top`, the same values kept)."""
+        self.keep = max(int(top), 1)
+        if len(self.top) > self.keep:
+            self.top = np.partition(self.top, len(self.top) - self.keep)[len(self.top) - self.keep:]
+
     @property
     def mean(self) -> float | None:
         return self.total / self.n if self.n else None
