@@ -148,3 +148,17 @@ def test_a_production_shaped_run_gives_most_of_its_records_bytes_back(monkeypatc
     assert w.pages.released_bytes > 0.6 * w.records * 9
     _, want = _run(scenario, False, monkeypatch)
     _same(want, got)
+
+
+def test_the_times_kept_at_the_end_skip_only_the_pages_given_back():
+    """``Workload.send_times`` writes only the records outside the pages given back (writing one would take it
+    again); every other record of the span is written."""
+    from kafkamodel.sim.clients.workload import RecordPages
+
+    pages = RecordPages(10_000)
+    per = pages.PAGE // 8
+    pages.given[0][[1, 2, 5, 19]] = True
+    assert pages.kept(0, 10_000) == [(0, per), (3 * per, 5 * per), (6 * per, 19 * per)]
+    assert pages.kept(per + 88, 6 * per - 8) == [(3 * per, 5 * per)]
+    assert pages.kept(per + 1, 2 * per) == []
+    assert pages.kept(7, 99) == [(7, 99)]

@@ -84,14 +84,10 @@ class Workload:
         ends = (self.hi - self.lo).sum(axis=1).cumsum().tolist()
         start = 0
         pages = self.pages
-        for i, (end, cost) in enumerate(zip(ends, self.cost_ms)):
+        for end, cost in zip(ends, self.cost_ms):
             if cost > 0:  # (as build_workload and application.send_records compute it)
-                if pages is None:
-                    times[start:end] -= cost
-                else:  # (the records given back are folded: their pages are not touched again)
-                    for a, b in zip(pages.released[i].tolist(), self.hi[i].tolist()):
-                        if b > a:
-                            times[a:b] -= cost
+                for a, b in ([(start, end)] if pages is None else pages.kept(start, end)):
+                    times[a:b] -= cost  # (a page given back is not written again: its records are folded)
             start = end
         cells, called = self.blocked
         if cells:
@@ -198,6 +194,25 @@ class RecordPages:
         self.folded = self.released  # per (producer, partition): its records below this are folded (``latency.Fold``)
         self.given = [np.zeros(-(-len(a) * a.itemsize // self.PAGE), dtype=bool) for a in self.arrays]  # per page
         self.released_bytes = 0  # of the pages given back
+
+    def kept(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The spans of the times' records [start, end) outside the pages given back, in order."""
+        per = self.PAGE // self.times.itemsize  # records a page (a page holds whole records: 8 bytes each)
+        given = self.given[0][start // per:-(-end // per)]
+        pages = np.flatnonzero(given)
+        if not len(pages):
+            return [(start, end)]
+        cuts = np.flatnonzero(np.diff(pages) != 1) + 1
+        out, at = [], start
+        base = start // per
+        for run in np.split(pages, cuts):
+            a, b = (base + int(run[0])) * per, (base + int(run[-1]) + 1) * per
+            if a > at:
+                out.append((at, a))
+            at = max(at, b)
+        if end > at:
+            out.append((at, end))
+        return out
 
     def release(self, upto: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
         """Each (producer, partition)'s records below `upto` are folded and never read again: the pages that hold
