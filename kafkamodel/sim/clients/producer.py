@@ -258,8 +258,6 @@ class ProducerClient:
             maker.upto(at)  # (every record returning by then: the k first and their equals)
             made[maker.first:maker.first + maker.partitions] = maker.filled
         times = self.times
-        if w.fold is not None:  # (its latencies are the end's to fold from now on)
-            w.fold.on = False
         # (its records given back, RecordPages, return before `at`: the searches start past them)
         los, mades = (lo if w.pages is None else np.maximum(lo, w.pages.released[i])).tolist(), made.tolist()
         below = np.array([bisect_left(times, at, a, b) for a, b in zip(los, mades)], dtype=np.int64)
@@ -317,11 +315,11 @@ class ProducerClient:
         first record that does not fit so far (``PoolWatch``): a take-over searches its times from there."""
         w = self.workload
         fold = w.fold
-        if fold is None or not fold.on:
+        if fold is None:
             return
         batches = self.batches
         view = np.frombuffer(self.times, dtype=np.float64)  # (dropped when this returns: no view outlives its use)
-        first, last = fold.sweep(batches, view, self.costs)
+        first, last = fold.sweep(batches, view, self.costs, w.blocked, w.lo.ravel())
         pages = w.pages
         if pages is not None and last > first:
             width = w.lo.shape[1]
