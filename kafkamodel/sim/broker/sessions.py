@@ -29,7 +29,7 @@ class FetchSession:
     """A follower fetcher's session at one leader broker."""
 
     __slots__ = ("key", "leader", "follower", "offsets", "dirty", "hw_sent", "parked", "parked_at", "timer_armed",
-                 "last_fetch_ms", "errors", "retry_expand")
+                 "last_fetch_ms", "errors", "retry_expand", "woken_for")
 
     def __init__(self, key: tuple, leader: int, follower: int):
         self.key = key  # (leader, follower, fetcher id)
@@ -44,6 +44,8 @@ class FetchSession:
         self.last_fetch_ms = 0.0  # when the follower last fetched (every partition of the session is read then)
         self.errors: list = []  # errors for the next answer (protocol.FETCH_RESPONSE_PARTITION)
         self.retry_expand: set[int] = set()  # partitions whose ISR expansion the controller refused (fenced, RECOVERING)
+        # the parked fetch an append gave records to (``appended``; 0: none, or a partition left the session since)
+        self.woken_for = 0
 
 
 class SessionManager:
@@ -225,6 +227,7 @@ class SessionManager:
 
     def _drop(self, s: FetchSession, parts: list) -> None:
         replicas, leader, follower = self.replicas, s.leader, s.follower
+        s.woken_for = 0  # what an append gave a parked fetch may be gone with these partitions
         for p in parts:
             if s.offsets.pop(p, None) is not None:
                 lead = replicas[p][leader].lead
@@ -366,11 +369,15 @@ class SessionManager:
                         fs.last_caught_up_ms = s.last_fetch_ms
                 dirty[p] = True
             if s.parked:
+                s.woken_for = s.parked  # this append gave it records (every offset a session holds is at most `old`)
                 woken.add(s)
 
     def wake(self, woken: set) -> None:
-        """After a produce request (tryCompleteActions): parked fetches that now find enough are answered."""
+        """After a produce request (tryCompleteActions): parked fetches that now find enough are answered. A fetch
+        still parked as it was when an append gave it records (``woken_for``) has at least a byte: with
+        replica.fetch.min.bytes at most 1 and no throttle that is enough, without counting."""
         now = self.kernel.now
+        counted = self.min_bytes > 1 or self.quotas.throttled
         order: Iterable[FetchSession] = woken
         if len(woken) == 2:  # in session order (the usual two followers: one comparison, no sort)
             a, b = woken
@@ -378,8 +385,10 @@ class SessionManager:
         elif len(woken) > 2:
             order = sorted(woken, key=_by_key)
         for s in order:
-            if s.parked and self.sessions.get(s.key) is s and self._has_bytes(s):
-                self._answer(s, s.parked, now)
+            req = s.parked
+            if req and self.sessions.get(s.key) is s and (
+                    (s.woken_for == req and not counted) or self._has_bytes(s)):
+                self._answer(s, req, now)
 
     def hw_moved(self, lead) -> None:
         """2.4-2.5 (KIP-392's Case H, removed by KAFKA-9952 in 2.6): the HW moved; the partition's followers' parked
