@@ -96,6 +96,33 @@ def test_a_follower_taking_its_leaders_rows_shares_them_and_keeps_only_its_times
     assert list(follower.append_times()) == [2.0, 3.0, 3.0]
 
 
+def test_an_untimed_follower_holds_the_same_rows_and_keeps_no_append_times():
+    table = AppendTable()
+    leader, timed, untimed = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(3))
+    untimed.append(0, 1, 1, CONTROL, 0.5)  # kept before: dropped with the times
+    untimed.untimed()
+    assert not untimed.timed and timed.timed and len(untimed.append_at) == 0
+    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22), (22, 30))):
+        leader.append(base, end, 1, i, 1.0)
+    instants = len(timed.instants)
+    for log in (timed, untimed):
+        log.truncate_to(0)
+        log.append(0, 10, 1, 0, 2.0)
+        log.extend(leader.chunk(1, 3), 3.0)
+        base, epoch, b, end = leader.chunk(3, 4)  # one batch, as the usual answer carries it
+        log.append(base, end, epoch, b, 4.0)
+    assert len(untimed.instants) == instants + 3  # (the timed follower's instants: the untimed one adds none)
+    assert untimed.entry_list() == timed.entry_list() == leader.entry_list()
+    assert untimed.log_end_offset == timed.log_end_offset == 30 and untimed.rows == 4
+    assert list(timed.append_times()) == [2.0, 3.0, 3.0, 4.0] and len(untimed.append_at) == 0
+    try:
+        untimed.appended_ms(0)
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("an untimed log's append time was read")
+
+
 def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_ones_rows_to_it():
     # KIP-101's case: the old leader A wrote batch 2 at offset 15 in epoch 1; B, the follower that had only batches 0
     # and 1, leads epoch 2 and writes batch 3 there. A keeps its batch 2 until it truncates (it answers reads, and

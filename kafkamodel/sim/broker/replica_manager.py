@@ -14,6 +14,14 @@ from ..protocol import CONTROLLER
 from ..results.measures import RETENTION
 
 
+def follower_append_times_read(settings) -> bool:
+    """Whether a follower's append instants (``Log.append_at``) can be read in this run. They are read by a read of
+    the follower's log (a consumer's, KIP-392), by its recovery or power loss (a fault), or once it leads (a fault or
+    an operation moves leaders: at t=0 every preferred replica leads, and nothing else elects). Without consumer
+    groups, faults or operations, none of these happens, and followers keep no append instants (``Log.untimed``)."""
+    return bool(settings.consumers or settings.faults or settings.operations)
+
+
 class ReplicaManager:
     """Every broker's."""
 
@@ -33,6 +41,7 @@ class ReplicaManager:
         self.send = sim.transport.send
         self.note_availability = sim.availability.note
         self.retention_on = sim.retention_on
+        self.follower_times = follower_append_times_read(sim.settings)  # else the followers' logs keep none
         cfg = sim.settings.broker
         self.retention_check_ms = cfg.log_retention_check_interval_ms
         self.flush_ms = cfg.log_flush_interval_ms
@@ -75,6 +84,8 @@ class ReplicaManager:
                     lead.set_isr(part.isr)
             for b, rep in self.replicas[part.index].items():
                 if b != part.leader:
+                    if not self.follower_times:
+                        rep.log.untimed()
                     self.follower.start_fetching(rep)
         leaders = [part.leader for part in self.partitions]
         epochs = [part.leader_epoch for part in self.partitions]

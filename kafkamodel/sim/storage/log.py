@@ -46,6 +46,9 @@ nondecreasing in a log as its times are). The first 300 simulated ms of the
 production case append 885,170 rows at 8,227 instants: 4 bytes a row a
 replica instead of 8. ``appended_ms`` reads a row's time; a search by time
 searches the instants, then the indexes (``written_before``).
+A follower's instants are read only by a read of its log, its recovery or
+a power loss, or once it leads: a run with nothing that can do any of these
+keeps none for its followers (``untimed``: 4 bytes a batch a follower).
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -135,7 +138,7 @@ class AppendTable:
 
 
 class Log:
-    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "append_at", "log_start_offset", "log_end_offset",
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "append_at", "timed", "log_start_offset", "log_end_offset",
                  "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
@@ -151,6 +154,8 @@ class Log:
         # when each row reached this broker's page cache: the index of that instant (int32, `rows` of them; int64
         # from an index past int32's range on)
         self.append_at = _INT32.__copy__()
+        # whether appends keep their instants (``untimed``: a follower's in a run where nothing can read them)
+        self.timed = True
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
@@ -352,15 +357,16 @@ class Log:
                 epochs.append(epoch)
                 self.epoch_rows.append(r)
         self.rows = r + 1
-        clock = self.clock
-        if clock.now != now:  # the first append at this instant in the run (Instants.index, inline: a call
-            clock.times.append(now)  # here costs a small scenario more than the index saves, as each of its
-            clock.now = now  #          requests appends at an instant of its own)
-            clock.last = len(clock.times) - 1
-        try:
-            self.append_at.append(clock.last)
-        except OverflowError:  # a 2^31st instant: this log's indexes go int64
-            self._widen_append_at().append(clock.last)
+        if self.timed:
+            clock = self.clock
+            if clock.now != now:  # the first append at this instant in the run (Instants.index, inline: a call
+                clock.times.append(now)  # here costs a small scenario more than the index saves, as each of its
+                clock.now = now  #          requests appends at an instant of its own)
+                clock.last = len(clock.times) - 1
+            try:
+                self.append_at.append(clock.last)
+            except OverflowError:  # a 2^31st instant: this log's indexes go int64
+                self._widen_append_at().append(clock.last)
         self.log_end_offset = end
 
     def extend(self, chunk: Chunk, now: float) -> None:
@@ -383,11 +389,20 @@ class Log:
             self.batch_ids += ids
             self._add_runs(r, runs)
         self.rows = r + n
-        at = self.clock.index(now)
-        if at > _INT32_MAX and self.append_at.typecode == "i":
-            self._widen_append_at()
-        self.append_at.extend(repeat(at, n))
+        if self.timed:
+            at = self.clock.index(now)
+            if at > _INT32_MAX and self.append_at.typecode == "i":
+                self._widen_append_at()
+            self.append_at.extend(repeat(at, n))
         self.log_end_offset = end
+
+    def untimed(self) -> None:
+        """From now on this log keeps no append instants, and drops those it kept: a follower's, in a run where
+        nothing can read them (no fault can crash or cut its broker, no operation or fault can make it lead, no
+        consumer reads it: ``follower_append_times_read``). Its rows' times are 4 bytes a batch a follower; a read of
+        one fails (the array is empty), and making it lead raises (``LeaderRole.become_leader``)."""
+        self.timed = False
+        del self.append_at[:]
 
     def _widen_append_at(self) -> array:
         """The append instants' indexes as int64 from now on (the run has appended at 2^31 instants)."""
