@@ -123,6 +123,36 @@ def test_an_untimed_follower_holds_the_same_rows_and_keeps_no_append_times():
         raise AssertionError("an untimed log's append time was read")
 
 
+def test_a_log_that_forgot_its_first_rows_times_answers_for_the_others_as_before(monkeypatch):
+    from kafkamodel.sim.storage import log as logs
+
+    monkeypatch.setattr(logs, "FORGET_AT_LEAST", 2)
+    table = AppendTable()
+    kept, forgetting = (Log(segment_bytes=1 << 30, batch_bytes=SIZES, table=table) for _ in range(2))
+    for i, (base, end) in enumerate(((0, 10), (10, 15), (15, 22), (22, 30))):
+        for log in (kept, forgetting):  # (time never goes back: both append at each instant in turn)
+            log.append(base, end, 1, i, 1.0 + i)
+    forgetting.forget_times_below(1)  # (fewer than FORGET_AT_LEAST rows: kept)
+    assert forgetting.forgotten == 0
+    forgetting.forget_times_below(2)
+    assert forgetting.forgotten == 2 and list(forgetting.append_times()) == [3.0, 4.0]
+    for i in (2, 3):
+        assert forgetting.appended_ms(i) == kept.appended_ms(i)
+        for cut in (2.5, 3.0, 3.5, 4.0, 9.0):
+            assert forgetting.written_before(cut, i) == kept.written_before(cut, i)
+            assert forgetting.bytes_written_before(i, 4, cut) == kept.bytes_written_before(i, 4, cut)
+    for read in (lambda: forgetting.appended_ms(1), lambda: forgetting.written_before(9.0)):
+        try:
+            read()
+        except IndexError:
+            continue
+        raise AssertionError("a forgotten row's time was read")
+    for log in (kept, forgetting):  # a truncation into the kept rows, then an append: the same times from row 2 on
+        log.truncate_to(22)
+        log.append(22, 25, 2, 3, 7.0)
+    assert list(forgetting.append_times()) == list(kept.append_times())[2:] == [3.0, 7.0]
+
+
 def test_a_new_leader_writing_where_the_old_one_has_other_rows_leaves_the_old_ones_rows_to_it():
     # KIP-101's case: the old leader A wrote batch 2 at offset 15 in epoch 1; B, the follower that had only batches 0
     # and 1, leads epoch 2 and writes batch 3 there. A keeps its batch 2 until it truncates (it answers reads, and

@@ -143,7 +143,7 @@ class ConsumerFetchHandler:
                         total += log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)[2]
                     continue
             i, j, size = log.read(pos, hw, min(cfg.max_partition_fetch_bytes, budget), not total)
-            if size and log.instants[log.append_at[i]] < cut:
+            if size and log.instants[log.append_at[i - log.forgotten]] < cut:
                 fetch.uncached += log.bytes_written_before(i, j, cut)
             slices, nxt = [], pos
             bases = log.bases

@@ -14,12 +14,13 @@ from ..protocol import CONTROLLER
 from ..results.measures import RETENTION
 
 
-def follower_append_times_read(settings) -> bool:
+def follower_append_times_read(settings, retention_on: bool) -> bool:
     """Whether a follower's append instants (``Log.append_at``) can be read in this run. They are read by a read of
-    the follower's log (a consumer's, KIP-392), by its recovery or power loss (a fault), or once it leads (a fault or
-    an operation moves leaders: at t=0 every preferred replica leads, and nothing else elects). Without consumer
-    groups, faults or operations, none of these happens, and followers keep no append instants (``Log.untimed``)."""
-    return bool(settings.consumers or settings.faults or settings.operations)
+    the follower's log (a consumer's, KIP-392), by its recovery or power loss (a fault), once it leads (a fault or
+    an operation moves leaders: at t=0 every preferred replica leads, and nothing else elects), and by retention
+    (its segments' times, `retention_on`). Without any of these, followers keep no append instants
+    (``Log.untimed``)."""
+    return bool(settings.consumers or settings.faults or settings.operations or retention_on)
 
 
 class ReplicaManager:
@@ -41,7 +42,8 @@ class ReplicaManager:
         self.send = sim.transport.send
         self.note_availability = sim.availability.note
         self.retention_on = sim.retention_on
-        self.follower_times = follower_append_times_read(sim.settings)  # else the followers' logs keep none
+        # else the followers' logs keep none
+        self.follower_times = follower_append_times_read(sim.settings, sim.retention_on)
         cfg = sim.settings.broker
         self.retention_check_ms = cfg.log_retention_check_interval_ms
         self.flush_ms = cfg.log_flush_interval_ms
@@ -229,7 +231,14 @@ class ReplicaManager:
             self.timer(b, done[i + 1][2] - at, self._flushed, b, done, i + 1)
 
     def checkpoint_hw(self, b: int) -> None:
-        """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash."""
+        """replication-offset-checkpoint: the HW every replica of the broker has now survives a crash. (And where
+        followers keep no append instants, nothing but a follower's fetch reads a leader's: each leader's log drops
+        those of its rows below every follower's fetch position, which never goes back in such a run.)"""
+        forget = not self.follower_times
         for rep in self.replicas_of(b):
             rep.hw_checkpoint = rep.high_watermark
+            if forget and rep.is_leader:
+                below = min((fs.log_end_offset for fs in rep.lead.followers.values()), default=-1)
+                if below > 0:
+                    rep.log.forget_times_below(rep.log.entry_index(below))
         self.timer(b, self.checkpoint_ms, self.checkpoint_hw, b)

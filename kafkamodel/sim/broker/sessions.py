@@ -304,7 +304,7 @@ class SessionManager:
                     if size:
                         total += size
                         budget -= size
-                        if log.instants[log.append_at[i]] < cut:
+                        if log.instants[log.append_at[i - log.forgotten]] < cut:  # (row i: kept)
                             uncached += log.bytes_written_before(i, j, cut)
                     hw_sent[p] = hw = rep.high_watermark
                     if j == i + 1:  # one batch as its fields, the usual answer (Log.chunk's, without the call)

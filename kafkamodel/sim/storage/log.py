@@ -48,7 +48,9 @@ replica instead of 8. ``appended_ms`` reads a row's time; a search by time
 searches the instants, then the indexes (``written_before``).
 A follower's instants are read only by a read of its log, its recovery or
 a power loss, or once it leads: a run with nothing that can do any of these
-keeps none for its followers (``untimed``: 4 bytes a batch a follower).
+keeps none for its followers (``untimed``: 4 bytes a batch a follower), and
+its leaders' logs drop those below every follower's fetch position
+(``forget_times_below``, ``forgotten``).
 What survives a power loss is what was fsynced (``flushed_offset``) or written
 back by the OS.
 
@@ -81,6 +83,7 @@ BATCH = 3  # the producer batch it holds (an index of the batch table), or CONTR
 # own fields (base, epoch, batch, end), ints (a follower's usual answer: slices of one row cost four times its reads)
 Chunk = tuple
 _INT32_MAX = 2**31 - 1
+FORGET_AT_LEAST = 1024  # rows of append instants a log drops at a time (``forget_times_below``: 4 KiB)
 _FIRST_ROW = array("i", (0,))  # the runs of rows that are all of one epoch start at their first row (never written)
 
 
@@ -138,7 +141,7 @@ class AppendTable:
 
 
 class Log:
-    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "append_at", "timed", "log_start_offset", "log_end_offset",
+    __slots__ = ("bases", "batch_ids", "leader_epochs", "epoch_rows", "rows", "table", "clock", "instants", "append_at", "timed", "forgotten", "log_start_offset", "log_end_offset",
                  "flushed_offset", "flush_target", "segment_bytes", "batch_bytes", "segments", "retired", "producers")
 
     def __init__(self, segment_bytes: int, batch_bytes, table: AppendTable | None = None):
@@ -156,6 +159,7 @@ class Log:
         self.append_at = _INT32.__copy__()
         # whether appends keep their instants (``untimed``: a follower's in a run where nothing can read them)
         self.timed = True
+        self.forgotten = 0  # rows at the front whose instants are no longer kept (``forget_times_below``)
         self.log_start_offset = 0  # first offset still in the log (retention deletes whole segments below it)
         self.log_end_offset = 0  # LEO: next offset to be written
         self.flushed_offset = 0  # on disk (fsynced) below this offset
@@ -174,18 +178,27 @@ class Log:
 
     def appended_ms(self, i: int) -> float:
         """When entry `i` reached this broker's page cache."""
-        return self.instants[self.append_at[i]]
+        return self.instants[self.append_at[self._kept(i)]]
+
+    def _kept(self, i: int) -> int:
+        """Where row `i`'s instant is in ``append_at`` (rows below ``forgotten`` have none)."""
+        k = i - self.forgotten
+        if k < 0:
+            raise IndexError(f"row {i}'s append time is no longer kept (rows below {self.forgotten})")
+        return k
 
     def append_times(self) -> array:
-        """Each entry's append time, a row each (float64: for the readers off the hot path and tests)."""
+        """Each entry's append time, a row each from row ``forgotten`` on (float64: for the readers off the hot path
+        and tests)."""
         instants = self.instants
         return array("d", [instants[a] for a in self.append_at])
 
     def written_before(self, cut: float, i: int = 0, j: int = -1) -> int:
         """The first of entries i..j-1 (j -1: to the last) appended at or after `cut` (j if none): the entries
         before it reached the page cache before `cut` (append times are nondecreasing in a log)."""
-        at = self.append_at
-        return bisect_left(at, bisect_left(self.instants, cut), i, self.rows if j < 0 else j)
+        f = self.forgotten
+        return bisect_left(self.append_at, bisect_left(self.instants, cut), self._kept(i),
+                           (self.rows if j < 0 else j) - f) + f
 
     def epoch_at(self, i: int) -> int:
         """Leader epoch of row `i` (one of the table's rows): its run's."""
@@ -283,7 +296,7 @@ class Log:
     def bytes_written_before(self, i: int, j: int, cut: float) -> int:
         """Bytes of the batches of rows i..j-1 that reached this broker's page cache before `cut` (evicted
         from it since: a read of them goes to the disk)."""
-        if i >= j or self.instants[self.append_at[i]] >= cut:
+        if i >= j or self.instants[self.append_at[self._kept(i)]] >= cut:
             return 0
         k = self.written_before(cut, i, j)
         bytes_of = self.batch_bytes
@@ -404,6 +417,15 @@ class Log:
         self.timed = False
         del self.append_at[:]
 
+    def forget_times_below(self, row: int) -> None:
+        """Drop the append instants of the rows below `row`, which no reader will ask for (a leader's rows below
+        every follower's fetch position, in a run where nothing else reads them: ``ReplicaManager.checkpoint_hw``),
+        once they are ``FORGET_AT_LEAST`` rows (each drop moves the rest)."""
+        k = row - self.forgotten
+        if k >= FORGET_AT_LEAST and self.timed:
+            del self.append_at[:k]
+            self.forgotten = row
+
     def _widen_append_at(self) -> array:
         """The append instants' indexes as int64 from now on (the run has appended at 2^31 instants)."""
         self.append_at = array("q", self.append_at)
@@ -447,7 +469,9 @@ class Log:
     def _drop_rows_from(self, i: int) -> None:
         """Drop this log's rows from `i` on (the table's too, when no other log holds them)."""
         self.rows = i
-        del self.append_at[i:]
+        if i < self.forgotten:
+            self.forgotten = i
+        del self.append_at[i - self.forgotten:]
         if all(log.rows <= i for log in self.table.logs):
             self._cut_table(i)
 
@@ -538,7 +562,9 @@ class Log:
             k = self.entry_index(start)
             self.retire(k)
             self.detach()  # its rows from now on start at another row than the other holders'
-            del self.bases[:k], self.batch_ids[:k], self.append_at[:k], segs[:cut]
+            gone = min(k, self.forgotten)  # (rows without a kept instant go first)
+            self.forgotten -= gone
+            del self.bases[:k], self.batch_ids[:k], self.append_at[:k - gone], segs[:cut]
             rows = self.epoch_rows
             m = bisect_right(rows, k) - 1  # the run holding the new first row: it now starts at row 0
             del self.leader_epochs[:m], rows[:m]
