@@ -124,7 +124,7 @@ def test_a_producer_taken_over_after_records_were_given_back(monkeypatch):
     _, want = _run(scenario, False, monkeypatch)
     sim, got = _run(scenario, True, monkeypatch)
     assert sim.producer.states[0].app is not None  # (taken over)
-    assert sim.workload.fold.blocked_read > 0  # (and some of its records' send() blocked, read by a sweep)
+    assert len(sim.workload.blocked[0]) and sim.workload.fold.done > 0  # (some of its send() calls blocked; folded)
     _same(want, got)
 
 
@@ -153,8 +153,8 @@ def test_a_production_shaped_run_gives_most_of_its_records_bytes_back(monkeypatc
 
 
 def test_the_times_kept_at_the_end_skip_only_the_pages_given_back():
-    """``Workload.send_times`` writes only the records outside the pages given back (writing one would take it
-    again); every other record of the span is written."""
+    """``Workload.send_calls`` at the end writes only the records outside the pages given back (writing one would
+    take it again); every other record of the span is written."""
     from kafkamodel.sim.clients.workload import RecordPages
 
     pages = RecordPages(10_000)

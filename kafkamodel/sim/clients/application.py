@@ -146,7 +146,7 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     if blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > blocked_at:
             app.wait_ms += now - blocked_at
-            if blocked_at != float(done[0]) - app.cost:  # (Workload.send_times computes the others alike)
+            if blocked_at != float(done[0]) - app.cost:  # (Workload.send_calls computes the others alike)
                 early = blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
