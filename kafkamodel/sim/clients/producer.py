@@ -46,7 +46,7 @@ from ..protocol import (
     PENDING,
 )
 from .accumulator import INF, Accumulator, PartitionQueue
-from .application import ApplicationThread, PoolWatch, in_time_order, release, send_records
+from .application import ApplicationThread, PoolWatch, Unsent, in_time_order, release, send_records
 from .slots import SendOrder
 from ..results import latency
 from .network_client import Connection
@@ -281,13 +281,9 @@ class ProducerClient:
         keyed = ps.config.key_cardinality is not None and self._may_fail(ps)
         keys = w.key[slots] if keyed else None
         view[slots] = np.inf
-        del slots
-        for a, b in zip(mades, hi.tolist()):  # (the slots not made yet: nothing sent there)
-            if a < b:
-                view[a:b] = np.inf
-        del view  # (no view of the accumulator's times outlives its use: slots may move)
-        for q in ps.acc.queues:
-            q.made = q.end
+        del slots, view  # (no view of the accumulator's times outlives its use: slots may move)
+        for q, a in zip(ps.acc.queues, mades):  # (the slots not made yet: +inf, nothing sent there, written as read,
+            q.made = a  #                           application.Unsent)
         more = in_time_order(chain(((returns, parts, keys),), maker.rest(keyed) if maker is not None else ()), cost)
         del returns, parts, keys
         if maker is not None:
@@ -300,6 +296,7 @@ class ProducerClient:
                                          np.empty(0, dtype=np.float64), more)
         app.used = (k + drained - ps.watch.released) * fmt.record_bytes
         ps.watch = None
+        ps.acc.maker = Unsent(ps.acc, app)
         for q in ps.acc.queues:
             if q.next < q.end:
                 self._arm(ps, q)
@@ -374,6 +371,8 @@ class ProducerClient:
         if times:  # (every record made first: the slots of the ones not made yet move too)
             w.make_all()
             for ps in self.states:
+                if isinstance(ps.acc.maker, Unsent):  # (a taken-over producer's slots past its thread's: +inf)
+                    ps.acc.maker.finish()
                 ps.acc.maker = None
         shift, move = w.resize(sizes, in_place=not times)
         if times:
