@@ -438,7 +438,7 @@ class ProducerClient:
         for ps in self.states:
             ps.acc.times = self.times
             ps.acc.maker = None
-        sent = None  # (an application thread's slots past its next one: nothing sent there, dropped by finish)
+        sent: np.ndarray | None = None  # (an application thread's slots past its next one: dropped by finish)
         for ps in self.states:
             if ps.app is not None:
                 if sent is None:
