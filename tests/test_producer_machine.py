@@ -344,6 +344,39 @@ def test_slots_that_grow_as_producers_send_give_the_run_slots_for_every_record_w
     assert whole["summary"]["records_sent"] > 64 * 100
 
 
+def test_a_take_over_that_writes_the_slots_not_sent_as_they_are_read_gives_what_writing_them_all_at_once_gives(
+        monkeypatch):
+    """A taken-over producer's slots past its application thread's (nothing sent there: +inf to its accumulator) are
+    written a page at a time as the accumulator reads them (``application.Unsent``), not all at the take-over: every
+    number and table is the one of a run that writes them all at once (a page as large as the rest of the run), with
+    a closed-loop producer starting after the take-over whose slots grow (a relayout moves every slot: the unsent
+    ones are written first)."""
+    import kafkamodel.sim.clients.application as application
+    import kafkamodel.sim.clients.workload as workload
+    from snapshot import capture
+
+    finished = []
+    finish = application.Unsent.finish
+
+    def spy(unsent):
+        finished.append(unsent)
+        finish(unsent)
+
+    costs = {**ZERO_COSTS, "producer.record.us": 1.0}
+    s = scenario([{"topic": "t", "acks": 1, "rate.per.s": 20000, "linger.ms": 0, "buffer.memory": 1 << 20,
+                   "keys": {"cardinality": 500}},
+                  closed(**{"linger.ms": 1, "start.ms": 1500.0})], 3000.0, latency=100.0,
+                 costs=costs, topics=[{"name": "t", "partitions": 5, "replication.factor": 1}])
+    monkeypatch.setattr(workload, "FIRST_SLOTS", 64)
+    monkeypatch.setattr(application.Unsent, "finish", spy)
+    monkeypatch.setattr(application.Unsent, "PER", 1 << 62)  # (the rest of each range at the first read)
+    whole = capture(simulate(s))
+    monkeypatch.setattr(application.Unsent, "PER", 1)  # (only the slots read)
+    assert capture(simulate(s)) == whole
+    assert finished  # (a relayout after the take-over)
+    assert whole["summary"]["producer_buffer_wait_ms"] > 300.0  # the application thread took over
+
+
 def test_slots_closed_up_in_place_at_the_runs_end_hold_what_a_new_array_would():
     """At the run's end the slots never filled go (slots.resize with in_place: no range grows): each range moves down
     inside the array itself, in layout order, and the array's first slots equal the copy a new array would be

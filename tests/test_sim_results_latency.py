@@ -4,6 +4,8 @@ as fit in its records, a row past them alone), whatever the block size, so the h
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import pytest
 
@@ -124,7 +126,7 @@ def test_a_producer_taken_over_after_records_were_given_back(monkeypatch):
     _, want = _run(scenario, False, monkeypatch)
     sim, got = _run(scenario, True, monkeypatch)
     assert sim.producer.states[0].app is not None  # (taken over)
-    assert sim.workload.fold.blocked_read > 0  # (and some of its records' send() blocked, read by a sweep)
+    assert len(sim.workload.blocked[0]) and sim.workload.fold.done > 0  # (some of its send() calls blocked; folded)
     _same(want, got)
 
 
@@ -152,9 +154,62 @@ def test_a_production_shaped_run_gives_most_of_its_records_bytes_back(monkeypatc
     _same(want, got)
 
 
+def _present_pages(a: np.ndarray) -> int:
+    """Pages of the array's memory the process holds (their present bit in /proc/self/pagemap; a page only read may
+    count too: the kernel's zero page mapped there)."""
+    page = mmap.PAGESIZE
+    addr = a.__array_interface__["data"][0]
+    first, stop = addr // page, -(-(addr + a.nbytes) // page)
+    try:
+        with open("/proc/self/pagemap", "rb") as f:
+            f.seek(first * 8)
+            entries = np.frombuffer(f.read((stop - first) * 8), dtype=np.uint64)
+    except OSError:
+        pytest.skip("no /proc/self/pagemap to read")
+    return int(np.count_nonzero(entries >> np.uint64(63)))
+
+
+def test_a_take_over_writes_the_slots_not_sent_only_as_its_application_thread_gets_near(monkeypatch):
+    """The production-shaped run with a small buffer.memory: its pool fills early and its application thread takes
+    over. The slots of its records not made yet read +inf to the accumulator (nothing sent there), but they are
+    written only as the thread gets near them (``application.Unsent``), not all at the take-over: 0.3 simulated s
+    in (of 1), the accumulator's times hold the pages of the records the thread sent and about a page or two a
+    partition ahead (each partition's range also shares a page with the next one's), not every page of the run's
+    records. The results are those of a run that folds nothing."""
+    scenario = {  # (test_a_production_shaped_run_gives_most_of_its_records_bytes_back's, with a 2 MB pool)
+        "name": "production-shaped", "seed": 7, "kafka.version": "3.7", "duration.ms": 1000.0,
+        "results.records": "none", "brokers": 3, "racks": ["a", "b", "c"],
+        "topics": [{"name": "events", "partitions": 12, "replication.factor": 3}],
+        "producers": [{"topic": "events", "rate.per.s": 300_000, "acks": "all", "linger.ms": 5,
+                       "batch.size": 65536, "record.size.bytes": 1024, "keys": {"cardinality": 1_000_000},
+                       "buffer.memory": 2_000_000}],
+    }
+    from kafkamodel.config.scenario import load_scenario
+    from kafkamodel.sim.simulation import Simulation
+
+    sim = Simulation(load_scenario(scenario))
+    seen = {}
+
+    def look() -> None:
+        w, app = sim.workload, sim.producer.states[0].app
+        assert app is not None and w.pages is not None  # (taken over, and the times in a map of their own)
+        seen["sent"] = int((app.filled - w.lo[0]).sum())
+        seen["present"] = _present_pages(w.pages.times)
+        seen["pages"] = -(-w.pages.times.nbytes // mmap.PAGESIZE)
+
+    sim.kernel.schedule(300.0, look)
+    got = sim.run().summary
+    per = mmap.PAGESIZE // 8
+    assert seen["pages"] > 500  # (a map of about 300,000 records' times: main wrote every page at the take-over)
+    assert seen["present"] <= seen["sent"] // per + 4 * 12 + 2
+    assert seen["present"] < seen["pages"] // 2
+    _, want = _run(scenario, False, monkeypatch)
+    _same(want, got)
+
+
 def test_the_times_kept_at_the_end_skip_only_the_pages_given_back():
-    """``Workload.send_times`` writes only the records outside the pages given back (writing one would take it
-    again); every other record of the span is written."""
+    """``Workload.send_calls`` at the end writes only the records outside the pages given back (writing one would
+    take it again); every other record of the span is written."""
     from kafkamodel.sim.clients.workload import RecordPages
 
     pages = RecordPages(10_000)

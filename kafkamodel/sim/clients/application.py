@@ -31,6 +31,7 @@ ones too).
 
 from __future__ import annotations
 
+import mmap
 from bisect import bisect_left
 
 import numpy as np
@@ -146,7 +147,7 @@ def send_records(app: ApplicationThread, now: float, times, workload, grow):
     if blocked_at >= 0:  # the first one called send() when it blocked (if that time has come)
         if now > blocked_at:
             app.wait_ms += now - blocked_at
-            if blocked_at != float(done[0]) - app.cost:  # (Workload.send_times computes the others alike)
+            if blocked_at != float(done[0]) - app.cost:  # (Workload.send_calls computes the others alike)
                 early = blocked_at
         app.blocked_at = -1.0
         app.stamp += 1  # its max.block.ms timer is void
@@ -319,6 +320,44 @@ class PoolWatch:
         if k >= len(self.returns):
             return -1, float("inf")
         return k, float(self.returns[k]) - cost
+
+
+class Unsent:
+    """A taken-over producer's slots from its application thread's next free one (``ApplicationThread.filled``): no
+    record there yet, read by its accumulator as never arriving (+inf). Written as the accumulator reads them
+    (``Accumulator.make``, as a ``workload.RecordMaker`` makes records), to the end of the page of the last slot it
+    asks for, not the whole rest of the run's slots at the take-over: those pages are written only as the thread gets
+    to them (each by the thread, or here a page ahead of it). A slot the thread filled is never written here: a queue's
+    slots are made from its thread's next free one at the time."""
+
+    __slots__ = ("acc", "filled")
+
+    PER = mmap.PAGESIZE // 8  # slots a page of the times (float64; they start on a page: workload.RecordPages)
+
+    def __init__(self, acc, app: ApplicationThread):
+        self.acc = acc  # the producer's accumulator: its times (the run's, which a relayout may replace) and queues
+        self.filled = app.filled  # partition -> the thread's next free slot (the thread's own array: kept current)
+
+    def make(self, q, upto: int) -> None:
+        """The queue's slots below `upto` (at most its end) made: +inf in the ones from the thread's next free one,
+        to the end of `upto`'s page (at most the queue's end)."""
+        a = int(self.filled[q.p])
+        if a < q.made:
+            a = q.made
+        per = self.PER
+        b = -(-upto // per) * per
+        if b > q.end:
+            b = q.end
+        if b > a:
+            np.frombuffer(self.acc.times, dtype=np.float64)[a:b] = np.inf  # (a view for this write only)
+            a = b
+        q.made = a
+
+    def finish(self) -> None:
+        """Every queue's slots made (a relayout moves them all)."""
+        for q in self.acc.queues:
+            if q.made < q.end:
+                self.make(q, q.end)
 
 
 def release(app: ApplicationThread, records: int) -> None:

@@ -46,7 +46,7 @@ from ..protocol import (
     PENDING,
 )
 from .accumulator import INF, Accumulator, PartitionQueue
-from .application import ApplicationThread, PoolWatch, in_time_order, release, send_records
+from .application import ApplicationThread, PoolWatch, Unsent, in_time_order, release, send_records
 from .slots import SendOrder
 from ..results import latency
 from .network_client import Connection
@@ -158,8 +158,6 @@ class ProducerClient:
         # never that one)
         self.made: tuple | None = None
         self.tails: dict = {}  # producer -> the RecordMaker of a producer taken over, making what its thread reaches
-        # a run that folds its settled batches as it goes (workload.fold_possible): each producer's send() cost
-        self.costs = np.array(w.cost_ms, dtype=np.float64) if w.fold is not None else None
 
     def start(self) -> None:
         if self.workload.fold is not None:
@@ -283,13 +281,9 @@ class ProducerClient:
         keyed = ps.config.key_cardinality is not None and self._may_fail(ps)
         keys = w.key[slots] if keyed else None
         view[slots] = np.inf
-        del slots
-        for a, b in zip(mades, hi.tolist()):  # (the slots not made yet: nothing sent there)
-            if a < b:
-                view[a:b] = np.inf
-        del view  # (no view of the accumulator's times outlives its use: slots may move)
-        for q in ps.acc.queues:
-            q.made = q.end
+        del slots, view  # (no view of the accumulator's times outlives its use: slots may move)
+        for q, a in zip(ps.acc.queues, mades):  # (the slots not made yet: +inf, nothing sent there, written as read,
+            q.made = a  #                           application.Unsent)
         more = in_time_order(chain(((returns, parts, keys),), maker.rest(keyed) if maker is not None else ()), cost)
         del returns, parts, keys
         if maker is not None:
@@ -302,6 +296,7 @@ class ProducerClient:
                                          np.empty(0, dtype=np.float64), more)
         app.used = (k + drained - ps.watch.released) * fmt.record_bytes
         ps.watch = None
+        ps.acc.maker = Unsent(ps.acc, app)
         for q in ps.acc.queues:
             if q.next < q.end:
                 self._arm(ps, q)
@@ -309,17 +304,17 @@ class ProducerClient:
 
     def _fold(self) -> None:
         """Every ``latency.FOLD_MS``: the batches settled since the last time go into the latency histograms
-        (``latency.Fold``: each record's send() call is its time in the accumulator less its producer's send() cost,
-        as ``Workload.send_times`` makes it at the end), and the pages of the records they folded are given back
-        (``RecordPages``). An open-loop producer whose pool may fill keeps the records that do not return before its
-        first record that does not fit so far (``PoolWatch``): a take-over searches its times from there."""
+        (``latency.Fold``: each record's send() call made by ``Workload.send_calls``, as the end makes them), and the
+        pages of the records they folded are given back (``RecordPages``). An open-loop producer whose pool may fill
+        keeps the records that do not return before its first record that does not fit so far (``PoolWatch``): a
+        take-over searches its times from there."""
         w = self.workload
         fold = w.fold
         if fold is None:
             return
         batches = self.batches
         view = np.frombuffer(self.times, dtype=np.float64)  # (dropped when this returns: no view outlives its use)
-        first, last = fold.sweep(batches, view, self.costs, w.blocked, w.lo.ravel())
+        first, last = fold.sweep(batches, view, w.send_calls)
         pages = w.pages
         if pages is not None and last > first:
             width = w.lo.shape[1]
@@ -376,6 +371,8 @@ class ProducerClient:
         if times:  # (every record made first: the slots of the ones not made yet move too)
             w.make_all()
             for ps in self.states:
+                if isinstance(ps.acc.maker, Unsent):  # (a taken-over producer's slots past its thread's: +inf)
+                    ps.acc.maker.finish()
                 ps.acc.maker = None
         shift, move = w.resize(sizes, in_place=not times)
         if times:
@@ -432,7 +429,7 @@ class ProducerClient:
 
     def _release(self) -> None:
         """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
-        times become the workload's send_ms in place (``Workload.send_times``: 8 bytes a record, held once), an
+        times become the workload's send_ms in place (``Workload.send_calls``: 8 bytes a record, held once), an
         application thread's send order and arrivals (up to 16 bytes a record it took over), a pool watch's send()
         returns; without a records table (results.records: none) the records' keys (4 bytes a record: the record
         formats were their only reader)."""
@@ -441,7 +438,13 @@ class ProducerClient:
         for ps in self.states:
             ps.acc.times = self.times
             ps.acc.maker = None
-        self.workload.send_ms = self.workload.send_times(np.frombuffer(times, dtype=np.float64))
+        sent: np.ndarray | None = None  # (an application thread's slots past its next one: dropped by finish)
+        for ps in self.states:
+            if ps.app is not None:
+                if sent is None:
+                    sent = self.workload.hi.copy()
+                sent[ps.index] = ps.app.filled
+        self.workload.send_ms = self.workload.send_calls(np.frombuffer(times, dtype=np.float64), sent=sent)
         del times  # (the send times' buffer now: nothing else holds it)
         if self.settings.results_records == "none":
             self.workload.key = None

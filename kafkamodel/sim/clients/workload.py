@@ -37,10 +37,12 @@ class Workload:
     hi: np.ndarray  # int64 (producers, partitions)
     cost_ms: list = field(default_factory=list)  # per producer: its application thread's time per send() (ms)
     send_ms: np.ndarray | None = None  # float64 per record: when the application called send(); made when the run
-    #                                    ends (``send_times``) from the accumulator's times, not held during it
+    #                                    ends (``send_calls``) from the accumulator's times, not held during it
     blocked: tuple = field(default_factory=lambda: (array("q"), array("d")))  # the records whose send() blocked
     #   and was called before its return less the cost (``keep_called``): each one's (producer, partition) range
     #   and rank in it (range << 32 | rank, which a relayout does not move) and when it was called
+    kept: tuple = field(default_factory=lambda: (np.empty(0, dtype=np.int64), np.empty(0), 0))  # ``called``'s:
+    #   the blocked records by global index, their calls, and how many of ``blocked`` they hold
     ready_ms: array | memoryview | None = None  # float64 (the accumulator's own: an array.array, or with makers a
     #   memoryview of a buffer written as its records are made): when send() returned (the record is in the
     #   accumulator); the producer takes it over (None after)
@@ -72,28 +74,67 @@ class Workload:
 
     def keep_called(self, record: int, called: float) -> None:
         """The record's send() was called at `called`, not at its time in the accumulator less its producer's
-        send() cost (it blocked on a full pool first): kept aside for ``send_times``."""
+        send() cost (it blocked on a full pool first): kept aside for ``send_calls``."""
         cell = int(np.searchsorted(self.hi.ravel(), record, side="right"))  # (an empty range's hi is the next lo)
         self.blocked[0].append(cell << 32 | (record - int(self.lo.ravel()[cell])))
         self.blocked[1].append(called)
 
-    def send_times(self, times: np.ndarray) -> np.ndarray:
-        """Every record's send() call from its time in the accumulator (`times`, float64, turned into them in
-        place and returned): the time less its producer's send() cost, computed as the run computed it, but for the
-        records kept aside (``keep_called``). A record never sent stays +inf (its slot goes at the run's end)."""
+    def send_calls(self, times: np.ndarray, records: np.ndarray | None = None, producers: np.ndarray | None = None,
+                   sent: np.ndarray | None = None) -> np.ndarray:
+        """Records' send() calls from their times in the accumulator (`times`, float64): a record's time less its
+        producer's send() cost, computed as the run computed it, but for the records kept aside (``keep_called``).
+        `records` (global indexes; `producers`, each one's producer): theirs, a new array (a sweep's,
+        ``results.latency.Fold``). None: every record's, `times` turned into them in place and returned (the run's
+        end); left as they are: the pages given back (``RecordPages``: their records are folded, and a page written
+        again would be taken again) and the slots from `sent` on (per producer and partition, where an application
+        thread's next record would go; default its range's end: nothing was sent there, and the slots go at the
+        run's end, so what they hold is never read, and their pages are not written)."""
+        costs = np.array(self.cost_ms, dtype=np.float64)
+        if records is not None:
+            send = times[records]
+            send -= costs[producers]
+            kept, kept_ms = self.called()
+            if len(kept):
+                at = np.searchsorted(kept, records)
+                hit = at < len(kept)
+                hit[hit] = kept[at[hit]] == records[hit]
+                send[hit] = kept_ms[at[hit]]
+            return send
         ends = (self.hi - self.lo).sum(axis=1).cumsum().tolist()
         start = 0
         pages = self.pages
-        for end, cost in zip(ends, self.cost_ms):
+        for i, (end, cost) in enumerate(zip(ends, costs.tolist())):
             if cost > 0:  # (as build_workload and application.send_records compute it)
-                for a, b in ([(start, end)] if pages is None else pages.kept(start, end)):
-                    times[a:b] -= cost  # (a page given back is not written again: its records are folded)
+                if sent is None or (sent[i] == self.hi[i]).all():
+                    spans = [(start, end)]
+                else:  # (its ranges up to where its application thread's next record would go)
+                    spans = [(a, b) for a, b in zip(self.lo[i].tolist(), sent[i].tolist()) if a < b]
+                for a0, b0 in spans:
+                    for a, b in ([(a0, b0)] if pages is None else pages.kept(a0, b0)):
+                        times[a:b] -= cost
             start = end
-        cells, called = self.blocked
-        if cells:
-            keys = np.frombuffer(cells, dtype=np.int64)
-            times[self.lo.ravel()[keys >> 32] + (keys & 0xFFFFFFFF)] = np.frombuffer(called, dtype=np.float64)
+        kept, kept_ms = self.called()
+        times[kept] = kept_ms
         return times
+
+    def called(self) -> tuple[np.ndarray, np.ndarray]:
+        """The records kept aside (``keep_called``) by global index, ascending, each once (its last call: a record
+        kept twice takes its last), and their send() calls; the ones kept since the last call are read in."""
+        cells, calls = self.blocked
+        n = len(cells)
+        kept, kept_ms, read = self.kept
+        if n > read:
+            keys = np.frombuffer(cells, dtype=np.int64)[read:n]
+            records = np.concatenate((kept, self.lo.ravel()[keys >> 32] + (keys & 0xFFFFFFFF)))
+            ms = np.concatenate((kept_ms, np.frombuffer(calls, dtype=np.float64)[read:n]))
+            del keys  # (no view of the arrays outlives its use: they grow)
+            order = np.argsort(records, kind="stable")
+            records, ms = records[order], ms[order]
+            last = np.ones(len(records), dtype=bool)
+            last[:-1] = records[1:] != records[:-1]
+            kept, kept_ms = records[last], ms[last]
+            self.kept = (kept, kept_ms, n)
+        return kept, kept_ms
 
     @property
     def producer(self) -> np.ndarray:
@@ -143,6 +184,7 @@ class Workload:
         old_lo = self.lo
         self.pages = None  # (the records move: none is given back from now on)
         self.lo, self.hi, move = resize(self.lo, self.hi, sizes, in_place)
+        self.kept = (np.empty(0, dtype=np.int64), np.empty(0), 0)  # (by global index: read again, ``called``)
         if self.send_ms is not None:
             self.send_ms = move(self.send_ms, np.nan)
         if self.key is not None:
@@ -614,7 +656,7 @@ def build_workload(settings: Settings, topic_first: dict[str, int], streams, par
         del k
         sent = done if by is None else done[by]  # when each send() returned (the accumulator's times)
         del done, by
-        ready_ms[at:end] = sent  # (each send() was called its cost before: ``Workload.send_times``)
+        ready_ms[at:end] = sent  # (each send() was called its cost before: ``Workload.send_calls``)
         del sent
         at = end
     del ready_ms

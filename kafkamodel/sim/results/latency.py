@@ -171,17 +171,11 @@ class Fold:
         self.runs = 0  # the batch table's acknowledgement runs read so far
         self.base = 0  # the row ``ack[0]`` is
         self.ack = np.empty(0, dtype=np.float64)  # rows base.. : their acknowledgement time (NaN: none yet)
-        # the records whose send() blocked (``Workload.keep_called``: a producer's application thread, after it took
-        # over), by workload index, ascending, and their send() calls; the first ``blocked_read`` kept are in them
-        self.blocked = np.empty(0, dtype=np.int64)
-        self.blocked_ms = np.empty(0, dtype=np.float64)
-        self.blocked_read = 0
 
-    def sweep(self, batches, times: np.ndarray, costs: np.ndarray, blocked: tuple, range_lo: np.ndarray) -> tuple[int, int]:
-        """Fold the settled rows from ``upto``: each record's send() call is its time in the accumulator (`times`)
-        less its producer's send() cost (`costs`), or for a record whose send() blocked its call (`blocked`, the
-        workload's: (range << 32 | rank, call) of each; `range_lo`: the ranges' first records), as
-        ``Workload.send_times`` makes them at the end. Returns the rows newly in the histograms, [first, last)."""
+    def sweep(self, batches, times: np.ndarray, send_calls) -> tuple[int, int]:
+        """Fold the settled rows from ``upto``: each record's send() call is `send_calls(times, records, producers)`
+        (``Workload.send_calls``, the rule the end's send() calls are made by) of its time in the accumulator
+        (`times`). Returns the rows newly in the histograms, [first, last)."""
         rows = len(batches)
         first = self.done
         if rows <= self.upto or batches.state[self.upto] not in (ACKED, FAILED) or not batches.visible_at[self.upto]:
@@ -214,18 +208,9 @@ class Fold:
             h = {"produce": self.produce, "e2e": self.e2e, "during": None}
             base = self.base
             producer = batches.producer_column()
-            self._read_blocked(blocked, range_lo)
-            kept, kept_ms = self.blocked, self.blocked_ms
 
             def send_of(records: np.ndarray, chunk: np.ndarray, n: np.ndarray) -> np.ndarray:
-                send = times[records]
-                send -= np.repeat(costs[producer[chunk]], n)
-                if len(kept):  # (the last one kept of a record, as send_times's assignment leaves it)
-                    at = np.searchsorted(kept, records, side="right") - 1
-                    hit = at >= 0
-                    hit[hit] = kept[at[hit]] == records[hit]
-                    send[hit] = kept_ms[at[hit]]
-                return send
+                return send_calls(times, records, np.repeat(producer[chunk], n))
 
             def ack_of(chunk: np.ndarray) -> np.ndarray:
                 return ack[chunk - base]
@@ -241,22 +226,6 @@ class Fold:
             pending = self.packer.first_pending()
             self.done = pending if pending >= 0 else stop
         return first, self.done
-
-    def _read_blocked(self, blocked: tuple, starts: np.ndarray) -> None:
-        """The records whose send() blocked since the last sweep, into ``blocked`` (ascending, stable: a record
-        kept twice has its last call last)."""
-        cells, called = blocked
-        n = len(cells)
-        if n <= self.blocked_read:
-            return
-        keys = np.frombuffer(cells, dtype=np.int64)[self.blocked_read:n]
-        records = starts[keys >> 32] + (keys & 0xFFFFFFFF)
-        ms = np.frombuffer(called, dtype=np.float64)[self.blocked_read:n].copy()
-        del keys
-        records = np.concatenate((self.blocked, records))
-        order = np.argsort(records, kind="stable")
-        self.blocked, self.blocked_ms = records[order], np.concatenate((self.blocked_ms, ms))[order]
-        self.blocked_read = n
 
 
 def stream_group(g, send_ms: np.ndarray) -> LatencyHistogram:
