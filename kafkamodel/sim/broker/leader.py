@@ -153,7 +153,7 @@ class LeaderRole:
         """BecomeLeader (Kafka's Partition.makeLeader): the epoch starts at the LEO; every follower counts as
         caught up now."""
         now = self.kernel.now
-        if not rep.log.timed:  # (follower_append_times_read: a run without consumers, faults or operations)
+        if not rep.log.timed:  # (follower_append_times_read: no consumers, faults, operations, retention)
             raise RuntimeError(f"partition {rep.partition}: broker {rep.broker}'s replica, a follower that keeps no "
                                "append times, was elected in a run that was to elect no one after t=0")
         rep.is_leader = True

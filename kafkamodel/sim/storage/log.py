@@ -47,7 +47,7 @@ production case append 885,170 rows at 8,227 instants: 4 bytes a row a
 replica instead of 8. ``appended_ms`` reads a row's time; a search by time
 searches the instants, then the indexes (``written_before``).
 A follower's instants are read only by a read of its log, its recovery or
-a power loss, or once it leads: a run with nothing that can do any of these
+a power loss, retention, or once it leads: a run with none of these
 keeps none for its followers (``untimed``: 4 bytes a batch a follower), and
 its leaders' logs drop those below every follower's fetch position
 (``forget_times_below``, ``forgotten``).
@@ -412,7 +412,7 @@ class Log:
     def untimed(self) -> None:
         """From now on this log keeps no append instants, and drops those it kept: a follower's, in a run where
         nothing can read them (no fault can crash or cut its broker, no operation or fault can make it lead, no
-        consumer reads it: ``follower_append_times_read``). Its rows' times are 4 bytes a batch a follower; a read of
+        consumer reads it, no retention acts: ``follower_append_times_read``). Its rows' times are 4 bytes a batch a follower; a read of
         one fails (the array is empty), and making it lead raises (``LeaderRole.become_leader``)."""
         self.timed = False
         del self.append_at[:]
