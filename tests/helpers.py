@@ -1,6 +1,7 @@
 """What several test files share (no test file imports another): the browser the browser tests drive, Java's
-hashes the request tests compute Kafka's fetcher ids with, a campaign spec and a sweep spec to change and run, and
-a bounced broker's leaderships (the operations' and the controller's preferred-leader tests).
+hashes the request tests compute Kafka's fetcher ids with, a campaign spec and a sweep spec to change and run, a
+bounced broker's leaderships (the operations' and the controller's preferred-leader tests), and the pages of memory
+the process holds (what the runs that give memory back are checked by).
 
 Test files import the helpers in tests/ one way, by module name (``from helpers import ...``, ``from shipped
 import ...``): pytest puts tests/ on the path (tests/conftest.py is its rootdir's conftest)."""
@@ -100,3 +101,28 @@ def run_point_into(point, out) -> None:
     from kafkamodel.kit.point import execute_point
 
     execute_point(point, out)
+
+
+# ---- memory given back (test_sim_batches, test_sim_results_latency, test_sim_results_accounting) --------------
+def held_pages(address: int, nbytes: int) -> int:
+    """Pages of the memory [address, address + nbytes) the process holds (their present bit in /proc/self/pagemap;
+    a page only read may count too: the kernel's zero page mapped there); skips the test where it cannot be read."""
+    import mmap
+
+    import numpy as np
+
+    page = mmap.PAGESIZE
+    first, stop = address // page, -(-(address + nbytes) // page)
+    try:
+        with open("/proc/self/pagemap", "rb") as f:
+            f.seek(first * 8)
+            entries = np.frombuffer(f.read((stop - first) * 8), dtype=np.uint64)
+    except OSError:
+        pytest.skip("no /proc/self/pagemap to read")
+    return int(np.count_nonzero(entries >> np.uint64(63)))
+
+
+def column_span(column) -> tuple[int, int]:
+    """An ``array.array``'s buffer: its address and bytes."""
+    address, rows = column.buffer_info()
+    return address, rows * column.itemsize

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import math
+import mmap
 from array import array
 
 import numpy as np
 import pytest
 
 from kafkamodel.sim.batches import _FEW_KEYS, _FEW_LOOKED_UP, Batches, RecordFormat, _keys_bytes, key_digits
+from helpers import column_span, held_pages
 from kafka_format import legacy_record, v2_batch, v2_record
 
 
@@ -494,3 +496,61 @@ def test_producers_kept_as_runs_read_back_as_each_batchs_producer():
     lz4.new_many([0, 2], [2, 2], [0, 0], 1, [150, 150])
     lz4.new(4, 2, 0, 0, 150)
     assert lz4.decompress_ms(0) == lz4.decompress_ms(0, 1) > 0.0 == lz4.decompress_ms(2) == lz4.decompress_ms(2, 0)
+
+
+def _table(n: int) -> Batches:
+    b = Batches([RecordFormat(2, 100, None, "none", 1 << 14)], records=10 * n, partitions=8)
+    ids = list(range(n))
+    b.new_many([10 * i for i in ids], [3] * n, [i % 8 for i in ids], 0, [200] * n)
+    return b
+
+
+def test_giving_back_a_prefix_frees_its_pages_and_keeps_the_rest_and_the_ids():
+    """``give_back``: the whole pages of the rows below the bound, in every column it names, are no longer held
+    (the kernel's page table says so), and read as zeros; the rows above it and the sizes (which a follower's
+    fetch reads) keep their values, a batch id is still its row, and the columns still grow."""
+    from kafkamodel.sim.batches import _madvise
+
+    if _madvise is None:
+        pytest.skip("no madvise here")
+    n = 1 << 20
+    b = _table(n)
+    lo_before = np.frombuffer(b.lo, dtype=b.lo.typecode).copy()
+    held = {name: held_pages(*column_span(getattr(b, name))) for name in Batches.GIVEN_BACK}
+    upto = 3 * n // 4
+    b.give_back(upto)
+    for name in Batches.GIVEN_BACK:
+        column = getattr(b, name)
+        page_rows = mmap.PAGESIZE // column.itemsize
+        # the pages wholly below the bound are gone; what is left is the rows above it, and a page either side
+        assert held_pages(*column_span(column)) <= held[name] - (upto // page_rows) + 2, name
+        cells = np.frombuffer(column, dtype=column.typecode)
+        assert not cells[page_rows:upto - page_rows].any(), name  # (read as zeros)
+        del cells
+    assert np.array_equal(np.frombuffer(b.lo, dtype=b.lo.typecode)[upto:], lo_before[upto:])
+    assert b.bytes[0] == 200 and b.bytes[upto - 1] == 200  # (the sizes are kept)
+    assert b.partition[n - 1] == (n - 1) % 8
+    b.give_back(upto)  # (again: nothing more)
+    assert b.new(10 * n, 2, 5, 0, 150) == n and b.lo[n] == 10 * n and b.count[n] == 2
+    b.give_back(n + 1)
+    assert b.lo[n] == 10 * n  # (its page is the last one: not wholly below the bound)
+
+
+def test_poisoned_rows_take_each_columns_largest_value_from_where_the_last_left_off(monkeypatch):
+    """``Batches.POISON`` (for the tests that check no step reads a row given back): each column's largest value
+    instead, from the last bound to the new one; a widened column is poisoned again from its start."""
+    monkeypatch.setattr(Batches, "POISON", True)
+    b = _table(100)
+    b.give_back(40)
+    largest = {code: 2 ** (8 * array(code).itemsize - 1) - 1 for code in "bhiq"}  # (signed: 127, 32767, ...)
+    for name in Batches.GIVEN_BACK:
+        column = getattr(b, name)
+        assert set(column[:40]) == {largest[column.typecode]}, name
+    assert b.lo[40] == 400 and b.count[40] == 3 and b.partition[40] == 0
+    b.attempt[50] = 5
+    b.give_back(60)
+    assert b.attempt[50] == 127 and b.attempt[60] == 0 and set(b.seq[:60]) == {2**15 - 1}
+    b.widen("seq")
+    b.seq[10] = 3
+    b.give_back(60)
+    assert b.seq[10] == 2**31 - 1 and b.seq.typecode == "i"

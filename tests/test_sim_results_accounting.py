@@ -10,6 +10,8 @@ order, a group's loss by the records' offsets against the group's committed offs
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from kafkamodel import load_scenario
 from kafkamodel.sim.protocol import ACKED, FAILED
 from kafkamodel.sim.simulation import Simulation
 
+from helpers import column_span, held_pages
 from shipped import SCENARIOS
 
 SHIPPED = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
@@ -189,5 +192,165 @@ def test_records_per_partition_are_summed_a_chunk_of_batches_at_a_time(monkeypat
             expected[p] += c if keep else 0
         got = accounting._sums(part, count, None if m is None else m.__getitem__, 9)
         assert got.dtype == np.int64 and got.tolist() == expected
-    total = accounting.BatchAccount.records(SimpleNamespace(count=count), mask.__getitem__)
+    total = accounting.BatchAccount.records(SimpleNamespace(count=count, fold=None, base=0), mask.__getitem__)
     assert total == sum(c for c, keep in zip(count.tolist(), mask.tolist()) if keep)
+
+
+# ---- the account folded as the run goes (AccountFold) ------------------------------------------------------------
+
+def _record_walk_behind(logs: list, lo: np.ndarray, count: np.ndarray, producer: np.ndarray) -> int:
+    """Records out of their producer's order, walked record by record: in each log, each producer's records in log
+    order, a record counted when a record of the producer before it was sent later (``per_record``'s walk)."""
+    total = 0
+    for ids in logs:
+        for p in set(producer[ids].tolist()):
+            walk = [r for b in ids if producer[b] == p for r in range(lo[b], lo[b] + count[b])]
+            latest = -1
+            for r in walk:
+                total += r < latest
+                latest = max(latest, r)
+    return total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_order_read_in_pieces_with_each_producers_latest_carried_is_the_record_walk(seed):
+    """``order_behind`` over the logs read a random number of rows at a time (as the fold's sweeps read them, each
+    producer's latest record per log carried in `reach`) counts what one pass over each whole log counts, and
+    what the record walk counts, on logs with batches resent out of order and duplicated."""
+    from kafkamodel.sim.results.accounting import order_behind
+
+    rng = np.random.default_rng(seed)
+    producers, nlogs = 3, 4
+    lo, count, producer, log_of = [], [], [], []
+    for p in range(producers):  # each producer's records by partition, then send order (the workload's layout)
+        for g in range(nlogs):
+            for _ in range(int(rng.integers(1, 25))):
+                lo.append(sum(count) if count else 0)
+                n = int(rng.integers(1, 6))
+                count.append(n)
+                producer.append(p)
+                log_of.append(g)
+    lo, count = np.array(lo, dtype=np.int32), np.array(count, dtype=np.int8)
+    producer, log_of = np.array(producer, dtype=np.int64), np.array(log_of)
+    order = np.argsort(rng.random(len(lo)), kind="stable")  # the producers' batches interleaved in the logs
+    logs = []
+    for g in range(nlogs):
+        ids = [int(b) for b in order if log_of[b] == g]
+        ids.sort(key=lambda b: (lo[b] + rng.integers(0, 12)) if rng.random() < 0.3 else lo[b])  # some resent late
+        for _ in range(int(rng.integers(0, 4))):  # some duplicated, the copy later in the log
+            k = int(rng.integers(0, len(ids)))
+            ids.insert(int(rng.integers(k, len(ids) + 1)), ids[k])
+        logs.append(np.array(ids, dtype=np.int64))
+    want = _record_walk_behind(logs, lo, count, producer)
+    assert want > 0  # (not vacuous)
+    whole = sum(order_behind(ids, producer[ids], lo, count, np.full(producers, -1, dtype=np.int64)) for ids in logs)
+    reach = np.full((nlogs, producers), -1, dtype=np.int64)
+    read, pieces = [0] * nlogs, 0
+    while any(r < len(ids) for r, ids in zip(read, logs)):
+        taken, keys = [], []
+        for g, ids in enumerate(logs):
+            k = read[g] + int(rng.integers(0, 6))
+            taken.append(ids[read[g]:k])
+            keys.append(g * producers + producer[ids[read[g]:k]])
+            read[g] = min(k, len(ids))
+        pieces += order_behind(np.concatenate(taken), np.concatenate(keys), lo, count, reach.reshape(-1))
+    assert whole == pieces == want
+
+
+def _no_faults(name: str, **changes) -> dict:
+    """A shipped scenario without a records table, so that its account folds as it goes; `changes`: what its last
+    two producers (``producers``), its topics (``topics``) or the scenario take beside."""
+    import yaml
+
+    scenario = yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
+    scenario["results.records"] = "none"
+    scenario["producers"] = [dict(p) for p in scenario["producers"]]  # (YAML anchors: one mapping each)
+    for p in scenario["producers"][-2:]:
+        p.update(changes.get("producers", {}))
+    for t in scenario["topics"]:
+        t.update(changes.get("topics", {}))
+    scenario.update(changes.get("scenario", {}))
+    return scenario
+
+
+def _folded_run(scenario: dict, fold: bool, monkeypatch):
+    from kafkamodel.sim.batches import Batches
+    from kafkamodel.sim.clients import workload
+
+    monkeypatch.setattr(workload, "FOLD", fold)
+    monkeypatch.setattr(Batches, "POISON", fold)  # (a row given back holds each column's largest value: a read shows)
+    sim = Simulation(load_scenario(scenario))
+    return sim, sim.run()
+
+
+# no fault, no operation, no consumer group, no retention: the account folds. The count rule's bursts at 0.8.2,
+# with two of the eight producers at acks=all and min.insync.replicas 3: the others' bursts shrink the ISR, so the
+# two's appended batches are answered NOT_ENOUGH_REPLICAS_AFTER_APPEND and resent (duplicates); with their
+# request.timeout.ms at 40 ms a request's connection closes, and the fold stops there
+ACCOUNT_FOLDED = {
+    "steady-state": {},
+    "three-zones": {},
+    "lag-time-rule-bursts": {},
+    "lag-count-rule-bursts": {},
+    "duplicates": {"name": "lag-count-rule-bursts", "scenario": {"kafka.version": "0.8.2", "duration.ms": 10000},
+                   "topics": {"min.insync.replicas": 3}, "producers": {"acks": "all", "retries": 10}},
+    "closed": {"name": "lag-count-rule-bursts", "scenario": {"kafka.version": "0.8.2", "duration.ms": 3000},
+               "topics": {"min.insync.replicas": 2},
+               "producers": {"acks": "all", "retries": 10, "request.timeout.ms": 40}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCOUNT_FOLDED))
+def test_an_account_folded_as_the_run_goes_is_the_ends_and_reads_no_row_given_back(case, monkeypatch):
+    """Swept every 5 simulated ms in small chunks, so that batches fold all through the run, and every row given back
+    poisoned (``Batches.POISON``): every summary key and the partitions' table equal the run that folds nothing
+    (whose account is the record walk's: the tests above)."""
+    from kafkamodel.sim.results import latency
+
+    monkeypatch.setattr(latency, "CHUNK", 64)
+    monkeypatch.setattr(latency, "FOLD_MS", 5.0)
+    changes = dict(ACCOUNT_FOLDED[case])
+    scenario = _no_faults(changes.pop("name", case), **changes)
+    _, want = _folded_run(scenario, False, monkeypatch)
+    sim, got = _folded_run(scenario, True, monkeypatch)
+    account = sim.workload.fold.account
+    assert account is not None
+    if case == "closed":
+        assert account.stopped and got.summary["records_duplicated"] > 0
+    else:
+        assert not account.stopped and 0.5 * len(sim.batches) < account.base  # (most rows folded, and given back)
+        assert sim.batches.state[0] == 127 and sim.batches.lo[account.base // 2] == 2**31 - 1
+    if case == "duplicates":
+        assert got.summary["records_duplicated"] > 0 and got.summary["not_enough_replicas_errors"] > 0
+    assert list(got.summary) == list(want.summary)
+    for k, v in want.summary.items():
+        assert got.summary[k] == v or (v != v and got.summary[k] != got.summary[k]), k
+    assert got.partitions.equals(want.partitions)
+
+
+def test_a_production_shaped_run_gives_its_folded_rows_pages_back(monkeypatch):
+    """The production case's producer on 1,000 partitions for half a simulated second (a batch of one or two
+    records a partition, about 77,000 batches): by the end most of the batch table's pages, in the columns given
+    back, are no longer held (the kernel's page table says so). (Chunks of 4,096 records: a row is given back once
+    its latencies are in the histograms, a chunk at a time, and the run has fewer records than one chunk of
+    ``latency.CHUNK``.)"""
+    from kafkamodel.sim.batches import Batches, _madvise
+    from kafkamodel.sim.results import latency
+
+    monkeypatch.setattr(latency, "CHUNK", 4096)
+    if _madvise is None:
+        pytest.skip("no madvise here")
+    scenario = {  # (bench.production's, on 1,000 partitions of 3 brokers, one producer)
+        "name": "production-shaped", "seed": 7, "kafka.version": "3.7", "duration.ms": 500.0,
+        "results.records": "none", "brokers": 3, "racks": ["a", "b", "c"],
+        "topics": [{"name": "events", "partitions": 1000, "replication.factor": 3}],
+        "producers": [{"topic": "events", "rate.per.s": 300_000, "acks": "all", "linger.ms": 5,
+                       "batch.size": 65536, "record.size.bytes": 1024, "keys": {"cardinality": 1_000_000}}],
+    }
+    sim = Simulation(load_scenario(scenario))
+    sim.run()
+    b = sim.batches
+    assert sim.workload.fold.account.base > 0.5 * len(b) > 30_000
+    for name in Batches.GIVEN_BACK:
+        address, size = column_span(getattr(b, name))
+        assert size > 8 * mmap.PAGESIZE and held_pages(address, size) < 0.5 * size / mmap.PAGESIZE, name

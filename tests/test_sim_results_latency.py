@@ -11,6 +11,8 @@ import pytest
 
 from kafkamodel.sim.results import accounting, latency
 
+from helpers import held_pages
+
 
 def _whole_pass(counts: np.ndarray, size: int) -> list[slice]:
     """The chunks over all selected rows at once: from each chunk's start, the rows whose running count stays
@@ -155,18 +157,8 @@ def test_a_production_shaped_run_gives_most_of_its_records_bytes_back(monkeypatc
 
 
 def _present_pages(a: np.ndarray) -> int:
-    """Pages of the array's memory the process holds (their present bit in /proc/self/pagemap; a page only read may
-    count too: the kernel's zero page mapped there)."""
-    page = mmap.PAGESIZE
-    addr = a.__array_interface__["data"][0]
-    first, stop = addr // page, -(-(addr + a.nbytes) // page)
-    try:
-        with open("/proc/self/pagemap", "rb") as f:
-            f.seek(first * 8)
-            entries = np.frombuffer(f.read((stop - first) * 8), dtype=np.uint64)
-    except OSError:
-        pytest.skip("no /proc/self/pagemap to read")
-    return int(np.count_nonzero(entries >> np.uint64(63)))
+    """Pages of the array's memory the process holds (``helpers.held_pages``)."""
+    return held_pages(a.__array_interface__["data"][0], a.nbytes)
 
 
 def test_a_take_over_writes_the_slots_not_sent_only_as_its_application_thread_gets_near(monkeypatch):

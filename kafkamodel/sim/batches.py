@@ -30,6 +30,7 @@ its codec's ratio (``CODECS``).
 from __future__ import annotations
 
 import math
+import mmap
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -328,6 +329,28 @@ _NEW_ROW = (PENDING, 0, 0, -1, -1)
 INT8_MAX, INT16_MAX, UINT16_MAX, INT32_MAX = 2**7 - 1, 2**15 - 1, 2**16 - 1, 2**31 - 1
 
 
+_LARGEST = {code: (1 << (8 * array(code).itemsize - 1)) - 1 for code in "bhiq"}  # Batches.POISON's values
+
+
+def _libc_madvise():
+    """libc's madvise(address, length, advice), or None where there is none."""
+    try:
+        import ctypes
+
+        call = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    call.restype = ctypes.c_int
+    return call
+
+
+_madvise = _libc_madvise() if hasattr(mmap, "MADV_DONTNEED") else None
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 0)
+_MADV_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", 0)
+_PAGE = mmap.PAGESIZE
+
+
 def index_type(records: int) -> str:
     """The ``array`` type of a column of record indexes among `records`: int32 while they fit it, else int64."""
     return "i" if records <= INT32_MAX else "q"
@@ -336,7 +359,7 @@ def index_type(records: int) -> str:
 class Batches:
     __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
                  "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq",
-                 "formats", "logs", "visible_index", "_filled", "_new_rows")
+                 "formats", "logs", "visible_index", "_filled", "_new_rows", "_given")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -399,6 +422,7 @@ class Batches:
         self.seq = array("h")
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
+        self._given: dict[str, tuple[int, int]] = {}  # column -> (its buffer's address, the end of what was given back)
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
         """A batch of records [lo, lo + count) (`nbytes`: its bytes, if known: ``batch_bytes``); returns its id. When
@@ -536,6 +560,41 @@ class Batches:
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
         return column
+
+    # the columns no step of the run reads for a batch once its account is folded (``give_back``): a settled batch
+    # is not sent again, and the leaders read only the batches they append (``bytes`` stays: a follower's fetch
+    # reads the sizes of rows below its log end, which a lagging follower may be far behind)
+    GIVEN_BACK = ("lo", "partition", "count", "state", "attempt", "visible_at", "epoch", "seq")
+    POISON = False  # tests: fill what is given back with each column's largest value instead (a read shows)
+
+    def give_back(self, upto: int) -> None:
+        """Nothing reads the rows below `upto` again (``results.accounting.AccountFold`` has folded their account):
+        the whole pages of their cells in ``GIVEN_BACK``'s columns are given back to the system (madvise
+        MADV_DONTNEED: a page read after that reads zeros, one written is allocated again; and MADV_NOHUGEPAGE
+        first, so that the kernel does not make a transparent huge page there again, given-back pages included). The
+        indexes stay: a batch id is the same row. Where the platform has no madvise, nothing is given back (the same
+        results)."""
+        for name in self.GIVEN_BACK:
+            column = getattr(self, name)
+            address, n = column.buffer_info()
+            size = column.itemsize
+            end = address + min(upto, n) * size
+            at, done = self._given.get(name, (address, address))
+            start = done if at == address else address  # (a column moved or widened: from its start again)
+            if self.POISON:
+                first = (start - address) // size
+                last = min(upto, n)
+                if last > first:
+                    column[first:last] = array(column.typecode, (_LARGEST[column.typecode],)) * (last - first)
+                self._given[name] = (address, end)
+                continue
+            lo = -(-start // _PAGE) * _PAGE
+            hi = end // _PAGE * _PAGE
+            if hi > lo and _madvise is not None:
+                if _MADV_NOHUGEPAGE:  # (else the kernel may fill a huge page there again, given-back pages included)
+                    _madvise(lo, hi - lo, _MADV_NOHUGEPAGE)
+                _madvise(lo, hi - lo, _MADV_DONTNEED)
+            self._given[name] = (address, max(hi, start))
 
     def fit_records(self, records: int) -> None:
         """The workload now holds `records` records: ``lo`` widens to int64 if they no longer fit int32 (its readers

@@ -28,7 +28,7 @@ from .broker.group_coordinator import GroupCoordinator
 from .broker.leader import LeaderRole
 from .broker.produce import ProduceHandler
 from .broker.quotas import ReplicationQuotas
-from .broker.replica_manager import ReplicaManager
+from .broker.replica_manager import ReplicaManager, follower_append_times_read
 from .broker.server import Server
 from .broker.sessions import SessionManager
 from .clients.consumer import KafkaConsumer
@@ -47,6 +47,7 @@ from .engine.network import Layout, latency_streams
 from .engine.transport import Streams, Transport
 from .faults import FaultInjector
 from .operations import Operations
+from .results.accounting import AccountFold
 from .results.invariants import check_all
 from .results.health import PartitionHealth
 from .results.measures import INVARIANT_VIOLATION, Availability, Recorder
@@ -112,6 +113,10 @@ class Simulation:
             self.replicas.append({b: Replica(part.index, b, self.batches.log(part.config.segment_bytes, table))
                                   for b in part.replicas})
         self.replicas_of = ReplicasOf(self.replicas, self.partitions_of)  # broker -> its replicas (periodic tasks)
+        fold = self.workload.fold
+        if fold is not None and not follower_append_times_read(settings, self.retention_on):
+            # no log loses a row and no leader moves: the results' account folds as the latencies do
+            fold.account = AccountFold(self.partitions, self.replicas, len(settings.producers))
         self.mode = make_mode(settings.replication, self.partitions, self.brokers, settings.broker, settings.quorum_fsync,
                               settings.kafka.hw_held_below_min_isr)
         # log.flush.interval.messages (a durable quorum fsyncs every append), and what an fsync takes

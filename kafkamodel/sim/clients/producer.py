@@ -307,7 +307,8 @@ class ProducerClient:
         (``latency.Fold``: each record's send() call made by ``Workload.send_calls``, as the end makes them), and the
         pages of the records they folded are given back (``RecordPages``). An open-loop producer whose pool may fill
         keeps the records that do not return before its first record that does not fit so far (``PoolWatch``): a
-        take-over searches its times from there."""
+        take-over searches its times from there. Where the run allows it (``accounting.AccountFold``), the account of
+        the batches folded goes with them, and their rows of the batch table are given back (``_give_back``)."""
         w = self.workload
         fold = w.fold
         if fold is None:
@@ -335,6 +336,10 @@ class ProducerClient:
             last_time = view[np.maximum(folded - 1, 0)]
             upto = np.where((folded > held) & (last_time < np.repeat(bound, width)), folded, held)
             pages.release(upto.reshape(w.lo.shape), w.lo, w.hi)
+        account = fold.account
+        if account is not None and not account.stopped:  # the account of the rows it folded, and their cells given back
+            account.sweep(batches, fold.upto)
+            self._give_back()
         now = self.kernel.now
         if now + latency.FOLD_MS <= self.duration:
             self.kernel.schedule(now + latency.FOLD_MS, self._fold)
@@ -417,6 +422,7 @@ class ProducerClient:
         """The run ended: the slots of records application threads never sent are dropped (the ranges shrink to
         what was filled)."""
         w = self.workload
+        self._give_back()  # (a column moved as it grew since the last sweep may hold its rows' copies again)
         self._release()  # (first: the accumulator's times are not moved with the slots below)
         if any(ps.app is not None for ps in self.states):
             sizes = w.hi - w.lo
@@ -426,6 +432,13 @@ class ProducerClient:
             self._relayout(sizes, times=False)
             self.counters.producer_buffer_wait_ms = sum(ps.app.wait_ms for ps in self.states if ps.app is not None)
             self.counters.buffer_exhausted_records = sum(ps.app.exhausted for ps in self.states if ps.app is not None)
+
+    def _give_back(self) -> None:
+        """The batch table's rows that nothing reads again are given back (``Batches.give_back``): those whose
+        account is folded (``accounting.AccountFold``) and whose latencies are in the histograms (``latency.Fold``)."""
+        fold = self.workload.fold
+        if fold is not None and fold.account is not None:
+            self.batches.give_back(min(fold.done, fold.account.base))
 
     def _release(self) -> None:
         """What only the run reads goes before the results are built (their peak is the run's): the accumulator's
@@ -865,6 +878,9 @@ class ProducerClient:
         """Requests in flight on a connection that closed (``network_client``): their batches are retried, after a
         metadata refresh (Kafka refreshes metadata after a disconnect)."""
         batches = self.batches
+        fold = self.workload.fold
+        if requests and fold is not None and fold.account is not None:  # the broker may append them still
+            fold.account.stop("a connection closed with produce requests in flight")
         for entries in requests:
             for b, attempt in entries:
                 if batches.attempt[b] != attempt or batches.state[b] != INFLIGHT:

@@ -152,12 +152,14 @@ def no_committed_record_lost(sim) -> list[str]:
     in order of each partition's first committed batch."""
     batches = sim.batches
     n = len(batches)
+    fold = accounting.folded_account(sim.workload)  # the rows below its base were folded: its sums say for them
+    start = 0 if fold is None else fold.base
     # committed: visible_at set (Batches.committed), a block at a time
     visible = np.frombuffer(batches.visible_at, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)  # (a view)
     part_of = np.frombuffer(batches.partition, dtype=batches.partition.typecode) if n else np.zeros(0, dtype=np.int32)
     wanted = np.zeros(len(sim.partitions), dtype=bool)  # partitions with a committed batch
     block = accounting.BLOCK
-    for a in range(0, n, block):
+    for a in range(start, n, block):
         wanted[part_of[a:a + block][visible[a:a + block] != 0]] = True
     held = np.zeros(n, dtype=bool)
     holders_of = {}
@@ -167,19 +169,25 @@ def no_committed_record_lost(sim) -> list[str]:
         for r in holders:
             log = sim.replicas[p][r].log
             ids = np.frombuffer(log.batch_ids, dtype=np.int32)[:log.rows]
-            held[ids[ids >= 0]] = True
+            held[ids[ids >= start]] = True
             if log.retired is not None:
                 held[np.frombuffer(log.retired[1], dtype=np.int32)] = True
-    blocks = [np.flatnonzero((visible[a:a + block] != 0) & ~held[a:a + block]) + a for a in range(0, n, block)]
+    blocks = [np.flatnonzero((visible[a:a + block] != 0) & ~held[a:a + block]) + a for a in range(start, n, block)]
     missing = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)  # committed, in no holder's log
-    if not len(missing):
-        return []
-    first = np.full(len(sim.partitions), n, dtype=np.int64)  # each partition's first committed batch
-    covered = np.flatnonzero(visible != 0)
-    np.minimum.at(first, part_of[covered], covered)
     records = np.bincount(part_of[missing], weights=np.frombuffer(batches.count, dtype=batches.count.typecode)[missing],
                           minlength=len(sim.partitions)).astype(np.int64)
-    lacking = np.unique(part_of[missing])
+    if fold is not None:  # (the folded rows' final log is the leader's, the one holder in such a run)
+        records += fold.partitions["committed_lost"]
+    if not records.any():
+        return []
+    first = np.full(len(sim.partitions), n, dtype=np.int64)  # each partition's first committed batch
+    covered = np.flatnonzero(visible[start:] != 0) + start
+    np.minimum.at(first, part_of[covered], covered)
+    if fold is not None:
+        np.minimum(first, fold.first_committed, out=first)
+        for p in np.flatnonzero(fold.partitions["committed_lost"]).tolist():
+            holders_of[p] = may_lead(sim, sim.partitions[p])
+    lacking = np.flatnonzero(records)
     problems = []
     for p in lacking[np.argsort(first[lacking], kind="stable")].tolist():
         part = sim.partitions[p]

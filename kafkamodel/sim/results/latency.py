@@ -171,6 +171,7 @@ class Fold:
         self.runs = 0  # the batch table's acknowledgement runs read so far
         self.base = 0  # the row ``ack[0]`` is
         self.ack = np.empty(0, dtype=np.float64)  # rows base.. : their acknowledgement time (NaN: none yet)
+        self.account = None  # the account folded beside the latencies, where the run allows it (accounting.AccountFold)
 
     def sweep(self, batches, times: np.ndarray, send_calls) -> tuple[int, int]:
         """Fold the settled rows from ``upto``: each record's send() call is `send_calls(times, records, producers)`

@@ -380,7 +380,7 @@ def build_result(end: RunEnd) -> Result:
         "fetch_requests": c.fetch_requests,
         "batches": int(nb),
         "consumer_fetch_requests": c.consumer_fetch_requests,
-        "records_per_batch_mean": float(np.mean(batches.count)) if nb else None,
+        "records_per_batch_mean": account.records(None) / nb if nb else None,
         "batches_per_request_mean": c.produce_batches / c.produce_requests if c.produce_requests else None,
         "partitions_per_fetch_mean": c.fetch_partitions / c.fetch_requests if c.fetch_requests else None,
         "request_handler_busy_max": _busiest(end.threads["request_handler"], s.duration_ms),
