@@ -286,7 +286,9 @@ def _folded_run(scenario: dict, fold: bool, monkeypatch):
 # no fault, no operation, no consumer group, no retention: the account folds. The count rule's bursts at 0.8.2,
 # with two of the eight producers at acks=all and min.insync.replicas 3: the others' bursts shrink the ISR, so the
 # two's appended batches are answered NOT_ENOUGH_REPLICAS_AFTER_APPEND and resent (duplicates); with their
-# request.timeout.ms at 40 ms a request's connection closes, and the fold stops there
+# request.timeout.ms at 40 ms a request's connection closes, and the fold stops there. And "taken-over": the
+# production-shaped producer with a 2 MB buffer.memory, whose pool fills, so its application thread takes over and
+# its records are laid out again (``_relayout``) after rows were given back
 ACCOUNT_FOLDED = {
     "steady-state": {},
     "three-zones": {},
@@ -300,7 +302,19 @@ ACCOUNT_FOLDED = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(ACCOUNT_FOLDED))
+def _production_shaped(**producer) -> dict:
+    """The production case's producer (300k keyed 1 KiB records/s, linger.ms 5, batch.size 64 KiB, acks=all) on
+    1,000 partitions of 3 brokers for half a simulated second: a batch of one or two records a partition
+    (`producer`: what it takes beside)."""
+    return {"name": "production-shaped", "seed": 7, "kafka.version": "3.7", "duration.ms": 500.0,
+            "results.records": "none", "brokers": 3, "racks": ["a", "b", "c"],
+            "topics": [{"name": "events", "partitions": 1000, "replication.factor": 3}],
+            "producers": [{"topic": "events", "rate.per.s": 300_000, "acks": "all", "linger.ms": 5,
+                           "batch.size": 65536, "record.size.bytes": 1024, "keys": {"cardinality": 1_000_000},
+                           **producer}]}
+
+
+@pytest.mark.parametrize("case", sorted(ACCOUNT_FOLDED) + ["taken-over"])
 def test_an_account_folded_as_the_run_goes_is_the_ends_and_reads_no_row_given_back(case, monkeypatch):
     """Swept every 5 simulated ms in small chunks, so that batches fold all through the run, and every row given back
     poisoned (``Batches.POISON``): every summary key and the partitions' table equal the run that folds nothing
@@ -309,8 +323,11 @@ def test_an_account_folded_as_the_run_goes_is_the_ends_and_reads_no_row_given_ba
 
     monkeypatch.setattr(latency, "CHUNK", 64)
     monkeypatch.setattr(latency, "FOLD_MS", 5.0)
-    changes = dict(ACCOUNT_FOLDED[case])
-    scenario = _no_faults(changes.pop("name", case), **changes)
+    if case == "taken-over":
+        scenario = _production_shaped(**{"buffer.memory": 2_000_000})
+    else:
+        changes = dict(ACCOUNT_FOLDED[case])
+        scenario = _no_faults(changes.pop("name", case), **changes)
     _, want = _folded_run(scenario, False, monkeypatch)
     sim, got = _folded_run(scenario, True, monkeypatch)
     account = sim.workload.fold.account
@@ -320,6 +337,8 @@ def test_an_account_folded_as_the_run_goes_is_the_ends_and_reads_no_row_given_ba
     else:
         assert not account.stopped and 0.5 * len(sim.batches) < account.base  # (most rows folded, and given back)
         assert sim.batches.state[0] == 127 and sim.batches.lo[account.base // 2] == 2**31 - 1
+    if case == "taken-over":  # (its slots grew after rows were given back, and were laid out again at the end)
+        assert sim.producer.states[0].app is not None
     if case == "duplicates":
         assert got.summary["records_duplicated"] > 0 and got.summary["not_enough_replicas_errors"] > 0
     assert list(got.summary) == list(want.summary)
@@ -329,24 +348,17 @@ def test_an_account_folded_as_the_run_goes_is_the_ends_and_reads_no_row_given_ba
 
 
 def test_a_production_shaped_run_gives_its_folded_rows_pages_back(monkeypatch):
-    """The production case's producer on 1,000 partitions for half a simulated second (a batch of one or two
-    records a partition, about 77,000 batches): by the end most of the batch table's pages, in the columns given
-    back, are no longer held (the kernel's page table says so). (Chunks of 4,096 records: a row is given back once
-    its latencies are in the histograms, a chunk at a time, and the run has fewer records than one chunk of
-    ``latency.CHUNK``.)"""
+    """The production-shaped run (``_production_shaped``: about 77,000 batches): by the end most of the batch
+    table's pages, in the columns given back, are no longer held (the kernel's page table says so). (Chunks of
+    4,096 records: a row is given back once its latencies are in the histograms, a chunk at a time, and the run has
+    fewer records than one chunk of ``latency.CHUNK``.)"""
     from kafkamodel.sim.batches import Batches, _madvise
     from kafkamodel.sim.results import latency
 
     monkeypatch.setattr(latency, "CHUNK", 4096)
     if _madvise is None:
         pytest.skip("no madvise here")
-    scenario = {  # (bench.production's, on 1,000 partitions of 3 brokers, one producer)
-        "name": "production-shaped", "seed": 7, "kafka.version": "3.7", "duration.ms": 500.0,
-        "results.records": "none", "brokers": 3, "racks": ["a", "b", "c"],
-        "topics": [{"name": "events", "partitions": 1000, "replication.factor": 3}],
-        "producers": [{"topic": "events", "rate.per.s": 300_000, "acks": "all", "linger.ms": 5,
-                       "batch.size": 65536, "record.size.bytes": 1024, "keys": {"cardinality": 1_000_000}}],
-    }
+    scenario = _production_shaped()
     sim = Simulation(load_scenario(scenario))
     sim.run()
     b = sim.batches

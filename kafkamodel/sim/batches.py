@@ -359,7 +359,7 @@ def index_type(records: int) -> str:
 class Batches:
     __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
                  "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq",
-                 "formats", "logs", "visible_index", "_filled", "_new_rows", "_given")
+                 "formats", "logs", "visible_index", "_filled", "_new_rows", "given", "_given")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -422,6 +422,7 @@ class Batches:
         self.seq = array("h")
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
+        self.given = 0  # the rows below are given back (``give_back``): no step reads them again
         self._given: dict[str, tuple[int, int]] = {}  # column -> (its buffer's address, the end of what was given back)
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
@@ -574,6 +575,7 @@ class Batches:
         first, so that the kernel does not make a transparent huge page there again, given-back pages included). The
         indexes stay: a batch id is the same row. Where the platform has no madvise, nothing is given back (the same
         results)."""
+        self.given = max(self.given, min(upto, len(self.lo)))
         for name in self.GIVEN_BACK:
             column = getattr(self, name)
             address, n = column.buffer_info()

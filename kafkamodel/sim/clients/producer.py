@@ -406,7 +406,7 @@ class ProducerClient:
             producer = batches.producer_column()  # (read a block at a time: kept as runs)
             partition = np.frombuffer(batches.partition, dtype=batches.partition.typecode)
             width = shift.shape[1]
-            for a in range(0, len(lo), BLOCK):
+            for a in range(batches.given, len(lo), BLOCK):  # (the rows given back: no step reads them again)
                 cell = producer[a:a + BLOCK].astype(np.int64) * width + partition[a:a + BLOCK]
                 lo[a:a + BLOCK] += flat[cell]
             del lo, producer, partition
