@@ -359,7 +359,7 @@ def index_type(records: int) -> str:
 class Batches:
     __slots__ = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt",
                  "acks_first", "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq",
-                 "formats", "logs", "visible_index", "_filled", "_new_rows", "given", "_given")
+                 "formats", "logs", "visible_index", "_filled", "_new_rows", "given", "_poisoned")
 
     def __init__(self, formats: list[RecordFormat], records: int = 0, partitions: int = 0):
         """`records`: how many records the workload holds (``fit_records`` when that grows); `partitions`: the
@@ -423,7 +423,7 @@ class Batches:
         self._filled = (self.state, self.attempt, self.visible_at, self.epoch, self.seq)
         self._new_rows = tuple(array(c.typecode, (v,)) for c, v in zip(self._filled, _NEW_ROW))
         self.given = 0  # the rows below are given back (``give_back``): no step reads them again
-        self._given: dict[str, tuple[int, int]] = {}  # column -> (its buffer's address, the end of what was given back)
+        self._poisoned: dict[str, tuple[str, int]] = {}  # POISON: column -> (its type, the rows poisoned so far)
 
     def new(self, lo: int, count: int, partition: int, producer: int, nbytes: int = -1) -> int:
         """A batch of records [lo, lo + count) (`nbytes`: its bytes, if known: ``batch_bytes``); returns its id. When
@@ -573,30 +573,26 @@ class Batches:
         the whole pages of their cells in ``GIVEN_BACK``'s columns are given back to the system (madvise
         MADV_DONTNEED: a page read after that reads zeros, one written is allocated again; and MADV_NOHUGEPAGE
         first, so that the kernel does not make a transparent huge page there again, given-back pages included). The
-        indexes stay: a batch id is the same row. Where the platform has no madvise, nothing is given back (the same
-        results)."""
-        self.given = max(self.given, min(upto, len(self.lo)))
+        indexes stay: a batch id is the same row. Each call gives back from each column's start: a column that grew
+        may have been copied elsewhere, its given-back pages with it, and may even come back to an address it had.
+        Where the platform has no madvise, nothing is given back (the same results)."""
+        given = self.given = max(self.given, min(upto, len(self.lo)))
         for name in self.GIVEN_BACK:
             column = getattr(self, name)
             address, n = column.buffer_info()
-            size = column.itemsize
-            end = address + min(upto, n) * size
-            at, done = self._given.get(name, (address, address))
-            start = done if at == address else address  # (a column moved or widened: from its start again)
-            if self.POISON:
-                first = (start - address) // size
-                last = min(upto, n)
-                if last > first:
-                    column[first:last] = array(column.typecode, (_LARGEST[column.typecode],)) * (last - first)
-                self._given[name] = (address, end)
+            if self.POISON:  # (a copy keeps the values: poisoned again only from the last bound, or once widened)
+                code, first = self._poisoned.get(name, (column.typecode, 0))
+                first = first if code == column.typecode else 0
+                if given > first:
+                    column[first:given] = array(column.typecode, (_LARGEST[column.typecode],)) * (given - first)
+                self._poisoned[name] = (column.typecode, given)
                 continue
-            lo = -(-start // _PAGE) * _PAGE
-            hi = end // _PAGE * _PAGE
+            lo = -(-address // _PAGE) * _PAGE
+            hi = (address + min(given, n) * column.itemsize) // _PAGE * _PAGE
             if hi > lo and _madvise is not None:
                 if _MADV_NOHUGEPAGE:  # (else the kernel may fill a huge page there again, given-back pages included)
                     _madvise(lo, hi - lo, _MADV_NOHUGEPAGE)
                 _madvise(lo, hi - lo, _MADV_DONTNEED)
-            self._given[name] = (address, max(hi, start))
 
     def fit_records(self, records: int) -> None:
         """The workload now holds `records` records: ``lo`` widens to int64 if they no longer fit int32 (its readers
