@@ -189,8 +189,8 @@ def test_a_run_without_a_records_table_keeps_the_keys_digits_and_makes_the_same_
         sim = Simulation(load_scenario({**s, "results.records": records}))
         tables[records] = sim.workload.key.dtype
         assert sim.run().summary["producer_buffer_wait_ms"] > 300.0  # the application threads took over
-        # every column (not formats, logs, visible_index, _filled, _new_rows); the errors by batch: a dict
-        columns = [getattr(sim.batches, c) for c in Batches.__slots__[:-5]]
+        # every column (``Batches.COLUMNS``); the errors by batch: a dict
+        columns = [getattr(sim.batches, c) for c in Batches.COLUMNS]
         tables[records] = (tables[records], [c if isinstance(c, dict) else c.tobytes() for c in columns])
     assert tables["none"][0] == np.int8 and tables["all"][0] == np.int32
     assert tables["none"][1] == tables["all"][1]
@@ -779,7 +779,7 @@ def test_a_take_over_in_pieces_is_the_take_over_made_whole(max_block_ms, record_
         sim = Simulation(load_scenario(s))
         result = sim.run()
         return capture(result), [c if isinstance(c, dict) else c.tobytes()
-                                 for c in (getattr(sim.batches, c) for c in Batches.__slots__[:-5])]
+                                 for c in (getattr(sim.batches, c) for c in Batches.COLUMNS)]
 
     monkeypatch.setattr(ProducerClient, "_take_over", spy)
     monkeypatch.setattr(ProducerClient, "_relayout", spy_relayout)

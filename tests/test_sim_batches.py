@@ -80,7 +80,7 @@ def test_a_drains_batches_made_at_once_are_each_kafkas_size_and_rows_as_made_one
         one.new(lo, n, p, 0)
     first = many.new_many(los, sizes, parts, 0, f.batches_bytes(los, sizes))
     assert first == 0 and len(many) == len(sizes)
-    for column in Batches.__slots__[:-5]:  # (not formats, logs, visible_index, _filled, _new_rows)
+    for column in Batches.COLUMNS:
         made, alone = getattr(many, column), getattr(one, column)
         assert (made.tobytes() == alone.tobytes()) if isinstance(made, array) else made == alone, column
 
@@ -554,3 +554,10 @@ def test_poisoned_rows_take_each_columns_largest_value_from_where_the_last_left_
     b.seq[10] = 3
     b.give_back(60)
     assert b.seq[10] == 2**31 - 1 and b.seq.typecode == "i"
+
+
+def test_the_columns_named_are_every_attribute_but_the_formats_logs_and_bookkeeping():
+    """``Batches.COLUMNS`` (what the tests that compare two runs' batch tables compare) is every slot of the table
+    but the record formats, the logs and the table's own bookkeeping: a column added to the table is compared."""
+    others = {"formats", "logs", "visible_index", "_filled", "_new_rows", "given", "_poisoned"}
+    assert set(Batches.COLUMNS) == set(Batches.__slots__) - others and len(Batches.COLUMNS) == len(set(Batches.COLUMNS))

@@ -562,6 +562,10 @@ class Batches:
         self._new_rows = tuple(array(c.typecode, row) for c, row in zip(self._filled, self._new_rows))
         return column
 
+    # the table's columns (and the errors by batch, a dict): what a batch is made of, and all two runs that make the
+    # same batches share (the other attributes are the formats, the logs and the table's own bookkeeping)
+    COLUMNS = ("lo", "partition", "producer_starts", "producer_runs", "count", "bytes", "state", "attempt", "acks_first",
+               "acks_count", "acks_ms", "error", "visible_at", "visible_instants", "epoch", "seq")
     # the columns no step of the run reads for a batch once its account is folded (``give_back``): a settled batch
     # is not sent again, and the leaders read only the batches they append (``bytes`` stays: a follower's fetch
     # reads the sizes of rows below its log end, which a lagging follower may be far behind)
