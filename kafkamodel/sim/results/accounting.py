@@ -393,11 +393,10 @@ class AccountFold:
                     raise RuntimeError(f"accounting: partition {part.name} changed leader or deleted segments in a"
                                        " run that folds its account")
                 column = log.batch_ids
-                taken.append(np.frombuffer(column, dtype=column.typecode)[scanned[p]:n].copy())
+                taken.append(np.frombuffer(column, dtype=column.typecode)[scanned[p]:n].copy())  # (no view kept)
                 owners.append(p)
                 sizes.append(n - scanned[p])
                 scanned[p] = n
-                del column
         grow = rows - self.base - len(self.presence)
         if grow > 0:
             self.presence = np.concatenate((self.presence, np.zeros(grow, dtype=np.int16)))
